@@ -1,0 +1,151 @@
+"""What the directory step tells one partition, and what a partition reports back.
+
+A `Command` carries the cause (the input event's offset and id), a `PartitionContext`
+snapshot of the controller-wide facts the partition needs at that moment, and one `Op`.
+The partition step never reads anything global: liveness, the controller epoch, the
+topic's effective unclean setting and its deletion status all arrive here.
+
+`DeletionReport` is the only thing that flows back: a partition of a topic queued for
+deletion reports its replica states after every command, because Kafka's
+TopicDeletionManager decides on all replicas of a topic at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from .model import BrokerFact, LeaderAndIsr, ReplicaAssignment
+from .states import ReplicaState
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionContext:
+    active: bool
+    controller_epoch: int
+    unclean_leader_election_enable: bool
+    queued_for_deletion: bool = False
+    # facts of the brokers this command may need; merged into the partition's own view
+    brokers: tuple[tuple[int, BrokerFact], ...] = ()
+
+
+# -- ops -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPartition:
+    """Inactive context loading: the assignment (and, from a snapshot, the stored state)."""
+
+    assignment: ReplicaAssignment
+    leadership: LeaderAndIsr | None = None
+    overwrite: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Failover:
+    """`onControllerFailover` for this partition: reset, RSM/PSM startup, resume reassignment."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreatePartition:
+    """`onNewPartitionCreation`."""
+
+    replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokersStarted:
+    broker_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokersFailed:
+    broker_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownBroker:
+    """`doControlledShutdown` after its request-level checks passed."""
+
+    broker_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reassign:
+    target_replicas: tuple[int, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterIsr:
+    broker_id: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+    leader_recovery_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Elect:
+    election_type: str  # PREFERRED | UNCLEAN
+    allow_unclean: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerOnline:
+    """`triggerOnlinePartitionStateChange(topic)` after unclean election was enabled."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaDeletionResponse:
+    broker_id: int
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MarkQueued:
+    """The topic was queued for deletion; nothing changes but the partition reports."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeDeletion:
+    """This partition's share of `TopicDeletionManager.resumeDeletions`."""
+
+    retry: bool
+    start: bool
+    first: bool  # deletion not yet started for the topic: PSM Offline -> NonExistent first
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteTopicDeletion:
+    """`completeDeleteTopic`: successful replicas become NonExistent and the partition goes."""
+
+
+Op = Union[
+    LoadPartition, Failover, CreatePartition, BrokersStarted, BrokersFailed, ShutdownBroker, Reassign,
+    AlterIsr, Elect, TriggerOnline, ReplicaDeletionResponse, MarkQueued, ResumeDeletion,
+    CompleteTopicDeletion,
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    topic: str
+    partition: int
+    cause_offset: int
+    cause_id: str | None
+    ctx: PartitionContext
+    op: Op
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionReport:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    replica_states: tuple[tuple[int, ReplicaState], ...]
+    being_reassigned: bool
+    # onPartitionReassignment ran: markTopicIneligibleForDeletion ("reassignment in progress")
+    mark_ineligible: bool = False
+    # a reassignment completed: resumeDeletionForTopics
+    resume_deletion: bool = False
+    removed: bool = False

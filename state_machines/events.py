@@ -1,0 +1,362 @@
+"""Typed input events of contract events-v1 and their validation.
+
+`parse_event` turns one decoded JSON object into an event value or raises `InvalidEvent`
+with a one-line reason (the dead-letter reason). It checks shape and impossible values only;
+whether the controller accepts a well-formed event is decided by the state machines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Union
+
+from .errors import InvalidEvent
+
+CONTRACT_VERSION = 1
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerFailover:
+    controller_id: int
+    controller_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerStartup:
+    broker_id: int
+    broker_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerFailure:
+    broker_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdown:
+    broker_id: int
+    broker_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCreation:
+    topic: str
+    partitions: tuple[tuple[int, tuple[int, ...]], ...]
+    configs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionExpansion:
+    topic: str
+    partitions: tuple[tuple[int, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDeletion:
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaResponse:
+    topic: str
+    partition: int
+    broker_id: int
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReassignment:
+    topic: str
+    partition: int
+    target_replicas: tuple[int, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartition:
+    topic: str
+    partition: int
+    broker_id: int
+    broker_epoch: int | None
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+    leader_recovery_state: str = "RECOVERED"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLeaderElection:
+    election_type: str
+    partitions: tuple[tuple[str, int], ...] | None
+    trigger: str = "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigChange:
+    topic: str
+    configs: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStateSnapshot:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    controller_epoch: int
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    leader_recovery_state: str = "RECOVERED"
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedPartitionState:
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int | None = None
+    controller_epoch: int | None = None
+    replicas: tuple[int, ...] | None = None
+
+
+Event = Union[
+    ControllerFailover, BrokerStartup, BrokerFailure, ControlledShutdown, TopicCreation,
+    PartitionExpansion, TopicDeletion, StopReplicaResponse, PartitionReassignment, AlterPartition,
+    ReplicaLeaderElection, TopicConfigChange, PartitionStateSnapshot, ObservedPartitionState,
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """An event with its place in the log: `offset` is the cause_offset of its outputs."""
+
+    offset: int
+    event: Event
+    id: str | None = None
+    ts: int | None = None
+
+
+# ---------------------------------------------------------------------------------------
+# validation
+
+
+def _req(obj: dict[str, Any], name: str) -> Any:
+    if name not in obj or obj[name] is None:
+        raise InvalidEvent(f"missing required field '{name}'")
+    return obj[name]
+
+
+def _int(value: Any, name: str, *, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidEvent(f"field '{name}' must be an integer, got {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        raise InvalidEvent(f"field '{name}' must be >= {minimum}, got {value}")
+    return value
+
+
+def _opt_int(obj: dict[str, Any], name: str, *, minimum: int | None = None) -> int | None:
+    value = obj.get(name)
+    return None if value is None else _int(value, name, minimum=minimum)
+
+
+def _broker_id(value: Any, name: str) -> int:
+    return _int(value, name, minimum=0)
+
+
+def _topic(obj: dict[str, Any]) -> str:
+    value = _req(obj, "topic")
+    if not isinstance(value, str) or not _TOPIC_NAME.match(value):
+        raise InvalidEvent(f"field 'topic' is not a valid Kafka topic name: {value!r}")
+    return value
+
+
+def _broker_list(value: Any, name: str, *, allow_empty: bool = False) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise InvalidEvent(f"field '{name}' must be a list of broker ids")
+    ids = tuple(_broker_id(v, name) for v in value)
+    if not ids and not allow_empty:
+        raise InvalidEvent(f"field '{name}' must not be empty")
+    if len(set(ids)) != len(ids):
+        raise InvalidEvent(f"field '{name}' has duplicate broker ids: {list(ids)}")
+    return ids
+
+
+def _partition_map(value: Any) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    if not isinstance(value, dict) or not value:
+        raise InvalidEvent("field 'partitions' must be a non-empty object of partition -> replica list")
+    out = []
+    for key, replicas in value.items():
+        if not isinstance(key, str) or not key.isdigit():
+            raise InvalidEvent(f"partition number must be a non-negative integer string, got {key!r}")
+        out.append((int(key), _broker_list(replicas, f"partitions.{key}")))
+    return tuple(sorted(out))
+
+
+def _configs(value: Any, name: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise InvalidEvent(f"field '{name}' must be an object of string -> string")
+    return tuple(sorted(value.items()))
+
+
+def _recovery(value: Any, name: str) -> str:
+    if value is None:
+        return "RECOVERED"
+    if value not in ("RECOVERED", "RECOVERING"):
+        raise InvalidEvent(f"field '{name}' must be RECOVERED or RECOVERING, got {value!r}")
+    return str(value)
+
+
+def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
+    if kind == "ControllerFailover":
+        return ControllerFailover(
+            _broker_id(_req(obj, "controller_id"), "controller_id"),
+            _int(_req(obj, "controller_epoch"), "controller_epoch", minimum=0),
+        )
+    if kind == "BrokerStartup":
+        return BrokerStartup(_broker_id(_req(obj, "broker_id"), "broker_id"), _opt_int(obj, "broker_epoch", minimum=0))
+    if kind == "BrokerFailure":
+        return BrokerFailure(_broker_id(_req(obj, "broker_id"), "broker_id"))
+    if kind == "ControlledShutdown":
+        return ControlledShutdown(
+            _broker_id(_req(obj, "broker_id"), "broker_id"), _opt_int(obj, "broker_epoch", minimum=-1)
+        )
+    if kind == "TopicCreation":
+        return TopicCreation(
+            _topic(obj), _partition_map(_req(obj, "partitions")), _configs(obj.get("configs") or {}, "configs")
+        )
+    if kind == "PartitionExpansion":
+        return PartitionExpansion(_topic(obj), _partition_map(_req(obj, "partitions")))
+    if kind == "TopicDeletion":
+        return TopicDeletion(_topic(obj))
+    if kind == "StopReplicaResponse":
+        error = obj.get("error")
+        if error is not None and not isinstance(error, str):
+            raise InvalidEvent("field 'error' must be a string or null")
+        if "error" not in obj:
+            raise InvalidEvent("missing required field 'error'")
+        return StopReplicaResponse(
+            _topic(obj),
+            _int(_req(obj, "partition"), "partition", minimum=0),
+            _broker_id(_req(obj, "broker_id"), "broker_id"),
+            error,
+        )
+    if kind == "PartitionReassignment":
+        if "target_replicas" not in obj:
+            raise InvalidEvent("missing required field 'target_replicas'")
+        target = obj["target_replicas"]
+        return PartitionReassignment(
+            _topic(obj),
+            _int(_req(obj, "partition"), "partition", minimum=0),
+            None if target is None else _reassignment_target(target),
+        )
+    if kind == "AlterPartition":
+        return AlterPartition(
+            _topic(obj),
+            _int(_req(obj, "partition"), "partition", minimum=0),
+            _broker_id(_req(obj, "broker_id"), "broker_id"),
+            _opt_int(obj, "broker_epoch", minimum=-1),
+            _int(_req(obj, "leader_epoch"), "leader_epoch", minimum=0),
+            _int(_req(obj, "partition_epoch"), "partition_epoch", minimum=0),
+            _broker_list(_req(obj, "isr"), "isr"),
+            _recovery(obj.get("leader_recovery_state"), "leader_recovery_state"),
+        )
+    if kind == "ReplicaLeaderElection":
+        election_type = _req(obj, "election_type")
+        if election_type not in ("PREFERRED", "UNCLEAN"):
+            raise InvalidEvent(f"field 'election_type' must be PREFERRED or UNCLEAN, got {election_type!r}")
+        trigger = obj.get("trigger") or "admin"
+        if trigger not in ("admin", "zk", "auto"):
+            raise InvalidEvent(f"field 'trigger' must be admin, zk or auto, got {trigger!r}")
+        if "partitions" not in obj:
+            raise InvalidEvent("missing required field 'partitions'")
+        raw = obj["partitions"]
+        partitions = None
+        if raw is not None:
+            if not isinstance(raw, list):
+                raise InvalidEvent("field 'partitions' must be a list of {topic, partition} or null")
+            items = []
+            for item in raw:
+                if not isinstance(item, dict):
+                    raise InvalidEvent("field 'partitions' must be a list of {topic, partition} or null")
+                items.append((_topic(item), _int(_req(item, "partition"), "partition", minimum=0)))
+            partitions = tuple(dict.fromkeys(items))
+        return ReplicaLeaderElection(election_type, partitions, trigger)
+    if kind == "TopicConfigChange":
+        return TopicConfigChange(_topic(obj), _configs(_req(obj, "configs"), "configs"))
+    if kind == "PartitionStateSnapshot":
+        replicas = _broker_list(_req(obj, "replicas"), "replicas")
+        return PartitionStateSnapshot(
+            _topic(obj),
+            _int(_req(obj, "partition"), "partition", minimum=0),
+            replicas,
+            _int(_req(obj, "leader"), "leader", minimum=-1),
+            _int(_req(obj, "leader_epoch"), "leader_epoch", minimum=0),
+            _broker_list(_req(obj, "isr"), "isr", allow_empty=True),
+            _int(_req(obj, "partition_epoch"), "partition_epoch", minimum=0),
+            _int(_req(obj, "controller_epoch"), "controller_epoch", minimum=0),
+            _broker_list(obj.get("adding_replicas") or [], "adding_replicas", allow_empty=True),
+            _broker_list(obj.get("removing_replicas") or [], "removing_replicas", allow_empty=True),
+            _recovery(obj.get("leader_recovery_state"), "leader_recovery_state"),
+        )
+    if kind == "ObservedPartitionState":
+        replicas = obj.get("replicas")
+        return ObservedPartitionState(
+            _topic(obj),
+            _int(_req(obj, "partition"), "partition", minimum=0),
+            _int(_req(obj, "leader"), "leader", minimum=-1),
+            _int(_req(obj, "leader_epoch"), "leader_epoch", minimum=0),
+            _broker_list(_req(obj, "isr"), "isr", allow_empty=True),
+            _opt_int(obj, "partition_epoch", minimum=0),
+            _opt_int(obj, "controller_epoch", minimum=0),
+            None if replicas is None else _broker_list(replicas, "replicas"),
+        )
+    raise InvalidEvent(f"unknown event type {kind!r}")
+
+
+def _reassignment_target(value: Any) -> tuple[int, ...]:
+    # Kafka validates the list itself (empty, duplicates, negative ids) and answers
+    # INVALID_REPLICA_ASSIGNMENT, so only the type is checked here.
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise InvalidEvent("field 'target_replicas' must be a list of broker ids or null")
+    return tuple(value)
+
+
+def parse_event(obj: Any, offset: int) -> Envelope:
+    """Validate one decoded JSON value against contract v1."""
+    if not isinstance(obj, dict):
+        raise InvalidEvent(f"an event must be a JSON object, got {type(obj).__name__}")
+    version = obj.get("v")
+    if version is None:
+        raise InvalidEvent("missing required field 'v'")
+    if version != CONTRACT_VERSION or isinstance(version, bool):
+        raise InvalidEvent(f"unsupported contract version {version!r} (this build reads v1)")
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        raise InvalidEvent("missing required field 'type'")
+    event_id = obj.get("id")
+    if event_id is not None and not isinstance(event_id, str):
+        raise InvalidEvent("field 'id' must be a string")
+    ts = obj.get("ts")
+    if ts is not None:
+        ts = _int(ts, "ts")
+    return Envelope(offset, _parse_body(kind, obj), event_id, ts)
+
+
+def parse_line(line: str | bytes, offset: int) -> Envelope:
+    """Decode and validate one JSON line; undecodable bytes and bad JSON are InvalidEvent too."""
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+    except UnicodeDecodeError as exc:
+        raise InvalidEvent(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidEvent(f"not JSON: {exc.msg} at column {exc.colno}") from None
+    return parse_event(obj, offset)

@@ -1,0 +1,156 @@
+"""Immutable values shared by the directory and partition steps.
+
+`LeaderAndIsr` mirrors kafka.api.LeaderAndIsr together with the controller epoch stored
+beside it in the partition-state znode (`LeaderIsrAndControllerEpoch`). Its epoch helpers are
+Kafka's: every controller write bumps the leader epoch; the partition epoch is the znode
+version and only moves when a write is applied (`with_next_partition_epoch`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .states import LeaderRecoveryState
+
+NO_LEADER = -1
+NO_EPOCH = -1
+LEADER_DURING_DELETE = -2
+EPOCH_DURING_DELETE = -2
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+    controller_epoch: int = 0
+
+    @staticmethod
+    def initial(leader: int, isr: tuple[int, ...], controller_epoch: int) -> "LeaderAndIsr":
+        return LeaderAndIsr(leader, 0, isr, 0, LeaderRecoveryState.RECOVERED, controller_epoch)
+
+    def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> "LeaderAndIsr":
+        return replace(self, leader=leader, isr=isr, leader_epoch=self.leader_epoch + 1)
+
+    def new_leader(self, leader: int) -> "LeaderAndIsr":
+        return replace(self, leader=leader, leader_epoch=self.leader_epoch + 1)
+
+    def new_epoch(self) -> "LeaderAndIsr":
+        return replace(self, leader_epoch=self.leader_epoch + 1)
+
+    def new_recovering_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> "LeaderAndIsr":
+        return replace(
+            self,
+            leader=leader,
+            isr=isr,
+            leader_epoch=self.leader_epoch + 1,
+            leader_recovery_state=LeaderRecoveryState.RECOVERING,
+        )
+
+    def written(self, controller_epoch: int) -> "LeaderAndIsr":
+        """The state as stored by a successful conditional write (`updateLeaderAndIsr`): the
+        znode version, which is the partition epoch, moves by one."""
+        return replace(self, partition_epoch=self.partition_epoch + 1, controller_epoch=controller_epoch)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaAssignment:
+    """`ReplicaAssignment` (ControllerContext.scala): the full replica set during a KIP-455
+    reassignment plus the adding and removing subsets."""
+
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+    @property
+    def origin_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.adding_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    def reassign_to(self, target: tuple[int, ...]) -> "ReplicaAssignment":
+        origin = self.origin_replicas
+        full = tuple(dict.fromkeys(target + origin))
+        return ReplicaAssignment(
+            full,
+            tuple(r for r in full if r not in origin),
+            tuple(r for r in full if r not in target),
+        )
+
+    def remove_replica(self, replica: int) -> "ReplicaAssignment":
+        return ReplicaAssignment(
+            tuple(r for r in self.replicas if r != replica),
+            tuple(r for r in self.adding_replicas if r != replica),
+            tuple(r for r in self.removing_replicas if r != replica),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerFact:
+    """What the controller knows of one broker id. `registered` is an entry in
+    `liveBrokerEpochs` (live or shutting down); a broker is *live* only if registered and
+    not shutting down (`ControllerContext.isLiveBroker`)."""
+
+    registered: bool = False
+    shutting_down: bool = False
+    broker_epoch: int | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.registered and not self.shutting_down
+
+
+UNKNOWN_BROKER = BrokerFact()
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    """Cluster-level settings (KafkaConfig / ReplicationConfigs defaults). A topic's own
+    configs override `unclean.leader.election.enable`."""
+
+    unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+    delete_topic_enable: bool = True
+    # inter.broker.protocol.version >= 3.2: LeaderAndIsr carries the KIP-704 recovery state
+    # and an unclean leader starts RECOVERING.
+    leader_recovery_supported: bool = True
+
+    @staticmethod
+    def from_properties(props: dict[str, object]) -> "ControllerConfig":
+        def flag(name: str, default: bool) -> bool:
+            value = props.get(name, default)
+            return value if isinstance(value, bool) else str(value).strip().lower() == "true"
+
+        known = {
+            "unclean.leader.election.enable",
+            "auto.leader.rebalance.enable",
+            "leader.imbalance.per.broker.percentage",
+            "delete.topic.enable",
+            "leader.recovery.supported",
+        }
+        unknown = sorted(set(props) - known)
+        if unknown:
+            raise ValueError(f"unknown controller settings: {', '.join(unknown)}")
+        return ControllerConfig(
+            unclean_leader_election_enable=flag("unclean.leader.election.enable", False),
+            auto_leader_rebalance_enable=flag("auto.leader.rebalance.enable", True),
+            leader_imbalance_per_broker_percentage=int(props.get("leader.imbalance.per.broker.percentage", 10)),  # type: ignore[call-overload]
+            delete_topic_enable=flag("delete.topic.enable", True),
+            leader_recovery_supported=flag("leader.recovery.supported", True),
+        )
+
+    def unclean_enabled_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...]) -> bool:
+        configs = dict(topic_configs)
+        value = configs.get("unclean.leader.election.enable")
+        if value is None:
+            return self.unclean_leader_election_enable
+        return value.strip().lower() == "true"

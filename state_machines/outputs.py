@@ -1,0 +1,183 @@
+"""Output records of contract events-v1 (the decisions topic).
+
+Records are values without their envelope; the engine adds `v`, `cause_offset`, `cause_id`
+and `seq` (the index among the records one cause produced for one record key).
+`StillLeads` is internal: the partition step's share of a `ControlledShutdownResult`, merged
+into the result by `assemble_controlled_shutdown_results`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Union
+
+
+class _Record:
+    TYPE: ClassVar[str]
+
+    def key(self) -> str:
+        return f"{self.topic}-{self.partition}"  # type: ignore[attr-defined]
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrRecord(_Record):
+    TYPE: ClassVar[str] = "LeaderAndIsr"
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    controller_epoch: int
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+    leader_recovery_state: str
+    is_new: bool
+    recipients: tuple[int, ...]
+    election: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaRecord(_Record):
+    TYPE: ClassVar[str] = "StopReplica"
+    topic: str
+    partition: int
+    broker_id: int
+    delete_partition: bool
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStateChangeRecord(_Record):
+    TYPE: ClassVar[str] = "PartitionStateChange"
+    topic: str
+    partition: int
+    from_state: str
+    to_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaStateChangeRecord(_Record):
+    TYPE: ClassVar[str] = "ReplicaStateChange"
+    topic: str
+    partition: int
+    broker_id: int
+    from_state: str
+    to_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class StateChangeFailedRecord(_Record):
+    TYPE: ClassVar[str] = "StateChangeFailed"
+    topic: str
+    partition: int
+    broker_id: int | None
+    target_state: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownResultRecord(_Record):
+    """Kafka's reply to a ControlledShutdownRequest. `error` (Kafka's error name or null) is
+    an addition to the contract's fields: the contract requires a refused request to be
+    answered, and this is the record that answers it."""
+
+    TYPE: ClassVar[str] = "ControlledShutdownResult"
+    broker_id: int
+    partitions_remaining: tuple[str, ...]
+    error: str | None = None
+
+    def key(self) -> str:
+        return f"broker-{self.broker_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResultRecord(_Record):
+    TYPE: ClassVar[str] = "AlterPartitionResult"
+    topic: str
+    partition: int
+    broker_id: int
+    error: str | None
+    leader: int | None
+    leader_epoch: int | None
+    isr: tuple[int, ...] | None
+    partition_epoch: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionResultRecord(_Record):
+    TYPE: ClassVar[str] = "ElectionResult"
+    topic: str
+    partition: int
+    election_type: str
+    error: str | None
+    leader: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DivergenceRecord(_Record):
+    TYPE: ClassVar[str] = "Divergence"
+    topic: str
+    partition: int
+    expected: dict[str, Any]
+    observed: dict[str, Any]
+    severity: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class StillLeads:
+    """Internal: after a controlled shutdown of `broker_id`, this partition is still led by
+    it (RF > 1, topic not queued for deletion): one entry of `partitionLeadersOnBroker`."""
+
+    broker_id: int
+    topic: str
+    partition: int
+
+
+Record = Union[
+    LeaderAndIsrRecord, StopReplicaRecord, PartitionStateChangeRecord, ReplicaStateChangeRecord,
+    StateChangeFailedRecord, ControlledShutdownResultRecord, AlterPartitionResultRecord,
+    ElectionResultRecord, DivergenceRecord,
+]
+Output = Union[Record, StillLeads]
+
+
+def to_contract(record: Record, cause_offset: int, cause_id: str | None, seq: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"v": 1, "type": record.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq}
+    out.update(record.body())
+    return out
+
+
+def assemble_controlled_shutdown_results(outputs: Iterable[Output]) -> list[Record]:
+    """Fold `StillLeads` shares into the `ControlledShutdownResult` of the same broker.
+
+    Both come from one cause, so this runs over the outputs of a single cause. Kafka returns
+    `partitionLeadersOnBroker(id)`, a set; the contract asks for it sorted (here by topic, then
+    partition number).
+    """
+    still: dict[int, list[tuple[str, int]]] = {}
+    records: list[Record] = []
+    for out in outputs:
+        if isinstance(out, StillLeads):
+            still.setdefault(out.broker_id, []).append((out.topic, out.partition))
+        else:
+            records.append(out)
+    if not still:
+        return records
+    merged: list[Record] = []
+    for rec in records:
+        if isinstance(rec, ControlledShutdownResultRecord) and rec.error is None:
+            remaining = tuple(f"{t}-{p}" for t, p in sorted(still.get(rec.broker_id, ())))
+            rec = ControlledShutdownResultRecord(rec.broker_id, remaining, None)
+        merged.append(rec)
+    return merged

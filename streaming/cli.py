@@ -1,0 +1,92 @@
+"""`shadow-controller`: the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from state_machines.engine import Engine
+from state_machines.errors import InvalidEvent
+from state_machines.events import Envelope, parse_line
+from state_machines.model import ControllerConfig
+
+
+def load_controller_config(path: str | None) -> ControllerConfig:
+    """Cluster-level controller settings from a TOML file's [controller] table (or the top
+    level), e.g. `unclean.leader.election.enable = true`."""
+    if path is None:
+        return ControllerConfig()
+    import tomllib
+
+    with open(path, "rb") as fh:
+        data = tomllib.load(fh)
+    table = data.get("controller", data)
+    flat = _flatten(table)
+    return ControllerConfig.from_properties(flat)
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    # TOML reads `unclean.leader.election.enable = true` as nested tables; Kafka names are dotted.
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def read_events(path: str, errors: TextIO) -> Iterator[Envelope]:
+    """Contract events from a JSON-lines file; the 0-based line index is the cause_offset.
+    A bad line is reported with its line number and skipped."""
+    with open(path, "rb") as fh:
+        for index, raw in enumerate(fh):
+            line = raw.rstrip(b"\r\n")
+            if not line.strip():
+                print(f"{path}:{index + 1}: skipped: empty line", file=errors)
+                continue
+            try:
+                yield parse_line(line, index)
+            except InvalidEvent as exc:
+                print(f"{path}:{index + 1}: skipped: {exc}", file=errors)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    config = load_controller_config(args.config)
+    engine = Engine(config)
+    out: TextIO = open(args.out, "w") if args.out else sys.stdout
+    try:
+        for record in engine.run(read_events(args.events, sys.stderr)):
+            out.write(json.dumps(record, separators=(",", ":")) + "\n")
+    finally:
+        if args.out:
+            out.close()
+    if args.state_out:
+        Path(args.state_out).write_text(json.dumps(engine.state_json(), indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="shadow-controller", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sim = sub.add_parser("simulate", help="run the controller in process over an events file")
+    sim.add_argument("events", help="contract events, one JSON object a line")
+    sim.add_argument("--config", help="TOML file with cluster-level controller settings")
+    sim.add_argument("--out", help="write decisions here (default: stdout)")
+    sim.add_argument("--state-out", help="write the final controller state as JSON here")
+    sim.set_defaults(func=cmd_simulate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
