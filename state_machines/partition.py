@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from .commands import (
+    PartitionContext,
     AlterIsr, BrokersFailed, BrokersStarted, Command, CompleteTopicDeletion, CreatePartition,
     DeletionReport, Elect, Failover, LoadPartition, MarkQueued, Reassign, ReplicaDeletionResponse,
     ResumeDeletion, ShutdownBroker, TriggerOnline,
@@ -704,3 +705,39 @@ def partition_step(state: PartitionRecord | None, cmd: Command, config: Controll
     new_state = t.freeze() if known or t.state is not None else None
     report = t.report() if cmd.ctx.queued_for_deletion else None
     return PartitionResult(new_state, tuple(t.out), report)
+
+
+# ---------------------------------------------------------------------------------------
+# Kafka's state machine entry points, one partition at a time (what Kafka's unit tests call)
+
+
+def _standalone(state: PartitionRecord, ctx: "PartitionContext", config: ControllerConfig) -> _Txn:
+    return _Txn(state, Command(state.topic, state.partition, -1, None, ctx, MarkQueued()), config)
+
+
+def handle_replica_state_changes(
+    state: PartitionRecord,
+    brokers: Sequence[int],
+    target: ReplicaState,
+    ctx: "PartitionContext",
+    config: ControllerConfig = ControllerConfig(),
+) -> PartitionResult:
+    """`ReplicaStateMachine.handleStateChanges` for this partition's replicas on `brokers`."""
+    t = _standalone(state, ctx, config)
+    t.rsm(brokers, target)
+    return PartitionResult(t.freeze(), tuple(t.out), None)
+
+
+def handle_partition_state_changes(
+    state: PartitionRecord,
+    target: PartitionState,
+    ctx: "PartitionContext",
+    strategy: str | None = None,
+    allow_unclean: bool = False,
+    config: ControllerConfig = ControllerConfig(),
+) -> PartitionResult:
+    """`PartitionStateMachine.handleStateChanges(partitions, target, strategy)` for one partition.
+    `strategy` is one of OFFLINE, REASSIGN, PREFERRED, CONTROLLED_SHUTDOWN (or None)."""
+    t = _standalone(state, ctx, config)
+    t.psm(target, strategy, allow_unclean)
+    return PartitionResult(t.freeze(), tuple(t.out), None)
