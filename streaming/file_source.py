@@ -1,0 +1,176 @@
+"""File sources on Spark's Python Data Source API.
+
+`shadow-files` streams contract events from the files of a directory, taken in file-name
+order; the 0-based line index over all files is the event's offset (its `cause_offset`),
+exactly as `shadow-controller simulate` numbers lines. A file is read once it is complete
+(it ends with a newline): write a file elsewhere and rename it into the directory.
+
+`shadow-feedback` streams the deletion reports the job writes for itself (see
+`streaming/job.py`): one file per micro-batch, named by batch id.
+
+Both readers are deterministic for a given offset range, which is what makes a restart
+from the checkpoint exact.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+
+EVENT_SCHEMA = "value binary, offset long, source string"
+FEEDBACK_SCHEMA = "batch long, payload string"
+
+
+def _complete_files(path: str) -> list[str]:
+    if not os.path.isdir(path):
+        return []
+    names = sorted(n for n in os.listdir(path) if not n.startswith((".", "_")))
+    out = []
+    for name in names:
+        full = os.path.join(path, name)
+        if not os.path.isfile(full):
+            continue
+        size = os.path.getsize(full)
+        if size == 0:
+            continue
+        with open(full, "rb") as fh:
+            fh.seek(size - 1)
+            if fh.read(1) != b"\n":
+                break  # still being written: later files wait for it, keeping line numbers stable
+        out.append(name)
+    return out
+
+
+def _count_lines(full: str) -> int:
+    with open(full, "rb") as fh:
+        return sum(1 for _ in fh)
+
+
+@dataclass
+class _LineRange(InputPartition):
+    path: str
+    start: int
+    end: int
+
+
+class EventFilesReader(DataSourceStreamReader):
+    def __init__(self, options: dict[str, str]):
+        self.path = options["path"]
+        max_rows = options.get("maxOffsetsPerTrigger")
+        self.max_rows = int(max_rows) if max_rows else None
+        self._line_counts: dict[str, int] = {}
+
+    def _total_lines(self) -> int:
+        total = 0
+        for name in _complete_files(self.path):
+            if name not in self._line_counts:  # files are immutable once complete
+                self._line_counts[name] = _count_lines(os.path.join(self.path, name))
+            total += self._line_counts[name]
+        return total
+
+    def initialOffset(self) -> dict:
+        return {"line": 0}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        available = self._total_lines()
+        end = available
+        if isinstance(limit, ReadMaxRows):
+            end = min(available, start["line"] + limit.max_rows)
+        return {"line": max(end, start["line"])}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        if end["line"] <= start["line"]:
+            return []
+        return [_LineRange(self.path, start["line"], end["line"])]
+
+    def read(self, partition: _LineRange) -> Iterator[tuple]:  # type: ignore[override]
+        index = 0
+        for name in _complete_files(partition.path):
+            if index >= partition.end:
+                break
+            full = os.path.join(partition.path, name)
+            with open(full, "rb") as fh:
+                for raw in fh:
+                    if partition.start <= index < partition.end:
+                        yield (raw.rstrip(b"\r\n"), index, f"{name}:{index}")
+                    index += 1
+                    if index >= partition.end:
+                        break
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+class EventFilesSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "shadow-files"
+
+    def schema(self) -> str:
+        return EVENT_SCHEMA
+
+    def streamReader(self, schema) -> DataSourceStreamReader:  # type: ignore[override]
+        return EventFilesReader(self.options)
+
+
+@dataclass
+class _BatchFiles(InputPartition):
+    path: str
+    after: int
+    upto: int
+
+
+def feedback_file(path: str, batch_id: int) -> str:
+    return os.path.join(path, f"{batch_id:012d}.jsonl")
+
+
+def _feedback_batches(path: str) -> list[int]:
+    if not os.path.isdir(path):
+        return []
+    return sorted(int(n[:-6]) for n in os.listdir(path) if n.endswith(".jsonl") and n[:-6].isdigit())
+
+
+class FeedbackReader(DataSourceStreamReader):
+    def __init__(self, options: dict[str, str]):
+        self.path = options["path"]
+
+    def initialOffset(self) -> dict:
+        return {"batch": -1}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        batches = _feedback_batches(self.path)
+        return {"batch": max([start["batch"], *batches])}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        if end["batch"] <= start["batch"]:
+            return []
+        return [_BatchFiles(self.path, start["batch"], end["batch"])]
+
+    def read(self, partition: _BatchFiles) -> Iterator[tuple]:  # type: ignore[override]
+        for batch in _feedback_batches(partition.path):
+            if partition.after < batch <= partition.upto:
+                with open(feedback_file(partition.path, batch), encoding="utf-8") as fh:
+                    for line in fh:
+                        yield (batch, line.rstrip("\n"))
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+class FeedbackSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "shadow-feedback"
+
+    def schema(self) -> str:
+        return FEEDBACK_SCHEMA
+
+    def streamReader(self, schema) -> DataSourceStreamReader:  # type: ignore[override]
+        return FeedbackReader(self.options)

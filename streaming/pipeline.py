@@ -1,0 +1,294 @@
+"""The job's logic between Spark's operators, in plain Python.
+
+The Spark query is: events (and the job's own feedback) -> the **sequencer**, in
+`transformWithStateInPandas` under one key -> the **partition fold**, in
+`applyInPandasWithState` keyed by topic-partition -> the **batch sink**, in `foreachBatch`.
+Each stage is a function here so the same code runs under Spark and in `run_batches`,
+which replays a log in micro-batches without Spark (tests compare it with the engine).
+
+The sequencer applies events in offset order through `directory_step`. A command to a
+partition of a topic queued for deletion makes that partition report back; Spark cannot
+loop inside one micro-batch, so the reports travel through the feedback files to the next
+micro-batch, and meanwhile the sequencer holds every later event in its buffer. Decisions
+are therefore exactly the engine's, only later; and the rounds happen only while topics
+are being deleted.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from state_machines.commands import Command, DeletionReport
+from state_machines.directory import Continuation, after_reports, directory_step
+from state_machines.errors import InvalidEvent
+from state_machines.events import Envelope, Event, parse_line
+from state_machines.model import ControllerConfig
+from state_machines.outputs import ControlledShutdownResultRecord, Record, StillLeads, to_contract
+from state_machines.partition import PartitionRecord, partition_step
+
+from . import codec
+
+DIRECT = "__direct__"  # group of rows that pass the partition stage untouched
+
+
+@dataclass(frozen=True, slots=True)
+class RawEvent:
+    offset: int
+    value: bytes
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A row between the sequencer and the partition stage."""
+
+    gkey: str
+    cause_offset: int
+    round: int
+    idx: int
+    kind: str  # cmd | out | dlq
+    payload: str
+    cause_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A cause waiting for deletion reports."""
+
+    cause_offset: int
+    cause_id: str | None
+    round: int
+    expected: int
+    continuation: Continuation | None
+    followups: tuple[Event, ...] = ()
+    reports: tuple[DeletionReport, ...] = ()
+
+
+@dataclass
+class Sequencer:
+    """One micro-batch of the sequencer over a working copy of the directory records."""
+
+    directory: dict[str, Any]
+    config: ControllerConfig
+    changed: set[str] = field(default_factory=set)
+    rows: list[Row] = field(default_factory=list)
+
+    def _apply(self, changes: dict[str, Any]) -> None:
+        for key, record in changes.items():
+            self.changed.add(key)
+            if record is None:
+                self.directory.pop(key, None)
+            else:
+                self.directory[key] = record
+
+    def run(
+        self, pending: Pending | None, buffered: Sequence[RawEvent], events: Iterable[RawEvent],
+        reports: Iterable[DeletionReport],
+    ) -> tuple[Pending | None, list[RawEvent]]:
+        if pending is not None:
+            got = pending.reports + tuple(reports)
+            if len(got) < pending.expected:
+                return replace(pending, reports=got), sorted([*buffered, *events], key=lambda e: e.offset)
+            pending = self._resume(pending, got)
+        queue = sorted([*buffered, *events], key=lambda e: e.offset)
+        while queue and pending is None:
+            raw = queue.pop(0)
+            try:
+                env = parse_line(raw.value, raw.offset)
+            except InvalidEvent as exc:
+                self._dlq(raw, str(exc))
+                continue
+            pending = self._events(env.offset, env.id, [env.event], 0)
+        return pending, queue
+
+    # -- one cause -------------------------------------------------------------------------
+
+    def _events(self, offset: int, cause_id: str | None, events: list[Event], round_: int) -> Pending | None:
+        """Run the events of one cause (the input event, then any follow-ups) in order."""
+        if not events:
+            return None
+        event, rest = events[0], events[1:]
+        result = directory_step(self.directory, event, self.config, offset, cause_id)
+        self._apply(result.changes)
+        for i, rec in enumerate(result.outputs):
+            self.rows.append(Row(DIRECT, offset, round_, i, "out", codec.dumps(rec), cause_id))
+        return self._settle(offset, cause_id, round_, result.commands, result.continuation,
+                            (*result.followups, *rest))
+
+    def _settle(self, offset: int, cause_id: str | None, round_: int, commands: Sequence[Command],
+                cont: Continuation | None, followups: tuple[Event, ...]) -> Pending | None:
+        while True:
+            for i, cmd in enumerate(commands):
+                self.rows.append(Row(f"{cmd.topic}-{cmd.partition}", offset, round_, i, "cmd", codec.dumps(cmd), cause_id))
+            expected = sum(1 for cmd in commands if cmd.ctx.queued_for_deletion)
+            if expected:
+                return Pending(offset, cause_id, round_, expected, cont, followups)
+            if cont is None:
+                break
+            result = after_reports(self.directory, (), cont, self.config, offset, cause_id)
+            self._apply(result.changes)
+            round_ += 1
+            commands, cont = result.commands, None
+        if followups:
+            return self._events(offset, cause_id, list(followups), round_ + 1)
+        return None
+
+    def _resume(self, pending: Pending, reports: tuple[DeletionReport, ...]) -> Pending | None:
+        ordered = sorted(reports, key=lambda r: (r.topic, r.partition))
+        result = after_reports(self.directory, ordered, pending.continuation, self.config,
+                               pending.cause_offset, pending.cause_id)
+        self._apply(result.changes)
+        return self._settle(pending.cause_offset, pending.cause_id, pending.round + 1, result.commands, None,
+                            pending.followups)
+
+    def _dlq(self, raw: RawEvent, reason: str) -> None:
+        doc = {
+            "reason": reason, "source": raw.source, "offset": raw.offset,
+            "value_base64": base64.b64encode(raw.value).decode("ascii"),
+        }
+        self.rows.append(Row(DIRECT, raw.offset, 0, 0, "dlq", json.dumps(doc, sort_keys=True)))
+
+
+# ---------------------------------------------------------------------------------------
+# the partition stage
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSlot:
+    """What the partition stage keeps per key: the partition and its seq counter."""
+
+    record: PartitionRecord | None
+    seq_cause: int = -1
+    seq_next: int = 0
+
+
+def fold_partition(slot: PartitionSlot, commands: Iterable[Row], config: ControllerConfig) -> tuple[PartitionSlot, list[tuple[str, int, str, int, str]]]:
+    """Apply one key's commands in (cause_offset, round, idx) order. Returns the new slot and
+    output tuples (kind, cause_offset, key, seq, payload) with kind decision | still | report."""
+    out: list[tuple[str, int, str, int, str]] = []
+    record, seq_cause, seq_next = slot.record, slot.seq_cause, slot.seq_next
+    for row in sorted(commands, key=lambda r: (r.cause_offset, r.round, r.idx)):
+        cmd: Command = codec.loads(row.payload, Command)
+        result = partition_step(record, cmd, config)
+        record = result.state
+        if cmd.cause_offset != seq_cause:
+            seq_cause, seq_next = cmd.cause_offset, 0
+        for o in result.outputs:
+            if isinstance(o, StillLeads):
+                out.append(("still", cmd.cause_offset, f"broker-{o.broker_id}", 0, f"{o.topic}\t{o.partition}"))
+                continue
+            doc = to_contract(o, cmd.cause_offset, cmd.cause_id, seq_next)
+            out.append(("decision", cmd.cause_offset, o.key(), seq_next, json.dumps(doc, separators=(",", ":"))))
+            seq_next += 1
+        if result.report is not None:
+            out.append(("report", cmd.cause_offset, row.gkey, 0, codec.dumps(result.report)))
+    return PartitionSlot(record, seq_cause, seq_next), out
+
+
+def direct_outputs(rows: Iterable[Row]) -> list[tuple[str, int, str, int, str]]:
+    """Directory records get their seq here: per (cause, key) in production order."""
+    out: list[tuple[str, int, str, int, str]] = []
+    counters: dict[tuple[int, str], int] = {}
+    for row in sorted(rows, key=lambda r: (r.cause_offset, r.round, r.idx, r.kind)):
+        if row.kind == "dlq":
+            out.append(("dlq", row.cause_offset, "", 0, row.payload))
+            continue
+        rec: Record = codec.loads(row.payload, Record)
+        seq = counters.get((row.cause_offset, rec.key()), 0)
+        counters[(row.cause_offset, rec.key())] = seq + 1
+        doc = to_contract(rec, row.cause_offset, row.cause_id, seq)
+        out.append(("decision", row.cause_offset, rec.key(), seq, json.dumps(doc, separators=(",", ":"))))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# the batch sink
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutput:
+    decisions: list[dict[str, Any]]
+    dlq: list[dict[str, Any]]
+    reports: list[str]
+
+
+def assemble_batch(rows: Iterable[tuple[str, int, str, int, str]]) -> BatchOutput:
+    """Merge controlled-shutdown shares into their results and order the decisions as the
+    contract does: (cause_offset, key, seq)."""
+    decisions: list[dict[str, Any]] = []
+    still: dict[tuple[int, str], list[tuple[str, int]]] = {}
+    dlq: list[dict[str, Any]] = []
+    reports: list[str] = []
+    for kind, cause, key, _seq, payload in rows:
+        if kind == "decision":
+            decisions.append(json.loads(payload))
+        elif kind == "still":
+            topic, partition = payload.split("\t")
+            still.setdefault((cause, key), []).append((topic, int(partition)))
+        elif kind == "dlq":
+            dlq.append(json.loads(payload))
+        elif kind == "report":
+            reports.append(payload)
+    for d in decisions:
+        if d["type"] == ControlledShutdownResultRecord.TYPE and d.get("error") is None:
+            shares = still.get((d["cause_offset"], f"broker-{d['broker_id']}"), [])
+            d["partitions_remaining"] = [f"{t}-{p}" for t, p in sorted(shares)]
+    decisions.sort(key=_order)
+    dlq.sort(key=lambda d: d["offset"])
+    return BatchOutput(decisions, dlq, reports)
+
+
+def _order(d: dict[str, Any]) -> tuple[int, str, int]:
+    if d["type"] == ControlledShutdownResultRecord.TYPE:
+        key = f"broker-{d['broker_id']}"
+    else:
+        key = f"{d['topic']}-{d['partition']}"
+    return (d["cause_offset"], key, d["seq"])
+
+
+# ---------------------------------------------------------------------------------------
+# the whole job without Spark
+
+
+def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfig = ControllerConfig()) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """Replay lines in micro-batches of `batch_size` events as the Spark job does (feedback
+    included). Returns (decisions, dlq records, number of micro-batches)."""
+    directory: dict[str, Any] = {}
+    slots: dict[str, PartitionSlot] = {}
+    pending: Pending | None = None
+    buffer: list[RawEvent] = []
+    feedback: list[DeletionReport] = []
+    decisions: list[dict[str, Any]] = []
+    dlq: list[dict[str, Any]] = []
+    position, batches = 0, 0
+    while True:
+        chunk = [RawEvent(i, lines[i], f"line:{i}") for i in range(position, min(position + batch_size, len(lines)))]
+        position += len(chunk)
+        if not chunk and not feedback:
+            if pending is not None or buffer:
+                raise RuntimeError("the sequencer waits for deletion reports that no command will send")
+            break
+        seq = Sequencer(directory, config)
+        pending, buffer = seq.run(pending, buffer, chunk, feedback)
+        groups: dict[str, list[Row]] = {}
+        for row in seq.rows:
+            groups.setdefault(row.gkey, []).append(row)
+        rows: list[tuple[str, int, str, int, str]] = []
+        for gkey, group in groups.items():
+            if gkey == DIRECT:
+                rows.extend(direct_outputs(group))
+            else:
+                slot, out = fold_partition(slots.get(gkey, PartitionSlot(None)), group, config)
+                slots[gkey] = slot
+                rows.extend(out)
+        batch = assemble_batch(rows)
+        decisions.extend(batch.decisions)
+        dlq.extend(batch.dlq)
+        feedback = [codec.loads(r, DeletionReport) for r in batch.reports]
+        batches += 1
+    decisions.sort(key=_order)
+    return decisions, dlq, batches
