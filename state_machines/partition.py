@@ -293,6 +293,10 @@ class _Txn:
         live = tuple(r for r in self.assignment.replicas if self.is_online(r))
         if not live:
             return "no assigned replica is alive"
+        if self.leadership is not None:
+            # createTopicPartitionStatesRaw answers NODEEXISTS: only logged, the stored state
+            # is untouched and the partition stays New.
+            return "NODEEXISTS: the partition state already exists"
         # The znode is created (version 0): leader epoch and partition epoch both start at 0.
         self.leadership = LeaderAndIsr.initial(live[0], live, self.ctx.controller_epoch)
         batch.add_lair(self.leadership.isr, self.lair_payload("initial"), is_new=True)
