@@ -108,3 +108,4 @@ def loads(text: str, hint: Any) -> Any:
 
 
 DirectoryRecord = Union[directory.ControllerRecord, directory.BrokerRecord, directory.TopicRecord]
+PartitionRecordType = partition.PartitionRecord

@@ -1,0 +1,286 @@
+"""The Spark Structured Streaming job.
+
+    events --+                                           (one query, output mode Append)
+             +--> sequencer: transformWithStateInPandas, one key, RocksDB state
+    feedback +        directory records (MapState), buffered events (ListState), pending cause
+                  --> partitions: applyInPandasWithState keyed by topic-partition
+                  --> foreachBatch: decisions and dead letters out, deletion reports to feedback
+
+Every stage calls the functions of `streaming/pipeline.py`; this module only moves rows
+and state between Spark and them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+
+from state_machines.commands import DeletionReport
+from state_machines.model import ControllerConfig
+
+from . import codec
+from .file_source import EventFilesSource, FeedbackSource, feedback_file
+from .pipeline import DIRECT, PartitionSlot, Pending, RawEvent, Row, Sequencer, assemble_batch, direct_outputs, fold_partition
+
+log = logging.getLogger("shadow_controller.job")
+
+SEQUENCER_OUT = "gkey string, cause_offset long, round int, idx int, kind string, payload string, cause_id string"
+PARTITION_OUT = "kind string, cause_offset long, key string, seq int, payload string"
+PARTITION_STATE = "record string, seq_cause long, seq_next long"
+SEQUENCER_KEY = "controller"
+
+
+class SequencerProcessor(StatefulProcessor):
+    """The directory, under a single key: Kafka's controller is one event thread."""
+
+    def __init__(self, config: ControllerConfig):
+        self.config = config
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.records = handle.getMapState("directory", "key string", "value string")
+        self.buffer = handle.getListState("buffer", "offset long, value binary, source string")
+        self.pending = handle.getValueState("pending", "value string")
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+        events: list[RawEvent] = []
+        reports: list[DeletionReport] = []
+        for pdf in rows:
+            for kind, offset, value, source, payload in pdf[["kind", "offset", "value", "source", "payload"]].itertuples(index=False):
+                if kind == "event":
+                    events.append(RawEvent(int(offset), bytes(value), str(source)))
+                else:
+                    reports.append(codec.loads(payload, DeletionReport))
+        directory = {k[0]: codec.loads(v[0], codec.DirectoryRecord) for k, v in self.records.iterator()}
+        pending = codec.loads(self.pending.get()[0], Pending) if self.pending.exists() else None
+        buffered = [RawEvent(int(o), bytes(v), s) for o, v, s in self.buffer.get()] if self.buffer.exists() else []
+        seq = Sequencer(directory, self.config)
+        pending, rest = seq.run(pending, buffered, events, reports)
+        for k in sorted(seq.changed):
+            rec = directory.get(k)
+            if rec is None:
+                self.records.removeKey((k,))
+            else:
+                self.records.updateValue((k,), (codec.dumps(rec),))
+        if pending is None:
+            self.pending.clear()
+        else:
+            self.pending.update((codec.dumps(pending),))
+        if rest:
+            self.buffer.put([(e.offset, e.value, e.source) for e in rest])
+        else:
+            self.buffer.clear()
+        if seq.rows:
+            yield pd.DataFrame(
+                [(r.gkey, r.cause_offset, r.round, r.idx, r.kind, r.payload, r.cause_id) for r in seq.rows],
+                columns=["gkey", "cause_offset", "round", "idx", "kind", "payload", "cause_id"],
+            )
+
+    def close(self) -> None:
+        pass
+
+
+def partition_stage(config: ControllerConfig):
+    def apply(key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+        gkey = key[0]
+        rows = [
+            Row(g, int(c), int(r), int(i), k, p, None if cid is None or cid != cid else str(cid))
+            for pdf in pdfs
+            for g, c, r, i, k, p, cid in pdf[["gkey", "cause_offset", "round", "idx", "kind", "payload", "cause_id"]].itertuples(index=False)
+        ]
+        if gkey == DIRECT:
+            out = direct_outputs(rows)
+        else:
+            slot = PartitionSlot(None)
+            if state.exists:
+                record, seq_cause, seq_next = state.get
+                slot = PartitionSlot(codec.loads(record, codec.PartitionRecordType), int(seq_cause), int(seq_next))
+            slot, out = fold_partition(slot, rows, config)
+            if slot.record is None:
+                if state.exists:
+                    state.remove()
+            else:
+                state.update((codec.dumps(slot.record), slot.seq_cause, slot.seq_next))
+        yield pd.DataFrame(out, columns=["kind", "cause_offset", "key", "seq", "payload"])
+
+    return apply
+
+
+@dataclass
+class JobSettings:
+    input: str  # file:DIR | kafka
+    output: str  # file:DIR | kafka
+    checkpoint: str
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    bootstrap_servers: str = ""
+    events_topic: str = "controller-events"
+    decisions_topic: str = "controller-decisions"
+    kafka_options: dict[str, str] = field(default_factory=dict)
+    max_offsets_per_trigger: int | None = None
+    use_jvm_kafka: bool = False
+    trigger_interval: str = "1 second"
+    shuffle_partitions: int = 2
+
+    @property
+    def dlq_topic(self) -> str:
+        return f"{self.events_topic}.dlq"
+
+    @property
+    def feedback_dir(self) -> str:
+        return os.path.join(self.checkpoint, "feedback")
+
+
+def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controller", master: str | None = None,
+                  extra: dict[str, str] | None = None) -> SparkSession:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master or not os.environ.get("SPARK_MASTER"):
+        builder = builder.master(master or os.environ.get("SPARK_MASTER", "local[2]"))
+    conf = {
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        # transformWithStateInPandas needs RocksDB; it also keeps large partition state off-heap
+        "spark.sql.streaming.stateStore.providerClass":
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.ui.enabled": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+    }
+    conf.update(extra or {})
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.dataSource.register(EventFilesSource)
+    spark.dataSource.register(FeedbackSource)
+    try:
+        from .kafka_source import KafkaDataSource  # type: ignore[attr-defined]
+
+        spark.dataSource.register(KafkaDataSource)
+    except ImportError:  # pragma: no cover - the Kafka connector is optional in file mode
+        pass
+    return spark
+
+
+def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
+    """Raw events as (kind, offset, value, source, payload)."""
+    if settings.input.startswith("file:"):
+        reader = spark.readStream.format("shadow-files").option("path", settings.input[5:])
+        if settings.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+        raw = reader.load()
+        events = raw.select(F.lit("event").alias("kind"), "offset", "value", "source")
+    else:
+        fmt = "kafka" if settings.use_jvm_kafka else "kafka-py"
+        reader = (
+            spark.readStream.format(fmt)
+            .option("kafka.bootstrap.servers", settings.bootstrap_servers)
+            .option("subscribe", settings.events_topic)
+            .option("startingOffsets", "earliest")
+        )
+        for k, v in settings.kafka_options.items():
+            reader = reader.option(f"kafka.{k}", v)
+        if settings.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+        raw = reader.load()
+        events = raw.select(
+            F.lit("event").alias("kind"),
+            F.col("offset"),
+            F.col("value"),
+            F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string")).alias("source"),
+        )
+    events = events.withColumn("payload", F.lit(None).cast("string"))
+    feedback = (
+        spark.readStream.format("shadow-feedback").option("path", settings.feedback_dir).load()
+        .select(
+            F.lit("report").alias("kind"), F.lit(-1).cast("long").alias("offset"),
+            F.lit(None).cast("binary").alias("value"), F.lit(None).cast("string").alias("source"),
+            F.col("payload"),
+        )
+    )
+    return events.unionByName(feedback)
+
+
+def decisions_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
+    inputs = events_frame(spark, settings).withColumn("k", F.lit(SEQUENCER_KEY))
+    commands = inputs.groupBy("k").transformWithStateInPandas(
+        statefulProcessor=SequencerProcessor(settings.controller),
+        outputStructType=SEQUENCER_OUT,
+        outputMode="Append",
+        timeMode="None",
+    )
+    return commands.groupBy("gkey").applyInPandasWithState(
+        partition_stage(settings.controller),
+        outputStructType=PARTITION_OUT,
+        stateStructType=PARTITION_STATE,
+        outputMode="Append",
+        timeoutConf=GroupStateTimeout.NoTimeout,
+    )
+
+
+class BatchSink:
+    """foreachBatch: write the batch's decisions and dead letters, then the deletion reports
+    the next batch will read. A failed write fails the batch, which Spark then retries from
+    the checkpoint; file outputs are named by batch id, so a retried batch overwrites them."""
+
+    def __init__(self, settings: JobSettings):
+        self.settings = settings
+        self.stats: dict[int, dict[str, int]] = {}
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        rows = [tuple(r) for r in df.collect()]
+        out = assemble_batch(rows)
+        if self.settings.output.startswith("file:"):
+            base = self.settings.output[5:]
+            _write_lines(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"), out.decisions)
+            if out.dlq:
+                _write_lines(os.path.join(base, "dlq", f"dlq-{batch_id:012d}.jsonl"), out.dlq)
+        else:
+            from .kafka_io import produce_batch
+
+            produce_batch(self.settings, out.decisions, out.dlq)
+        if out.reports:
+            os.makedirs(self.settings.feedback_dir, exist_ok=True)
+            _atomic_write(feedback_file(self.settings.feedback_dir, batch_id), "".join(r + "\n" for r in out.reports))
+        self.stats[batch_id] = {"decisions": len(out.decisions), "dlq": len(out.dlq), "reports": len(out.reports)}
+
+
+def _write_lines(path: str, docs: list[dict[str, Any]]) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _atomic_write(path, "".join(json.dumps(d, separators=(",", ":")) + "\n" for d in docs))
+
+
+def _atomic_write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def start(spark: SparkSession, settings: JobSettings, available_now: bool = False, sink: BatchSink | None = None):
+    sink = sink or BatchSink(settings)
+    writer = (
+        decisions_frame(spark, settings).writeStream
+        .foreachBatch(sink)
+        .outputMode("append")
+        .option("checkpointLocation", os.path.join(settings.checkpoint, "query"))
+        .queryName("shadow-controller")
+    )
+    if available_now:
+        # The deletion feedback appears while the query runs, so "available now" is run as
+        # processAllAvailable over a fast trigger by the caller, not Trigger.AvailableNow.
+        writer = writer.trigger(processingTime="0 seconds")
+    else:
+        writer = writer.trigger(processingTime=settings.trigger_interval)
+    return writer.start(), sink
