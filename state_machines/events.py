@@ -161,6 +161,13 @@ def _int(value: Any, name: str, *, minimum: int | None = None) -> int:
     return value
 
 
+def _int32(value: Any, name: str) -> int:
+    number = _int(value, name)
+    if not -(2**31) <= number < 2**31:
+        raise InvalidEvent(f"field '{name}' is outside int32: {number}")
+    return number
+
+
 def _opt_int(obj: dict[str, Any], name: str, *, minimum: int | None = None) -> int | None:
     value = obj.get(name)
     return None if value is None else _int(value, name, minimum=minimum)
@@ -262,8 +269,10 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
             _int(_req(obj, "partition"), "partition", minimum=0),
             _broker_id(_req(obj, "broker_id"), "broker_id"),
             _opt_int(obj, "broker_epoch", minimum=-1),
-            _int(_req(obj, "leader_epoch"), "leader_epoch", minimum=0),
-            _int(_req(obj, "partition_epoch"), "partition_epoch", minimum=0),
+            # Kafka takes any int32 epoch here and answers FENCED_LEADER_EPOCH /
+            # INVALID_UPDATE_VERSION; a stale -1 is a request to refuse, not bad input.
+            _int32(_req(obj, "leader_epoch"), "leader_epoch"),
+            _int32(_req(obj, "partition_epoch"), "partition_epoch"),
             _broker_list(_req(obj, "isr"), "isr"),
             _recovery(obj.get("leader_recovery_state"), "leader_recovery_state"),
         )

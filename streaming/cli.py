@@ -71,6 +71,23 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    import logging
+
+    from . import settings as settings_mod
+    from .runner import run
+
+    overrides = list(args.set or [])
+    for flag, key in ((args.input, "job.input"), (args.output, "job.output"), (args.checkpoint, "job.checkpoint"),
+                      (args.bootstrap_servers, "kafka.bootstrap_servers")):
+        if flag:
+            overrides.append(f"{key}={json.dumps(flag)}")
+    doc = settings_mod.load(args.config, overrides)
+    job, spark_conf, master = settings_mod.job_settings(doc)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return run(job, spark_conf, master, available_now=args.available_now)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shadow-controller", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -80,6 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--out", help="write decisions here (default: stdout)")
     sim.add_argument("--state-out", help="write the final controller state as JSON here")
     sim.set_defaults(func=cmd_simulate)
+
+    run = sub.add_parser("run", help="run the Spark Structured Streaming job")
+    run.add_argument("--config", help="settings TOML (default: conf/shadow-controller.toml)")
+    run.add_argument("--input", help="kafka, or file:DIR")
+    run.add_argument("--output", help="kafka, or file:DIR")
+    run.add_argument("--checkpoint", help="checkpoint directory")
+    run.add_argument("--bootstrap-servers", help="Kafka bootstrap servers")
+    run.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting")
+    run.add_argument("--available-now", action="store_true", help="process what is there, then exit")
+    run.set_defaults(func=cmd_run)
     return parser
 
 

@@ -1,0 +1,87 @@
+"""Running the job: progress reporting and clean shutdown."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from typing import Any
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+from .job import BatchSink, JobSettings, spark_session, start
+
+log = logging.getLogger("shadow_controller")
+
+
+class ProgressListener(StreamingQueryListener):
+    """One log line per micro-batch: batch id, events in, decisions out, DLQ, duration."""
+
+    def __init__(self, sink: BatchSink):
+        self.sink = sink
+
+    def onQueryStarted(self, event: Any) -> None:
+        log.info("query started: id=%s run=%s", event.id, event.runId)
+
+    def onQueryProgress(self, event: Any) -> None:
+        p = event.progress
+        stats = self.sink.stats.get(p.batchId, {})
+        log.info(
+            "batch %d: events in %d, decisions out %d, dlq %d, deletion reports %d, %d ms",
+            p.batchId, p.numInputRows, stats.get("decisions", 0), stats.get("dlq", 0),
+            stats.get("reports", 0), p.batchDuration,
+        )
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        if event.exception:
+            log.error("query failed: %s", event.exception)
+        else:
+            log.info("query stopped")
+
+
+def run(settings: JobSettings, spark_conf: dict[str, str], master: str, available_now: bool) -> int:
+    if settings.input == "kafka" or settings.output == "kafka":
+        from .kafka_io import warn_if_several_partitions
+
+        warn_if_several_partitions(settings)
+    spark = spark_session(settings, master=master, extra=spark_conf)
+    spark.sparkContext.setLogLevel("WARN")
+    sink = BatchSink(settings)
+    spark.streams.addListener(ProgressListener(sink))
+    query, _ = start(spark, settings, available_now=available_now, sink=sink)
+    stop_requested = threading.Event()
+
+    def request_stop(signum: int, _frame: Any) -> None:
+        log.info("signal %d: stopping after the current batch", signum)
+        stop_requested.set()
+
+    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        if available_now:
+            query.processAllAvailable()
+            stop_requested.set()
+        while query.isActive and not stop_requested.is_set():
+            query.awaitTermination(0.5)
+        if query.isActive:
+            _stop_between_batches(query)
+        if query.exception() is not None:
+            log.error("the query failed: %s", query.exception())
+            return 1
+        return 0
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        spark.stop()
+
+
+def _stop_between_batches(query: Any, deadline_s: float = 120.0) -> None:
+    """Let the running micro-batch commit, then stop: the checkpoint then ends on a
+    committed batch (a stop mid-batch is also safe, the batch is replayed on restart)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end and query.isActive and query.status.get("isTriggerActive"):
+        query.awaitTermination(0.2)
+    query.stop()
