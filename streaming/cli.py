@@ -88,6 +88,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     return run(job, spark_conf, master, available_now=args.available_now)
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import DEFAULT_SCENARIO, run_demo
+
+    return run_demo(Path(args.scenario) if args.scenario else DEFAULT_SCENARIO, verbose=args.verbose)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shadow-controller", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -107,6 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting")
     run.add_argument("--available-now", action="store_true", help="process what is there, then exit")
     run.set_defaults(func=cmd_run)
+
+    demo = sub.add_parser("demo", help="embedded broker + the job + a cluster story, decisions as they arrive")
+    demo.add_argument("--scenario", help="events JSONL to feed (default: examples/three-brokers.jsonl)")
+    demo.add_argument("--verbose", action="store_true")
+    demo.set_defaults(func=cmd_demo)
     return parser
 
 
