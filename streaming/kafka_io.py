@@ -8,12 +8,9 @@ import logging
 from typing import Any
 
 from .job import JobSettings
+from .kafka_sink import DeliveryFailed
 
 log = logging.getLogger("shadow_controller.kafka")
-
-
-class DeliveryFailed(RuntimeError):
-    """A record was not acknowledged: the micro-batch fails and is retried, never dropped."""
 
 
 def _client_config(settings: JobSettings) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import pytest
 from state_machines.engine import Engine, partition_json
 from state_machines.errors import InvalidEvent
 from state_machines.events import parse_line
-from streaming import codec
+from streaming import state_reader
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import canonical, read_output, write_input
 
@@ -54,15 +54,8 @@ def wait_for(condition, deadline_s: float, what: str, proc: subprocess.Popen) ->
 
 def final_partitions_from_checkpoint(spark, checkpoint: Path) -> dict[str, dict]:
     """The partition stage's state at the last committed batch, via Spark's state reader."""
-    query_ckpt = str(checkpoint / "query")
-    meta = spark.read.format("state-metadata").load(query_ckpt).collect()
-    operator = max(m["operatorId"] for m in meta)  # the partition stage is the last stateful operator
-    rows = spark.read.format("statestore").option("operatorId", operator).load(query_ckpt).collect()
-    out = {}
-    for row in rows:
-        record = codec.loads(row["value"]["record"], codec.PartitionRecordType)
-        out[f"{record.topic}-{record.partition}"] = partition_json(record)
-    return out
+    records = state_reader.partition_records(spark, str(checkpoint))
+    return {f"{t}-{p}": partition_json(r) for (t, p), r in sorted(records.items())}
 
 
 def test_sigkill_mid_run_then_restart_loses_nothing(spark, tmp_path: Path) -> None:

@@ -1,0 +1,61 @@
+"""Reading the job's state back from a checkpoint with Spark's state data source readers
+(`state-metadata`, `statestore`). They are documented as experimental, so every use of
+them is here."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from state_machines.partition import PartitionRecord
+
+from . import codec
+
+PARTITION_OPERATOR = "applyInPandasWithState"
+SEQUENCER_OPERATOR = "transformWithStateInPandasExec"
+
+
+def _query_dir(checkpoint: str) -> str:
+    return os.path.join(checkpoint, "query")
+
+
+def operators(spark: Any, checkpoint: str) -> dict[str, Any]:
+    """Operator name -> its state-metadata row (operatorId, minBatchId, maxBatchId, ...)."""
+    return {r["operatorName"]: r for r in spark.read.format("state-metadata").load(_query_dir(checkpoint)).collect()}
+
+
+def _reader(spark: Any, checkpoint: str, operator: str, batch_id: int | None, **options: str) -> Any:
+    meta = operators(spark, checkpoint)[operator]
+    reader = spark.read.format("statestore").option("operatorId", meta["operatorId"])
+    if batch_id is not None:
+        reader = reader.option("batchId", batch_id)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load(_query_dir(checkpoint))
+
+
+def partition_records(spark: Any, checkpoint: str, batch_id: int | None = None) -> dict[tuple[str, int], PartitionRecord]:
+    """Every partition's state after micro-batch `batch_id` (default: the last committed)."""
+    out = {}
+    for row in _reader(spark, checkpoint, PARTITION_OPERATOR, batch_id).collect():
+        record: PartitionRecord = codec.loads(row["value"]["groupState"]["record"], codec.PartitionRecordType)
+        out[(record.topic, record.partition)] = record
+    return out
+
+
+def directory_records(spark: Any, checkpoint: str, batch_id: int | None = None) -> dict[str, Any]:
+    """The sequencer's directory records (controller, broker-<id>, topic-<name>)."""
+    df = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, stateVarName="directory")
+    out = {}
+    for row in df.collect():
+        out[row["key"][0] if "key" in row.asDict() else row["user_map_key"][0]] = row
+    return {k: codec.loads(_map_value(v), codec.DirectoryRecord) for k, v in out.items()}
+
+
+def _map_value(row: Any) -> str:
+    d = row.asDict(recursive=True)
+    for name in ("user_map_value", "value"):
+        if name in d:
+            v = d[name]
+            return v["value"] if isinstance(v, dict) else v
+    raise KeyError(f"no map value in {sorted(d)}")
