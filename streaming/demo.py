@@ -79,11 +79,13 @@ def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.s
         print("starting the Spark job (the first micro-batch warms Spark up) ...", file=out, flush=True)
         spark = spark_session(settings, app_name="shadow-controller-demo")
         spark.sparkContext.setLogLevel("ERROR")
-        query, _ = start(spark, settings, sink=BatchSink(settings))
+        sink = BatchSink(settings)
+        query, _ = start(spark, settings, sink=sink)
         consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "shadow-demo",
-                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 0})
         consumer.subscribe([settings.decisions_topic])
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
+        shown = [0]
         latencies: list[float] = []
         try:
             for offset, event in enumerate(events):
@@ -91,7 +93,7 @@ def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.s
                 producer.produce(settings.events_topic, json.dumps(event).encode())
                 producer.flush(30)
                 print(f"\n#{offset} {event.get('id', '')}: {describe_event(event)}", file=out, flush=True)
-                first = _print_decisions_of(consumer, offset, query, out, deadline_s=180)
+                first = _print_decisions_of(consumer, offset, query, sink, shown, out, deadline_s=180)
                 if first is not None:
                     latencies.append(first - produced_at)
             if latencies:
@@ -103,16 +105,20 @@ def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.s
             print("\ninterrupted: stopping the job and the broker", file=out)
         finally:
             consumer.close()
+            producer.flush(5)
+            del producer
             query.stop()
             spark.stop()
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
-def _print_decisions_of(consumer: Any, offset: int, query: Any, out, deadline_s: float) -> float | None:
-    """Print the decisions caused by event `offset`; return when the first arrived. Events
-    without decisions (inactive loading) are recognised when a later cause shows up or the
-    job has committed the batch that read them."""
+def _print_decisions_of(consumer: Any, offset: int, query: Any, sink: BatchSink, shown: list[int], out,
+                        deadline_s: float) -> float | None:
+    """Print the decisions caused by event `offset`; return when the first one arrived.
+
+    Done when the job has committed a batch past `offset` and every decision the sink has
+    written so far has been read back (an event may decide nothing, e.g. while inactive)."""
     end = time.monotonic() + deadline_s
     first: float | None = None
     while time.monotonic() < end:
@@ -121,13 +127,14 @@ def _print_decisions_of(consumer: Any, offset: int, query: Any, out, deadline_s:
         msg = consumer.poll(0.2)
         if msg is None:
             progress = query.lastProgress
-            committed = bool(progress) and _end_offset(progress) > offset
-            if committed and not query.status["isTriggerActive"]:
+            written = sum(s["decisions"] for s in list(sink.stats.values()))
+            if progress and _end_offset(progress) > offset and shown[0] >= written:
                 return first
             continue
         if msg.error():
             continue
         d = json.loads(msg.value())
+        shown[0] += 1
         if first is None:
             first = time.monotonic()
         line = describe_decision(d)
