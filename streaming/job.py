@@ -31,21 +31,28 @@ from state_machines.model import ControllerConfig
 
 from . import codec
 from .file_source import EventFilesSource, FeedbackSource, feedback_file
-from .pipeline import DIRECT, PartitionSlot, Pending, RawEvent, Row, Sequencer, assemble_batch, direct_outputs, fold_partition
+from .pipeline import (
+    DIRECT, PartitionSlot, Pending, RawEvent, Row, Sequencer, assemble_batch, direct_outputs, fold_bucket, fold_partition,
+    group_of,
+)
 
 log = logging.getLogger("shadow_controller.job")
 
-SEQUENCER_OUT = "gkey string, cause_offset long, round int, idx int, kind string, payload string, cause_id string"
+SEQUENCER_OUT = ("grp string, gkey string, cause_offset long, round int, idx int, kind string, payload string, "
+                 "cause_id string")
 PARTITION_OUT = "kind string, cause_offset long, key string, seq int, payload string"
 PARTITION_STATE = "record string, seq_cause long, seq_next long"
+# scale mode: a bucket's partitions, {gkey: [record, seq_cause, seq_next]} as JSON
+BUCKET_STATE = "slots string"
 SEQUENCER_KEY = "controller"
 
 
 class SequencerProcessor(StatefulProcessor):
     """The directory, under a single key: Kafka's controller is one event thread."""
 
-    def __init__(self, config: ControllerConfig):
+    def __init__(self, config: ControllerConfig, buckets: int = 0):
         self.config = config
+        self.buckets = buckets
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.records = handle.getMapState("directory", "key string", "value string")
@@ -82,15 +89,16 @@ class SequencerProcessor(StatefulProcessor):
             self.buffer.clear()
         if seq.rows:
             yield pd.DataFrame(
-                [(r.gkey, r.cause_offset, r.round, r.idx, r.kind, r.payload, r.cause_id) for r in seq.rows],
-                columns=["gkey", "cause_offset", "round", "idx", "kind", "payload", "cause_id"],
+                [(group_of(r.gkey, self.buckets), r.gkey, r.cause_offset, r.round, r.idx, r.kind, r.payload, r.cause_id)
+                 for r in seq.rows],
+                columns=["grp", "gkey", "cause_offset", "round", "idx", "kind", "payload", "cause_id"],
             )
 
     def close(self) -> None:
         pass
 
 
-def partition_stage(config: ControllerConfig):
+def partition_stage(config: ControllerConfig, buckets: int = 0):
     def apply(key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         gkey = key[0]
         rows = [
@@ -100,6 +108,18 @@ def partition_stage(config: ControllerConfig):
         ]
         if gkey == DIRECT:
             out = direct_outputs(rows)
+        elif buckets:
+            stored = json.loads(state.get[0]) if state.exists else {}
+            touched = {r.gkey for r in rows}
+            slots = {k: _slot(stored[k]) for k in touched if k in stored}
+            out = fold_bucket(slots, rows, config)
+            for k in touched:
+                if k in slots:
+                    sl = slots[k]
+                    stored[k] = [codec.dumps(sl.record), sl.seq_cause, sl.seq_next]
+                else:
+                    stored.pop(k, None)
+            state.update((json.dumps(stored, separators=(",", ":"), sort_keys=True),))
         else:
             slot = PartitionSlot(None)
             if state.exists:
@@ -116,6 +136,10 @@ def partition_stage(config: ControllerConfig):
     return apply
 
 
+def _slot(entry: list) -> PartitionSlot:
+    return PartitionSlot(codec.loads(entry[0], codec.PartitionRecordType), int(entry[1]), int(entry[2]))
+
+
 @dataclass
 class JobSettings:
     input: str  # file:DIR | kafka
@@ -130,6 +154,9 @@ class JobSettings:
     use_jvm_kafka: bool = False
     trigger_interval: str = "1 second"
     shuffle_partitions: int = 2
+    # scale mode: pack partitions into this many Spark groups (0: one group per partition).
+    # Frozen into a checkpoint, like spark.sql.shuffle.partitions.
+    partition_buckets: int = 0
 
     @property
     def dlq_topic(self) -> str:
@@ -214,15 +241,15 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
 def decisions_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
     inputs = events_frame(spark, settings).withColumn("k", F.lit(SEQUENCER_KEY))
     commands = inputs.groupBy("k").transformWithStateInPandas(
-        statefulProcessor=SequencerProcessor(settings.controller),
+        statefulProcessor=SequencerProcessor(settings.controller, settings.partition_buckets),
         outputStructType=SEQUENCER_OUT,
         outputMode="Append",
         timeMode="None",
     )
-    return commands.groupBy("gkey").applyInPandasWithState(
-        partition_stage(settings.controller),
+    return commands.groupBy("grp").applyInPandasWithState(
+        partition_stage(settings.controller, settings.partition_buckets),
         outputStructType=PARTITION_OUT,
-        stateStructType=PARTITION_STATE,
+        stateStructType=BUCKET_STATE if settings.partition_buckets else PARTITION_STATE,
         outputMode="Append",
         timeoutConf=GroupStateTimeout.NoTimeout,
     )

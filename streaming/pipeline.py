@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import json
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,6 +34,15 @@ from state_machines.partition import PartitionRecord, partition_step
 from . import codec
 
 DIRECT = "__direct__"  # group of rows that pass the partition stage untouched
+
+
+def group_of(gkey: str, buckets: int = 0) -> str:
+    """The Spark group of a partition's rows. Per-partition keying (buckets = 0) is the
+    default; scale mode packs partitions into `buckets` groups by a stable hash, so Spark's
+    per-group cost is paid per bucket. Each partition keeps its own state either way."""
+    if gkey == DIRECT or not buckets:
+        return gkey
+    return f"bucket-{zlib.crc32(gkey.encode()) % buckets}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +199,22 @@ def fold_partition(slot: PartitionSlot, commands: Iterable[Row], config: Control
     return PartitionSlot(record, seq_cause, seq_next), out
 
 
+def fold_bucket(slots: dict[str, PartitionSlot], rows: Iterable[Row], config: ControllerConfig) -> list[tuple[str, int, str, int, str]]:
+    """Scale mode: fold each partition of a bucket on its own slot (updated in place)."""
+    by_partition: dict[str, list[Row]] = {}
+    for row in rows:
+        by_partition.setdefault(row.gkey, []).append(row)
+    out: list[tuple[str, int, str, int, str]] = []
+    for gkey in sorted(by_partition):
+        slot, partition_out = fold_partition(slots.get(gkey, PartitionSlot(None)), by_partition[gkey], config)
+        if slot.record is None:
+            slots.pop(gkey, None)
+        else:
+            slots[gkey] = slot
+        out.extend(partition_out)
+    return out
+
+
 def direct_outputs(rows: Iterable[Row]) -> list[tuple[str, int, str, int, str]]:
     """Directory records get their seq here: per (cause, key) in production order."""
     out: list[tuple[str, int, str, int, str]] = []
@@ -254,11 +280,12 @@ def _order(d: dict[str, Any]) -> tuple[int, str, int]:
 # the whole job without Spark
 
 
-def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfig = ControllerConfig()) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfig = ControllerConfig(),
+                buckets: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """Replay lines in micro-batches of `batch_size` events as the Spark job does (feedback
     included). Returns (decisions, dlq records, number of micro-batches)."""
     directory: dict[str, Any] = {}
-    slots: dict[str, PartitionSlot] = {}
+    slots: dict[str, Any] = {}
     pending: Pending | None = None
     buffer: list[RawEvent] = []
     feedback: list[DeletionReport] = []
@@ -276,11 +303,13 @@ def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfi
         pending, buffer = seq.run(pending, buffer, chunk, feedback)
         groups: dict[str, list[Row]] = {}
         for row in seq.rows:
-            groups.setdefault(row.gkey, []).append(row)
+            groups.setdefault(group_of(row.gkey, buckets), []).append(row)
         rows: list[tuple[str, int, str, int, str]] = []
         for gkey, group in groups.items():
             if gkey == DIRECT:
                 rows.extend(direct_outputs(group))
+            elif buckets:
+                rows.extend(fold_bucket(slots.setdefault(gkey, {}), group, config))
             else:
                 slot, out = fold_partition(slots.get(gkey, PartitionSlot(None)), group, config)
                 slots[gkey] = slot

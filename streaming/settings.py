@@ -75,5 +75,6 @@ def job_settings(doc: dict[str, Any]) -> tuple[JobSettings, dict[str, str], str]
         use_jvm_kafka=bool(kafka.get("use_jvm_connector", False)),
         trigger_interval=str(job.get("trigger_interval", "1 second")),
         shuffle_partitions=shuffle,
+        partition_buckets=int(job.get("partition_buckets", 0)),
     )
     return settings, {k: str(v) for k, v in spark.items()}, master

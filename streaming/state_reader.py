@@ -4,6 +4,7 @@ them is here."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -38,8 +39,14 @@ def partition_records(spark: Any, checkpoint: str, batch_id: int | None = None) 
     """Every partition's state after micro-batch `batch_id` (default: the last committed)."""
     out = {}
     for row in _reader(spark, checkpoint, PARTITION_OPERATOR, batch_id).collect():
-        record: PartitionRecord = codec.loads(row["value"]["groupState"]["record"], codec.PartitionRecordType)
-        out[(record.topic, record.partition)] = record
+        state = row["value"]["groupState"].asDict()
+        if "slots" in state:  # scale mode: a bucket of partitions
+            encoded = [entry[0] for entry in json.loads(state["slots"]).values()]
+        else:
+            encoded = [state["record"]]
+        for text in encoded:
+            record: PartitionRecord = codec.loads(text, codec.PartitionRecordType)
+            out[(record.topic, record.partition)] = record
     return out
 
 

@@ -50,11 +50,12 @@ def read_dlq(directory: Path) -> list[dict[str, Any]]:
 
 
 def run_file_job(spark: Any, base: Path, lines: list[bytes], *, max_offsets: int | None = None,
-                 config: ControllerConfig = ControllerConfig(), files: int = 1) -> tuple[list[dict[str, Any]], dict[int, Any]]:
+                 config: ControllerConfig = ControllerConfig(), files: int = 1,
+                 buckets: int = 0) -> tuple[list[dict[str, Any]], dict[int, Any]]:
     write_input(base / "in", lines, files)
     settings = JobSettings(
         input=f"file:{base / 'in'}", output=f"file:{base / 'out'}", checkpoint=str(base / "ckpt"),
-        controller=config, max_offsets_per_trigger=max_offsets,
+        controller=config, max_offsets_per_trigger=max_offsets, partition_buckets=buckets,
     )
     query, sink = start(spark, settings, available_now=True)
     try:

@@ -36,9 +36,9 @@ def engine_records(lines: list[bytes]) -> list[str]:
     return out
 
 
-def check(lines: list[bytes], batch_size: int) -> None:
+def check(lines: list[bytes], batch_size: int, buckets: int = 0) -> None:
     expected = engine_records(lines)
-    got, _dlq, _batches = run_batches(lines, batch_size)
+    got, _dlq, _batches = run_batches(lines, batch_size, buckets=buckets)
     got_json = [json.dumps(r, sort_keys=True) for r in got]
     assert Counter(got_json) == Counter(expected)
     assert got_json == expected, "same records, but not in (cause_offset, key, seq) order"
@@ -54,6 +54,17 @@ def test_scenario_logs_in_micro_batches_equal_the_engine(log: Path, batch_size: 
 def test_generated_logs_in_micro_batches_equal_the_engine(seed: int) -> None:
     lines = [json.dumps(e).encode() for e in generate_log(seed, n_events=60)]
     check(lines, batch_size=1 + seed % 5)
+
+
+@pytest.mark.parametrize("log", LOGS + EXAMPLES, ids=lambda p: p.stem)
+def test_scale_mode_buckets_give_the_same_decisions(log: Path) -> None:
+    check(log.read_bytes().splitlines(), batch_size=3, buckets=3)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_scale_mode_on_generated_logs(seed: int) -> None:
+    lines = [json.dumps(e).encode() for e in generate_log(seed + 100, n_events=60)]
+    check(lines, batch_size=1 + seed % 4, buckets=1 + seed % 4)
 
 
 def test_deletion_waits_for_reports_across_batches() -> None:

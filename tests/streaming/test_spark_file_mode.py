@@ -21,17 +21,23 @@ pytestmark = pytest.mark.spark
 LOGS = sorted((Path(__file__).parents[1] / "scenarios" / "logs").glob("*.jsonl"))
 
 
+# both keyings: one Spark group per partition (default), and scale mode's 4 buckets
+MODES = [pytest.param(0, id="per-partition"), pytest.param(4, id="buckets-4")]
+
+
+@pytest.mark.parametrize("buckets", MODES)
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
-def test_scenario_log_same_decisions_as_simulate(spark, tmp_path: Path, log: Path) -> None:
+def test_scenario_log_same_decisions_as_simulate(spark, tmp_path: Path, log: Path, buckets: int) -> None:
     lines = log.read_bytes().splitlines()
-    got, _ = run_file_job(spark, tmp_path, lines)
+    got, _ = run_file_job(spark, tmp_path, lines, buckets=buckets)
     assert_same_multiset(got, simulate_records(lines))
 
 
+@pytest.mark.parametrize("buckets", MODES)
 @pytest.mark.parametrize("seed", [3, 11, 29])
-def test_generated_log_over_many_micro_batches(spark, tmp_path: Path, seed: int) -> None:
+def test_generated_log_over_many_micro_batches(spark, tmp_path: Path, seed: int, buckets: int) -> None:
     lines = [json.dumps(e).encode() for e in generate_log(seed, n_events=50)]
-    got, stats = run_file_job(spark, tmp_path, lines, max_offsets=9, files=3)
+    got, stats = run_file_job(spark, tmp_path, lines, max_offsets=9, files=3, buckets=buckets)
     assert len(stats) >= len(lines) // 9
     assert_same_multiset(got, simulate_records(lines))
 

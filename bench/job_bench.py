@@ -1,0 +1,139 @@
+"""Benchmark of the Spark job (not a test): the cluster log of `engine_bench.py` through
+(a) the in-process engine, (b) the job in file mode, (c) the job on the embedded broker.
+
+Each scenario step is fed on its own and timed from the moment its events are available
+to the moment its last decision is written (file: the batch output file; Kafka: the sink's
+checked delivery), so the figure is the job's, not Spark's start-up.
+
+    .venv/bin/python bench/job_bench.py --partitions 10000 --modes engine,file,kafka --json bench/results/10k.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.engine_bench import cluster_log  # noqa: E402
+from state_machines.engine import Engine  # noqa: E402
+from state_machines.events import parse_event  # noqa: E402
+
+
+def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
+    engine = Engine()
+    rows, offset = [], 0
+    for name, events in phases.items():
+        envs = []
+        for e in events:
+            envs.append(parse_event(e, offset))
+            offset += 1
+        start = time.perf_counter()
+        decisions = sum(len(engine.process(env)) for env in envs)
+        rows.append({"step": name, "events": len(events), "decisions": decisions, "seconds": time.perf_counter() - start})
+    return rows
+
+
+def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count: int | None) -> list[dict]:
+    from streaming.job import BatchSink, JobSettings, spark_session, start
+
+    settings = JobSettings(input=f"file:{work / 'in'}" if mode == "file" else "kafka",
+                           output=f"file:{work / 'out'}" if mode == "file" else "kafka",
+                           checkpoint=str(work / "ckpt"), trigger_interval="0 seconds")
+    if bucket_count:
+        settings.partition_buckets = bucket_count
+    broker_ctx = None
+    producer = None
+    if mode == "kafka":
+        from confluent_kafka import Producer
+
+        from streaming.broker import create_topics, embedded_broker
+
+        broker_ctx = embedded_broker(log_dir=work)
+        broker = broker_ctx.__enter__()
+        settings.bootstrap_servers = broker.bootstrap_servers
+        create_topics(broker.bootstrap_servers, {settings.events_topic: 1, settings.decisions_topic: 1,
+                                                 settings.dlq_topic: 1})
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20, "log_level": 0})
+    (work / "in").mkdir(parents=True, exist_ok=True)
+    spark = spark_session(settings, app_name="shadow-controller-bench")
+    spark.sparkContext.setLogLevel("ERROR")
+    sink = BatchSink(settings)
+    query, _ = start(spark, settings, available_now=True, sink=sink)
+    rows = []
+    try:
+        # warm-up: Spark plans and starts its Python workers on the first micro-batch
+        query.processAllAvailable()
+        for n, (name, events) in enumerate(phases.items()):
+            batches_before = set(sink.stats)
+            start_t = time.perf_counter()
+            if mode == "file":
+                tmp = work / f".{n:04d}.tmp"
+                tmp.write_text("".join(json.dumps(e) + "\n" for e in events))
+                tmp.rename(work / "in" / f"{n:04d}.jsonl")
+            else:
+                for e in events:
+                    producer.produce(settings.events_topic, json.dumps(e).encode())
+                producer.flush(60)
+            query.processAllAvailable()
+            seconds = time.perf_counter() - start_t
+            new = [sink.stats[b] for b in sorted(set(sink.stats) - batches_before)]
+            rows.append({"step": name, "events": len(events), "decisions": sum(s["decisions"] for s in new),
+                         "seconds": seconds, "micro_batches": len(new)})
+            print(f"  {mode:5} {name:34} {seconds:8.2f} s  {rows[-1]['decisions']:>8} decisions", flush=True)
+    finally:
+        query.stop()
+        spark.stop()
+        if broker_ctx is not None:
+            broker_ctx.__exit__(None, None, None)
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--partitions", type=int, default=10_000)
+    ap.add_argument("--brokers", type=int, default=30)
+    ap.add_argument("--partitions-per-topic", type=int, default=100)
+    ap.add_argument("--modes", default="engine,file,kafka")
+    ap.add_argument("--buckets", type=int, default=0, help="scale mode: pack partitions into N groups")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic)
+    results: dict[str, list[dict]] = {}
+    for mode in args.modes.split(","):
+        work = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))
+        try:
+            results[mode] = run_engine(phases) if mode == "engine" else run_spark(phases, mode, work, args.buckets or None)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{args.partitions} partitions, RF 3, {args.brokers} brokers" + (f", {args.buckets} buckets" if args.buckets else ""))
+    print(f"{'mode':7} {'step':34} {'events':>7} {'decisions':>10} {'seconds':>9} {'events/s':>10} {'decisions/s':>12} {'x engine':>9}")
+    for mode, rows in results.items():
+        for i, r in enumerate(rows):
+            base = results.get("engine", [None] * len(rows))[i]
+            ratio = r["seconds"] / base["seconds"] if base and base["seconds"] else float("nan")
+            print(f"{mode:7} {r['step']:34} {r['events']:>7} {r['decisions']:>10} {r['seconds']:>9.2f} "
+                  f"{r['events'] / r['seconds']:>10.1f} {r['decisions'] / r['seconds']:>12.1f} {ratio:>9.1f}")
+        ev = sum(r["events"] for r in rows)
+        de = sum(r["decisions"] for r in rows)
+        sec = sum(r["seconds"] for r in rows)
+        print(f"{mode:7} {'total':34} {ev:>7} {de:>10} {sec:>9.2f} {ev / sec:>10.1f} {de / sec:>12.1f}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"peak resident memory: driver {peak:.0f} MiB, largest child process (JVM, workers) {children:.0f} MiB")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"args": vars(args), "results": results,
+                                               "peak_rss_mib": peak, "children_peak_rss_mib": children}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
