@@ -94,6 +94,29 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(Path(args.scenario) if args.scenario else DEFAULT_SCENARIO, verbose=args.verbose)
 
 
+def cmd_produce(args: argparse.Namespace) -> int:
+    """Write an events file to a topic, one record per line, checking every delivery."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": args.bootstrap_servers, "enable.idempotence": True})
+    failures: list[str] = []
+    count = 0
+    with open(args.events, "rb") as fh:
+        for line in fh:
+            line = line.rstrip(b"\r\n")
+            if not line:
+                continue
+            producer.produce(args.topic, line, on_delivery=lambda err, msg: err and failures.append(str(err)))
+            count += 1
+            producer.poll(0)
+    left = producer.flush(60)
+    if failures or left:
+        print(f"produce: {len(failures) + left} of {count} records not delivered: {failures[:1]}", file=sys.stderr)
+        return 1
+    print(f"produced {count} events to {args.topic}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shadow-controller", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -118,6 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--scenario", help="events JSONL to feed (default: examples/three-brokers.jsonl)")
     demo.add_argument("--verbose", action="store_true")
     demo.set_defaults(func=cmd_demo)
+
+    prod = sub.add_parser("produce", help="write an events file to a Kafka topic")
+    prod.add_argument("events")
+    prod.add_argument("--bootstrap-servers", required=True)
+    prod.add_argument("--topic", default="controller-events")
+    prod.set_defaults(func=cmd_produce)
     return parser
 
 
