@@ -1,0 +1,239 @@
+"""The sans-IO boundary of `state_machines/` (style.md, rule 1).
+
+No module of the core imports pyspark, pandas, pyarrow, a Kafka client (confluent_kafka,
+kafka-python's `kafka`), `time`, `random`, `uuid` or a logging handler. Two independent
+proofs:
+
+1. static: every module's source is parsed with `ast` and each `import`, `from ... import`
+   and literal `__import__` / `importlib.import_module` call is checked (a dynamic import
+   with a computed name is refused too, since it cannot be checked);
+2. dynamic: a subprocess installs a `sys.meta_path` finder that raises on the forbidden
+   packages (whoever imports them) and an `__import__` guard that refuses the forbidden
+   modules to any importer inside the package (`time` is already loaded at interpreter
+   start, so a finder alone would never see `import time`), imports every module of the
+   package and runs a small cluster through the engine.
+
+Both checks are first shown to catch a planted violation, so they cannot pass vacuously.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import pkgutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "state_machines"
+
+# Forbidden whatever the submodule: `import pandas.core`, `from kafka.admin import ...`.
+FORBIDDEN_PACKAGES = frozenset({"pyspark", "pandas", "pyarrow", "confluent_kafka", "kafka", "time", "random", "uuid"})
+# Forbidden modules inside allowed packages: logging itself is allowed, its handlers are not.
+FORBIDDEN_MODULES = frozenset({"logging.handlers"})
+
+
+def forbidden_name(module: str, names: tuple[str, ...] = ()) -> str | None:
+    """Why importing `names` from `module` crosses the boundary, or None."""
+    if module.split(".")[0] in FORBIDDEN_PACKAGES:
+        return module
+    for bad in FORBIDDEN_MODULES:
+        if module == bad or module.startswith(bad + "."):
+            return module
+    if module == "logging":
+        for name in names:
+            if name == "handlers" or name.endswith("Handler"):
+                return f"logging.{name}"
+    return None
+
+
+def boundary_violations(source: str, filename: str = "<source>") -> list[str]:
+    """Every import in `source` that crosses the boundary, as 'line N: reason'."""
+    out = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if (bad := forbidden_name(alias.name)) is not None:
+                    out.append(f"line {node.lineno}: import {bad}")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: inside the package, checked where it is defined
+                continue
+            assert node.module is not None
+            if (bad := forbidden_name(node.module, tuple(a.name for a in node.names))) is not None:
+                out.append(f"line {node.lineno}: from {node.module} import ... ({bad})")
+        elif isinstance(node, ast.Call):
+            func = node.func
+            dynamic = (isinstance(func, ast.Name) and func.id == "__import__") or (
+                isinstance(func, ast.Attribute) and func.attr == "import_module")
+            if not dynamic:
+                continue
+            arg = node.args[0] if node.args else None
+            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                out.append(f"line {node.lineno}: dynamic import with a computed module name")
+            elif (bad := forbidden_name(arg.value)) is not None:
+                out.append(f"line {node.lineno}: dynamic import of {bad}")
+    return out
+
+
+def core_modules() -> list[Path]:
+    files = sorted((ROOT / PACKAGE).rglob("*.py"))
+    assert files, f"no modules found under {ROOT / PACKAGE}"
+    return files
+
+
+# -- the static check ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source, caught",
+    [
+        ("import time", True),
+        ("import random as rnd", True),
+        ("from uuid import uuid4", True),
+        ("import pandas.core.frame", True),
+        ("from pyspark.sql import SparkSession", True),
+        ("import pyarrow", True),
+        ("from confluent_kafka import Producer", True),
+        ("from kafka.admin import KafkaAdminClient", True),
+        ("import logging.handlers", True),
+        ("from logging import handlers", True),
+        ("from logging import StreamHandler", True),
+        ("def f():\n    import time\n    return time.time()", True),
+        ("__import__('random')", True),
+        ("import importlib\nimportlib.import_module('uuid')", True),
+        ("import importlib\nname = 'x'\nimportlib.import_module(name)", True),
+        ("import logging\nlog = logging.getLogger(__name__)", False),
+        ("from logging import getLogger", False),
+        ("import json, re", False),
+        ("from . import events as ev", False),
+        ("from .model import LeaderAndIsr", False),
+        ("import kafka_shadow_helpers", False),
+        ("import timeit_free_name_lookalike", False),
+    ],
+)
+def test_ast_check_classifies_imports(source: str, caught: bool) -> None:
+    assert bool(boundary_violations(source)) is caught, boundary_violations(source)
+
+
+@pytest.mark.parametrize("path", core_modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_module_imports_stay_inside_the_boundary(path: Path) -> None:
+    violations = boundary_violations(path.read_text(encoding="utf-8"), str(path))
+    assert not violations, f"{path.relative_to(ROOT)} crosses the sans-IO boundary:\n" + "\n".join(violations)
+
+
+def test_every_core_module_is_checked() -> None:
+    """The parametrised list is the package's full module list (nothing skipped)."""
+    listed = {p.stem for p in core_modules()} - {"__init__"}
+    discovered = {m.name for m in pkgutil.iter_modules([str(ROOT / PACKAGE)])}
+    assert listed == discovered
+
+
+# -- the dynamic check --------------------------------------------------------------------
+
+# Runs in a fresh interpreter: argv[1] = package name, argv[2] = directory holding it,
+# argv[3] = "engine" to also run a small cluster through state_machines.engine.
+_GUARDED_IMPORT = textwrap.dedent(
+    """
+    import builtins, importlib, importlib.abc, json, pkgutil, sys
+
+    package, where, exercise = sys.argv[1], sys.argv[2], sys.argv[3]
+    forbidden_packages = set(json.loads(sys.argv[4]))
+    forbidden_modules = set(json.loads(sys.argv[5]))
+    heavy = {"pyspark", "pandas", "pyarrow", "confluent_kafka", "kafka"}
+    blocked = []
+
+    class Blocker(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path=None, target=None):
+            if fullname.split(".")[0] in heavy:
+                blocked.append(fullname)
+                raise ImportError(f"import of {fullname} is blocked by the boundary test")
+            return None
+
+    real_import = builtins.__import__
+
+    def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+        importer = (globals or {}).get("__name__") or ""
+        if level == 0 and importer.split(".")[0] == package:
+            names = [name] + [f"{name}.{f}" for f in (fromlist or ())]
+            for full in names:
+                top = full.split(".")[0]
+                bad_logging = name == "logging" and full != name and (
+                    full.endswith("Handler") or full == "logging.handlers")
+                if top in forbidden_packages or bad_logging or any(
+                        full == m or full.startswith(m + ".") for m in forbidden_modules):
+                    blocked.append(f"{importer} -> {full}")
+                    raise ImportError(f"{importer} imports {full}: blocked by the boundary test")
+        return real_import(name, globals, locals, fromlist, level)
+
+    sys.meta_path.insert(0, Blocker())
+    builtins.__import__ = guarded
+    sys.path.insert(0, where)
+    imported, errors = [], []
+    mod = importlib.import_module(package)
+    for info in pkgutil.walk_packages(mod.__path__, package + "."):
+        try:
+            importlib.import_module(info.name)
+            imported.append(info.name)
+        except ImportError as exc:
+            errors.append(f"{info.name}: {exc}")
+    if exercise == "engine" and not errors:
+        from state_machines.engine import Engine
+        from state_machines.events import parse_event
+        log = [{"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": 10 + b} for b in (1, 2, 3)]
+        log += [
+            {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
+            {"v": 1, "type": "TopicCreation", "topic": "orders", "partitions": {"0": [1, 2, 3]}},
+            {"v": 1, "type": "ControlledShutdown", "broker_id": 1, "broker_epoch": 11},
+            {"v": 1, "type": "BrokerFailure", "broker_id": 1},
+            {"v": 1, "type": "PartitionReassignment", "topic": "orders", "partition": 0, "target_replicas": [2, 3]},
+            {"v": 1, "type": "TopicDeletion", "topic": "orders"},
+        ]
+        engine = Engine()
+        for offset, event in enumerate(log):
+            engine.process(parse_event(event, offset))
+        engine.state_json()
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in heavy)
+    print(json.dumps({"imported": imported, "errors": errors, "blocked": blocked, "heavy_loaded": loaded}))
+    """
+)
+
+
+def run_guarded(package: str, where: Path, exercise: str = "") -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", _GUARDED_IMPORT, package, str(where), exercise or "-",
+         json.dumps(sorted(FORBIDDEN_PACKAGES)), json.dumps(sorted(FORBIDDEN_MODULES))],
+        capture_output=True, text=True, timeout=120, cwd=where,
+    )
+    assert proc.returncode == 0, f"guarded import crashed:\n{proc.stderr}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_guard_catches_a_planted_violation(tmp_path: Path) -> None:
+    """The subprocess guard is not vacuous: a package that imports `time` directly (already
+    loaded at interpreter start), `random` inside a function, and pandas is caught."""
+    pkg = tmp_path / "leaky_core"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "clock.py").write_text("import time\n")
+    (pkg / "late.py").write_text("def pick():\n    from random import choice\n    return choice\n\npick()\n")
+    (pkg / "frames.py").write_text("import pandas\n")
+    (pkg / "logs.py").write_text("from logging import FileHandler\n")
+    (pkg / "clean.py").write_text("import json\nimport logging\n")
+    result = run_guarded("leaky_core", tmp_path)
+    failed = {e.split(":")[0] for e in result["errors"]}
+    assert failed == {"leaky_core.clock", "leaky_core.late", "leaky_core.frames", "leaky_core.logs"}, result
+    assert "leaky_core.clean" in result["imported"]
+    assert result["heavy_loaded"] == []
+
+
+def test_core_imports_and_runs_with_forbidden_modules_blocked() -> None:
+    result = run_guarded(PACKAGE, ROOT, "engine")
+    assert result["errors"] == [], "state_machines needs a forbidden module:\n" + "\n".join(result["errors"])
+    assert result["blocked"] == [], f"state_machines tried forbidden imports: {result['blocked']}"
+    assert result["heavy_loaded"] == [], f"forbidden packages were loaded: {result['heavy_loaded']}"
+    expected = {f"{PACKAGE}.{p.stem}" for p in core_modules() if p.stem != "__init__"}
+    assert expected <= set(result["imported"]), sorted(expected - set(result["imported"]))
