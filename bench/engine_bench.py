@@ -25,7 +25,10 @@ from state_machines.events import parse_event  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402
 
 
-def cluster_log(brokers: int, partitions: int, rf: int, partitions_per_topic: int) -> dict[str, list[dict]]:
+def cluster_log(brokers: int, partitions: int, rf: int, partitions_per_topic: int, full: bool = False) -> dict[str, list[dict]]:
+    """The phases of the benchmark log. `full` adds the scale story: a controller failover
+    over the loaded cluster, the failed broker's return and a preferred election of every
+    partition."""
     phases: dict[str, list[dict]] = {}
     phases["register brokers"] = [
         {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": 100 + b} for b in range(1, brokers + 1)
@@ -46,10 +49,19 @@ def cluster_log(brokers: int, partitions: int, rf: int, partitions_per_topic: in
         made += count
         topic += 1
     phases[f"create {partitions} partitions"] = creations
+    if full:
+        phases[f"controller failover ({partitions})"] = [
+            {"v": 1, "type": "ControllerFailover", "controller_id": 2, "controller_epoch": 2}
+        ]
     phases["broker 1 fails"] = [{"v": 1, "type": "BrokerFailure", "broker_id": 1}]
     phases["broker 2 controlled shutdown"] = [
         {"v": 1, "type": "ControlledShutdown", "broker_id": 2, "broker_epoch": 102}
     ]
+    if full:
+        phases["broker 1 returns"] = [{"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 201}]
+        phases["preferred election (all)"] = [
+            {"v": 1, "type": "ReplicaLeaderElection", "election_type": "PREFERRED", "partitions": None}
+        ]
     return phases
 
 
@@ -63,10 +75,11 @@ def main() -> int:
     ap.add_argument("--brokers", type=int, default=30)
     ap.add_argument("--rf", type=int, default=3)
     ap.add_argument("--partitions-per-topic", type=int, default=100)
+    ap.add_argument("--full", action="store_true", help="the scale story (see cluster_log)")
     ap.add_argument("--json", help="also write the figures to this JSON file")
     args = ap.parse_args()
 
-    phases = cluster_log(args.brokers, args.partitions, args.rf, args.partitions_per_topic)
+    phases = cluster_log(args.brokers, args.partitions, args.rf, args.partitions_per_topic, args.full)
     engine = Engine(ControllerConfig())
     offset = 0
     rows = []

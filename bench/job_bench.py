@@ -105,7 +105,7 @@ def main() -> int:
     ap.add_argument("--buckets", type=int, default=0, help="scale mode: pack partitions into N groups")
     ap.add_argument("--json")
     args = ap.parse_args()
-    phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic)
+    phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True)
     results: dict[str, list[dict]] = {}
     for mode in args.modes.split(","):
         work = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))

@@ -109,3 +109,111 @@ def loads(text: str, hint: Any) -> Any:
 
 DirectoryRecord = Union[directory.ControllerRecord, directory.BrokerRecord, directory.TopicRecord]
 PartitionRecordType = partition.PartitionRecord
+
+
+# ---------------------------------------------------------------------------------------
+# Compact encodings of the two values every partition touches on every command. They are
+# JSON arrays with their own version first; `dumps`/`loads` pick them by type.
+
+COMPACT_VERSION = 1
+_Rec = partition.PartitionRecord
+_Cmd = commands.Command
+_R = {s.value: s for s in __import__("state_machines.states", fromlist=["ReplicaState"]).ReplicaState}
+_P = {s.value: s for s in __import__("state_machines.states", fromlist=["PartitionState"]).PartitionState}
+_LRS = __import__("state_machines.states", fromlist=["LeaderRecoveryState"]).LeaderRecoveryState
+
+
+def _la_out(la: model.LeaderAndIsr | None) -> list | None:
+    if la is None:
+        return None
+    return [la.leader, la.leader_epoch, list(la.isr), la.partition_epoch, la.leader_recovery_state.value, la.controller_epoch]
+
+
+def _la_in(a: list | None) -> model.LeaderAndIsr | None:
+    if a is None:
+        return None
+    return model.LeaderAndIsr(a[0], a[1], tuple(a[2]), a[3], _LRS(a[4]), a[5])
+
+
+def _brokers_out(brokers: tuple) -> list:
+    return [[b, f.registered, f.shutting_down, f.broker_epoch] for b, f in brokers]
+
+
+def _brokers_in(a: list) -> tuple:
+    return tuple((b, model.BrokerFact(reg, sd, ep)) for b, reg, sd, ep in a)
+
+
+def _record_out(r: partition.PartitionRecord) -> list:
+    a = r.assignment
+    return [COMPACT_VERSION, r.topic, r.partition, list(a.replicas), list(a.adding_replicas), list(a.removing_replicas),
+            r.state.value if r.state else None, _la_out(r.leadership),
+            [[b, s.value] for b, s in r.replica_states], _brokers_out(r.brokers), r.being_reassigned]
+
+
+def _record_in(a: list) -> partition.PartitionRecord:
+    if a[0] != COMPACT_VERSION:
+        raise ValueError(f"partition state in compact version {a[0]}; this build reads {COMPACT_VERSION}")
+    return partition.PartitionRecord(
+        a[1], a[2], model.ReplicaAssignment(tuple(a[3]), tuple(a[4]), tuple(a[5])),
+        _P[a[6]] if a[6] is not None else None, _la_in(a[7]),
+        tuple((b, _R[s]) for b, s in a[8]), _brokers_in(a[9]), a[10],
+    )
+
+
+def _op_out(op: Any) -> list:
+    if isinstance(op, commands.LoadPartition):
+        a = op.assignment
+        return ["LoadPartition", list(a.replicas), list(a.adding_replicas), list(a.removing_replicas),
+                _la_out(op.leadership), op.overwrite]
+    values = []
+    for f in dataclasses.fields(op):
+        v = getattr(op, f.name)
+        values.append(list(v) if isinstance(v, tuple) else v)
+    return [type(op).__name__, *values]
+
+
+def _op_in(a: list) -> Any:
+    name, args = a[0], a[1:]
+    if name == "LoadPartition":
+        return commands.LoadPartition(model.ReplicaAssignment(tuple(args[0]), tuple(args[1]), tuple(args[2])),
+                                      _la_in(args[3]), args[4])
+    cls = _TAGGED[name]
+    return cls(*(tuple(v) if isinstance(v, list) else v for v in args))
+
+
+def _command_out(c: commands.Command) -> list:
+    x = c.ctx
+    return [COMPACT_VERSION, c.topic, c.partition, c.cause_offset, c.cause_id,
+            [x.active, x.controller_epoch, x.unclean_leader_election_enable, x.queued_for_deletion, _brokers_out(x.brokers)],
+            _op_out(c.op)]
+
+
+def _command_in(a: list) -> commands.Command:
+    if a[0] != COMPACT_VERSION:
+        raise ValueError(f"command in compact version {a[0]}; this build reads {COMPACT_VERSION}")
+    x = a[5]
+    ctx = commands.PartitionContext(x[0], x[1], x[2], x[3], _brokers_in(x[4]))
+    return commands.Command(a[1], a[2], a[3], a[4], ctx, _op_in(a[6]))
+
+
+_generic_dumps = dumps
+_generic_loads = loads
+
+
+def dumps(value: Any) -> str:  # type: ignore[no-redef]
+    if isinstance(value, _Cmd):
+        return json.dumps(_command_out(value), separators=(",", ":"))
+    if isinstance(value, _Rec):
+        return json.dumps(_record_out(value), separators=(",", ":"))
+    return _generic_dumps(value)
+
+
+def loads(text: str, hint: Any) -> Any:  # type: ignore[no-redef]
+    if text.startswith("["):
+        doc = json.loads(text)
+        if hint is _Cmd:
+            return _command_in(doc)
+        if hint is _Rec:
+            return _record_in(doc)
+        raise TypeError(f"no compact decoding for {hint!r}")
+    return _generic_loads(text, hint)
