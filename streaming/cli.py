@@ -117,6 +117,12 @@ def cmd_produce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from .audit import main as audit_main
+
+    return audit_main(args.decisions, args.report)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="shadow-controller", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -147,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     prod.add_argument("--bootstrap-servers", required=True)
     prod.add_argument("--topic", default="controller-events")
     prod.set_defaults(func=cmd_produce)
+
+    aud = sub.add_parser("audit", help="check a decisions dataset against the controller's invariants (Great Expectations)")
+    aud.add_argument("decisions", help="a decisions JSONL file, a file-output directory, or a topic dump")
+    aud.add_argument("--report", default="audit-report", help="where the Data Docs report is rendered")
+    aud.set_defaults(func=cmd_audit)
     return parser
 
 
