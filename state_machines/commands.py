@@ -116,6 +116,17 @@ class ResumeDeletion:
 
 
 @dataclass(frozen=True, slots=True)
+class Observe:
+    """Shadow mode: what the real cluster shows for this partition."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int | None = None
+    controller_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CompleteTopicDeletion:
     """`completeDeleteTopic`: successful replicas become NonExistent and the partition goes."""
 
@@ -123,7 +134,7 @@ class CompleteTopicDeletion:
 Op = Union[
     LoadPartition, Failover, CreatePartition, BrokersStarted, BrokersFailed, ShutdownBroker, Reassign,
     AlterIsr, Elect, TriggerOnline, ReplicaDeletionResponse, MarkQueued, ResumeDeletion,
-    CompleteTopicDeletion,
+    CompleteTopicDeletion, Observe,
 ]
 
 

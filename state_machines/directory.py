@@ -37,13 +37,13 @@ from typing import Any
 from . import events as ev
 from .commands import (
     AlterIsr, BrokersFailed, BrokersStarted, Command, CompleteTopicDeletion, CreatePartition,
-    DeletionReport, Elect, Failover, LoadPartition, MarkQueued, Op, PartitionContext, Reassign,
+    DeletionReport, Elect, Failover, LoadPartition, MarkQueued, Observe, Op, PartitionContext, Reassign,
     ReplicaDeletionResponse, ResumeDeletion, ShutdownBroker, TriggerOnline,
 )
 from .model import UNKNOWN_BROKER, BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment
 from .outputs import (
-    AlterPartitionResultRecord, ControlledShutdownResultRecord, ElectionResultRecord, Record,
-    StateChangeFailedRecord,
+    AlterPartitionResultRecord, ControlledShutdownResultRecord, DivergenceRecord, ElectionResultRecord,
+    ObservationOutcome, Record, StateChangeFailedRecord,
 )
 from .states import LeaderRecoveryState, ReplicaState
 
@@ -481,6 +481,22 @@ def _partition_state_snapshot(d: _Dir, e: ev.PartitionStateSnapshot) -> None:
     d.send(e.topic, e.partition, LoadPartition(assignment, leadership, overwrite=True), e.replicas)
 
 
+def _observed_partition_state(d: _Dir, e: ev.ObservedPartitionState) -> None:
+    """Shadow mode (see shadow.py): the partition compares the cluster's state with its own."""
+    if not d.controller.active:
+        return
+    rec = d.topic(e.topic)
+    if rec is None or e.partition not in rec.partition_ids():
+        observed = {"leader": e.leader, "leader_epoch": e.leader_epoch, "isr": list(e.isr)}
+        d.outputs.append(DivergenceRecord(e.topic, e.partition, {"leader": -1, "leader_epoch": None, "isr": []},
+                                          observed, "benign", "the shadow does not know this partition"))
+        d.outputs.append(ObservationOutcome("benign"))
+        return
+    d.send(e.topic, e.partition,
+           Observe(e.leader, e.leader_epoch, e.isr, e.partition_epoch, e.controller_epoch),
+           (e.leader, *e.isr))
+
+
 def directory_step(
     view: Mapping[str, Any], event: ev.Event, config: ControllerConfig, offset: int, cause_id: str | None = None
 ) -> DirectoryResult:
@@ -515,7 +531,7 @@ def directory_step(
     elif isinstance(event, ev.PartitionStateSnapshot):
         _partition_state_snapshot(d, event)
     elif isinstance(event, ev.ObservedPartitionState):
-        pass  # shadow comparison is a later feature; the event changes nothing here
+        _observed_partition_state(d, event)
     else:  # pragma: no cover - programming error
         raise TypeError(f"unknown event {event!r}")
     d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))

@@ -10,6 +10,7 @@ startup, each settled in turn, as Kafka's `processBrokerChange` runs them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from .directory import (
 )
 from .events import Envelope
 from .model import ControllerConfig
-from .outputs import Output, Record, assemble_controlled_shutdown_results, to_contract
+from .outputs import ObservationOutcome, Output, Record, assemble_controlled_shutdown_results, to_contract
 from .partition import PartitionRecord, partition_step
 
 TopicPartition = tuple[str, int]
@@ -45,6 +46,8 @@ class Engine:
     config: ControllerConfig = field(default_factory=ControllerConfig)
     directory: dict[str, Any] = field(default_factory=dict)
     partitions: dict[TopicPartition, PartitionRecord] = field(default_factory=dict)
+    # shadow mode: running counts of observed states that matched or diverged, by severity
+    observations: Counter = field(default_factory=Counter)
 
     def process(self, envelope: Envelope) -> list[dict[str, Any]]:
         """Apply one event; return its decision records (contract dicts, canonical order)."""
@@ -66,6 +69,7 @@ class Engine:
                 outputs.extend(result.outputs)
                 commands, cont = result.commands, None
             pending[:0] = list(followups)
+        self.observations.update(o.outcome for o in outputs if isinstance(o, ObservationOutcome))
         records = assemble_controlled_shutdown_results(outputs)
         return sequence_records(records, envelope.offset, envelope.id)
 

@@ -123,6 +123,9 @@ class ControllerConfig:
     # inter.broker.protocol.version >= 3.2: LeaderAndIsr carries the KIP-704 recovery state
     # and an unclean leader starts RECOVERING.
     leader_recovery_supported: bool = True
+    # Not Kafka: shadow mode. After reporting a divergence, adopt the cluster's observed
+    # leader, epochs and ISR so one divergence does not snowball.
+    shadow_follow: bool = True
 
     @staticmethod
     def from_properties(props: dict[str, object]) -> "ControllerConfig":
@@ -136,6 +139,7 @@ class ControllerConfig:
             "leader.imbalance.per.broker.percentage",
             "delete.topic.enable",
             "leader.recovery.supported",
+            "shadow.follow",
         }
         unknown = sorted(set(props) - known)
         if unknown:
@@ -146,6 +150,7 @@ class ControllerConfig:
             leader_imbalance_per_broker_percentage=int(props.get("leader.imbalance.per.broker.percentage", 10)),  # type: ignore[call-overload]
             delete_topic_enable=flag("delete.topic.enable", True),
             leader_recovery_supported=flag("leader.recovery.supported", True),
+            shadow_follow=flag("shadow.follow", True),
         )
 
     def unclean_enabled_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...]) -> bool:

@@ -144,12 +144,20 @@ class StillLeads:
     partition: int
 
 
+@dataclass(frozen=True, slots=True)
+class ObservationOutcome:
+    """Internal: one comparison of an observed partition state with ours, for the running
+    counts of matches and divergences by severity."""
+
+    outcome: str  # match | benign | safety
+
+
 Record = Union[
     LeaderAndIsrRecord, StopReplicaRecord, PartitionStateChangeRecord, ReplicaStateChangeRecord,
     StateChangeFailedRecord, ControlledShutdownResultRecord, AlterPartitionResultRecord,
     ElectionResultRecord, DivergenceRecord,
 ]
-Output = Union[Record, StillLeads]
+Output = Union[Record, StillLeads, ObservationOutcome]
 
 
 def to_contract(record: Record, cause_offset: int, cause_id: str | None, seq: int) -> dict[str, Any]:
@@ -170,7 +178,7 @@ def assemble_controlled_shutdown_results(outputs: Iterable[Output]) -> list[Reco
     for out in outputs:
         if isinstance(out, StillLeads):
             still.setdefault(out.broker_id, []).append((out.topic, out.partition))
-        else:
+        elif not isinstance(out, ObservationOutcome):
             records.append(out)
     if not still:
         return records

@@ -32,8 +32,9 @@ from .commands import (
     PartitionContext,
     AlterIsr, BrokersFailed, BrokersStarted, Command, CompleteTopicDeletion, CreatePartition,
     DeletionReport, Elect, Failover, LoadPartition, MarkQueued, Reassign, ReplicaDeletionResponse,
-    ResumeDeletion, ShutdownBroker, TriggerOnline,
+    Observe, ResumeDeletion, ShutdownBroker, TriggerOnline,
 )
+from . import shadow
 from .election import (
     ElectionOutcome, elect_for_controlled_shutdown, elect_for_offline_partition,
     elect_for_reassigned_partition, elect_preferred_replica,
@@ -647,6 +648,17 @@ def _resume_deletion(t: _Txn, op: ResumeDeletion) -> None:
         t.rsm(retry, R.ReplicaDeletionStarted)
 
 
+def _observe(t: _Txn, op: Observe) -> None:
+    outputs, outcome = shadow.compare(
+        t.topic, t.partition, t.leadership, t.assignment.replicas, op, t.is_online_or_shutting_down,
+        t.ctx.unclean_leader_election_enable,
+    )
+    t.out.extend(outputs)
+    if outcome != "match" and t.config.shadow_follow and t.leadership is not None:
+        t.leadership = shadow.adopt(t.leadership, op)
+        t.state = shadow.followed_state(t.state, op.leader)
+
+
 def _complete_topic_deletion(t: _Txn) -> None:
     t.rsm([b for b, s in sorted(t.replica_states.items()) if s is R.ReplicaDeletionSuccessful], R.NonExistentReplica)
     t.removed = True
@@ -703,6 +715,8 @@ def partition_step(state: PartitionRecord | None, cmd: Command, config: Controll
         _complete_topic_deletion(t)
     elif isinstance(op, MarkQueued):
         pass
+    elif isinstance(op, Observe):
+        _observe(t, op)
     else:  # pragma: no cover - programming error
         raise TypeError(f"unknown op {op!r}")
 

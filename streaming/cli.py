@@ -68,6 +68,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             out.close()
     if args.state_out:
         Path(args.state_out).write_text(json.dumps(engine.state_json(), indent=2, sort_keys=True) + "\n")
+    if engine.observations:
+        o = engine.observations
+        print(f"shadow: {o['match']} observed states matched, {o['benign']} benign and {o['safety']} safety divergences",
+              file=sys.stderr)
     return 0
 
 

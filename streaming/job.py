@@ -263,6 +263,8 @@ class BatchSink:
     def __init__(self, settings: JobSettings):
         self.settings = settings
         self.stats: dict[int, dict[str, int]] = {}
+        # shadow mode: observed states that matched ours or diverged, by severity, this run
+        self.observations: dict[str, int] = {}
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         rows = [tuple(r) for r in df.collect()]
@@ -279,7 +281,10 @@ class BatchSink:
         if out.reports:
             os.makedirs(self.settings.feedback_dir, exist_ok=True)
             _atomic_write(feedback_file(self.settings.feedback_dir, batch_id), "".join(r + "\n" for r in out.reports))
-        self.stats[batch_id] = {"decisions": len(out.decisions), "dlq": len(out.dlq), "reports": len(out.reports)}
+        self.stats[batch_id] = {"decisions": len(out.decisions), "dlq": len(out.dlq), "reports": len(out.reports),
+                                **{f"shadow_{k}": v for k, v in out.observations.items()}}
+        for k, v in out.observations.items():
+            self.observations[k] = self.observations.get(k, 0) + v
 
 
 def _write_lines(path: str, docs: list[dict[str, Any]]) -> None:

@@ -28,7 +28,7 @@ from state_machines.directory import Continuation, after_reports, directory_step
 from state_machines.errors import InvalidEvent
 from state_machines.events import Envelope, Event, parse_line
 from state_machines.model import ControllerConfig
-from state_machines.outputs import ControlledShutdownResultRecord, Record, StillLeads, to_contract
+from state_machines.outputs import ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads, to_contract
 from state_machines.partition import PartitionRecord, partition_step
 
 from . import codec
@@ -191,6 +191,9 @@ def fold_partition(slot: PartitionSlot, commands: Iterable[Row], config: Control
             if isinstance(o, StillLeads):
                 out.append(("still", cmd.cause_offset, f"broker-{o.broker_id}", 0, f"{o.topic}\t{o.partition}"))
                 continue
+            if isinstance(o, ObservationOutcome):
+                out.append(("stat", cmd.cause_offset, "", 0, o.outcome))
+                continue
             doc = to_contract(o, cmd.cause_offset, cmd.cause_id, seq_next)
             out.append(("decision", cmd.cause_offset, o.key(), seq_next, json.dumps(doc, separators=(",", ":"))))
             seq_next += 1
@@ -223,7 +226,10 @@ def direct_outputs(rows: Iterable[Row]) -> list[tuple[str, int, str, int, str]]:
         if row.kind == "dlq":
             out.append(("dlq", row.cause_offset, "", 0, row.payload))
             continue
-        rec: Record = codec.loads(row.payload, Record)
+        rec = codec.loads(row.payload, Record)
+        if isinstance(rec, ObservationOutcome):
+            out.append(("stat", row.cause_offset, "", 0, rec.outcome))
+            continue
         seq = counters.get((row.cause_offset, rec.key()), 0)
         counters[(row.cause_offset, rec.key())] = seq + 1
         doc = to_contract(rec, row.cause_offset, row.cause_id, seq)
@@ -240,6 +246,7 @@ class BatchOutput:
     decisions: list[dict[str, Any]]
     dlq: list[dict[str, Any]]
     reports: list[str]
+    observations: dict[str, int] = field(default_factory=dict)
 
 
 def assemble_batch(rows: Iterable[tuple[str, int, str, int, str]]) -> BatchOutput:
@@ -249,6 +256,7 @@ def assemble_batch(rows: Iterable[tuple[str, int, str, int, str]]) -> BatchOutpu
     still: dict[tuple[int, str], list[tuple[str, int]]] = {}
     dlq: list[dict[str, Any]] = []
     reports: list[str] = []
+    observations: dict[str, int] = {}
     for kind, cause, key, _seq, payload in rows:
         if kind == "decision":
             decisions.append(json.loads(payload))
@@ -259,13 +267,15 @@ def assemble_batch(rows: Iterable[tuple[str, int, str, int, str]]) -> BatchOutpu
             dlq.append(json.loads(payload))
         elif kind == "report":
             reports.append(payload)
+        elif kind == "stat":
+            observations[payload] = observations.get(payload, 0) + 1
     for d in decisions:
         if d["type"] == ControlledShutdownResultRecord.TYPE and d.get("error") is None:
             shares = still.get((d["cause_offset"], f"broker-{d['broker_id']}"), [])
             d["partitions_remaining"] = [f"{t}-{p}" for t, p in sorted(shares)]
     decisions.sort(key=_order)
     dlq.sort(key=lambda d: d["offset"])
-    return BatchOutput(decisions, dlq, reports)
+    return BatchOutput(decisions, dlq, reports, observations)
 
 
 def _order(d: dict[str, Any]) -> tuple[int, str, int]:

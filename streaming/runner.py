@@ -27,10 +27,15 @@ class ProgressListener(StreamingQueryListener):
     def onQueryProgress(self, event: Any) -> None:
         p = event.progress
         stats = self.sink.stats.get(p.batchId, {})
+        shadow = ""
+        if self.sink.observations:
+            o = self.sink.observations
+            shadow = (f", shadow: {o.get('match', 0)} match, {o.get('benign', 0)} benign, "
+                      f"{o.get('safety', 0)} safety divergences so far")
         log.info(
-            "batch %d: events in %d, decisions out %d, dlq %d, deletion reports %d, %d ms",
+            "batch %d: events in %d, decisions out %d, dlq %d, deletion reports %d, %d ms%s",
             p.batchId, p.numInputRows, stats.get("decisions", 0), stats.get("dlq", 0),
-            stats.get("reports", 0), p.batchDuration,
+            stats.get("reports", 0), p.batchDuration, shadow,
         )
 
     def onQueryIdle(self, event: Any) -> None:
