@@ -13,6 +13,9 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Union
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 class _Record:
     TYPE: ClassVar[str]
 
@@ -20,10 +23,14 @@ class _Record:
         return f"{self.topic}-{self.partition}"  # type: ignore[attr-defined]
 
     def body(self) -> dict[str, Any]:
+        cls = type(self)
+        names = _FIELD_NAMES.get(cls)
+        if names is None:  # dataclasses.fields() is slow enough to matter on the hot path
+            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(self))  # type: ignore[arg-type]
         out: dict[str, Any] = {}
-        for f in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            out[f.name] = list(value) if isinstance(value, tuple) else value
+        for name in names:
+            value = getattr(self, name)
+            out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
 

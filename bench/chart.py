@@ -1,0 +1,64 @@
+"""Chart of the job benchmark: seconds per scenario step against partition count, one line
+per mode, from the JSON files `job_bench.py --json` writes.
+
+    .venv/bin/python bench/chart.py bench/results/*.json --out bench/results/steps.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def load(paths: list[str]) -> dict[tuple[str, str], list[tuple[int, float]]]:
+    series: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for path in paths:
+        doc = json.loads(Path(path).read_text())
+        partitions = doc["args"]["partitions"]
+        buckets = doc["args"].get("buckets") or 0
+        for mode, rows in doc["results"].items():
+            label = f"{mode}, {buckets} buckets" if buckets and mode != "engine" else mode
+            for row in rows:
+                step = row["step"].replace(str(partitions), "P")
+                series.setdefault((label, step), []).append((partitions, row["seconds"]))
+    return series
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", nargs="+")
+    ap.add_argument("--out", default="bench/results/steps.png")
+    args = ap.parse_args()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = load(args.results)
+    steps = sorted({step for _, step in series if "register" not in step and "(empty)" not in step})
+    fig, axes = plt.subplots(1, len(steps), figsize=(3.2 * len(steps), 3.4), sharey=False)
+    for ax, step in zip(axes if len(steps) > 1 else [axes], steps):
+        for (label, s), points in sorted(series.items()):
+            if s != step:
+                continue
+            points.sort()
+            ax.plot([p for p, _ in points], [t for _, t in points], marker="o", label=label)
+        ax.set_title(step, fontsize=9)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("partitions")
+        ax.grid(True, which="both", alpha=0.3)
+    (axes[0] if len(steps) > 1 else axes).set_ylabel("seconds")
+    handles, labels = (axes[0] if len(steps) > 1 else axes).get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.out, dpi=110)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
