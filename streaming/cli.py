@@ -162,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("decisions", help="a decisions JSONL file, a file-output directory, or a topic dump")
     aud.add_argument("--report", default="audit-report", help="where the Data Docs report is rendered")
     aud.set_defaults(func=cmd_audit)
+
+    from .replay import add_parser as add_replay_parser
+
+    add_replay_parser(sub)
     return parser
 
 

@@ -53,6 +53,9 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
         from .kafka_io import warn_if_several_partitions
 
         warn_if_several_partitions(settings)
+    from .replay import save_settings
+
+    save_settings(settings, settings.checkpoint)  # replay branches from this run's settings
     spark = spark_session(settings, master=master, extra=spark_conf)
     spark.sparkContext.setLogLevel("WARN")
     sink = BatchSink(settings)
