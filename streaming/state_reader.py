@@ -50,15 +50,6 @@ def partition_records(spark: Any, checkpoint: str, batch_id: int | None = None) 
     return out
 
 
-def directory_records(spark: Any, checkpoint: str, batch_id: int | None = None) -> dict[str, Any]:
-    """The sequencer's directory records (controller, broker-<id>, topic-<name>)."""
-    df = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, stateVarName="directory")
-    out = {}
-    for row in df.collect():
-        out[row["key"][0] if "key" in row.asDict() else row["user_map_key"][0]] = row
-    return {k: codec.loads(_map_value(v), codec.DirectoryRecord) for k, v in out.items()}
-
-
 def _map_value(row: Any) -> str:
     d = row.asDict(recursive=True)
     for name in ("user_map_value", "value"):
@@ -66,3 +57,16 @@ def _map_value(row: Any) -> str:
             v = d[name]
             return v["value"] if isinstance(v, dict) else v
     raise KeyError(f"no map value in {sorted(d)}")
+
+
+def directory_records(spark: Any, checkpoint: str, batch_id: int | None = None) -> dict[str, Any]:
+    """The sequencer's directory MapState after micro-batch `batch_id` (default: the last
+    committed), one entry per map key: "controller", "broker-<id>", "topic-<name>".
+
+    The statestore reader returns a TWS MapState as (key = the grouping key, user_map_key,
+    user_map_value); the map's own key is `user_map_key`."""
+    df = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, stateVarName="directory")
+    out = {}
+    for row in df.collect():
+        out[row["user_map_key"][0]] = codec.loads(_map_value(row), codec.DirectoryRecord)
+    return out

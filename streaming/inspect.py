@@ -1,0 +1,262 @@
+"""`shadow-controller inspect --checkpoint DIR`: the job's state at one micro-batch, for an
+incident review.
+
+What a batch saw comes from Spark's offset log, CHECKPOINT/query/offsets/<N>: a version
+line, a metadata line, then one JSON line per source in the plan's source order, each the
+offset the batch read *up to*. The batch read from the previous batch's offsets (the
+source's start for batch 0) to its own, so for the events source the batch's events are the
+`cause_offset`s in [start, end). Sources are named by the shape of their offsets, which is
+stable whatever order the plan lists them in.
+
+The state is the state *after* batch N, read with Spark's state data source readers through
+`streaming/state_reader.py` (the only module that touches them). `inspect()` returns plain
+data; `render_table()` and `--json` are two views of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from state_machines.engine import partition_json
+from state_machines.directory import BrokerRecord
+
+from . import state_reader
+
+BROKER_PREFIX = "broker-"
+
+
+class InspectError(Exception):
+    """The checkpoint cannot answer the question (no such batch, not a job checkpoint)."""
+
+
+# --- the offset log ---------------------------------------------------------------------
+
+def _log_batches(directory: str) -> list[int]:
+    if not os.path.isdir(directory):
+        return []
+    return sorted(int(n) for n in os.listdir(directory) if n.isdigit())
+
+
+def committed_batches(checkpoint: str) -> list[int]:
+    return _log_batches(os.path.join(checkpoint, "query", "commits"))
+
+
+def read_offset_log(checkpoint: str, batch: int) -> list[Any] | None:
+    """The per-source offsets batch `batch` read up to, in source order (None for a source
+    without an offset, Spark's "-"); None when the entry is gone (purged or never written)."""
+    path = os.path.join(checkpoint, "query", "offsets", str(batch))
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    if not lines or not lines[0].startswith("v"):
+        raise InspectError(f"{path}: not a Spark offset log entry")
+    return [None if line.strip() in ("-", "") else json.loads(line) for line in lines[2:]]
+
+
+def _is_kafka_offsets(offset: Any) -> bool:
+    return isinstance(offset, dict) and bool(offset) and all(
+        isinstance(v, dict) and all(isinstance(o, int) for o in v.values()) for v in offset.values())
+
+
+def _offset_range(what: str, lo: int | None, hi: int) -> str:
+    """[lo, hi) as the offsets a reader looks for in the log; lo None: from the source's start."""
+    if lo is None:
+        return f"{what} up to {hi - 1}"
+    if hi <= lo:
+        return "nothing"
+    return f"{what} {lo}" if hi == lo + 1 else f"{what} {lo}..{hi - 1}"
+
+
+def describe_source(index: int, start: Any, end: Any, first_batch: bool = False) -> dict[str, Any]:
+    """Name one source's offsets and say which events (or feedback files) the batch read.
+    `start` None: batch 0 (the file sources start at line 0 and feedback batch -1), or the
+    previous batch's log entry is gone and the start is unknown."""
+    shape = end if end is not None else start
+    out: dict[str, Any] = {"index": index, "start": start, "end": end}
+    if isinstance(shape, dict) and set(shape) == {"line"}:
+        lo = start["line"] if start else (0 if first_batch else None)
+        hi = end["line"]
+        out.update(name="events", kind="file", cause_offsets=[lo, hi], reads=_offset_range("cause_offset", lo, hi))
+    elif isinstance(shape, dict) and set(shape) == {"batch"}:
+        lo = start["batch"] if start else (-1 if first_batch else None)
+        hi = end["batch"]
+        out.update(name="deletion-feedback", kind="file",
+                   reads="no feedback" if lo is not None and hi <= lo else
+                   f"feedback of batches {'?' if lo is None else lo + 1}..{hi}")
+    elif _is_kafka_offsets(shape):
+        ranges = {}
+        for topic, parts in sorted(end.items()):
+            for p, hi in sorted(parts.items(), key=lambda kv: int(kv[0])):
+                lo = (start or {}).get(topic, {}).get(p)
+                ranges[f"{topic}-{p}"] = [lo, hi]
+        read = [_offset_range(f"{tp} offset", lo, hi) for tp, (lo, hi) in ranges.items() if lo is None or hi > lo]
+        out.update(name="events", kind="kafka", cause_offsets=ranges, reads=", ".join(read) or "no events")
+    else:
+        out.update(name=f"source-{index}", kind="unknown", reads="")
+    return out
+
+
+def batch_sources(checkpoint: str, batch: int) -> list[dict[str, Any]]:
+    ends = read_offset_log(checkpoint, batch)
+    if ends is None:
+        raise InspectError(f"no offset log entry for batch {batch} in {checkpoint}/query/offsets")
+    starts = read_offset_log(checkpoint, batch - 1) if batch > 0 else None
+    if starts is None:
+        starts = [None] * len(ends)
+    return [describe_source(i, s, e, first_batch=batch == 0) for i, (s, e) in enumerate(zip(starts, ends))]
+
+
+# --- the state --------------------------------------------------------------------------
+
+def parse_topic_partition(text: str) -> tuple[str, int]:
+    topic, sep, p = text.rpartition("-")
+    if not sep or not topic or not p.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not TOPIC-PARTITION (e.g. orders-0)")
+    return topic, int(p)
+
+
+def _partition_row(rec: Any) -> dict[str, Any]:
+    return {"topic_partition": f"{rec.topic}-{rec.partition}", "topic": rec.topic, "partition": rec.partition,
+            **partition_json(rec)}
+
+
+def _broker_row(broker_id: int, rec: BrokerRecord) -> dict[str, Any]:
+    fact = rec.fact
+    return {"id": broker_id, "live": fact.live, "registered": fact.registered, "shutting_down": fact.shutting_down,
+            "epoch": fact.broker_epoch}
+
+
+def _on_broker(row: dict[str, Any], broker: int) -> bool:
+    return broker in row["replicas"] or broker in row["adding_replicas"] or broker in row["removing_replicas"]
+
+
+def inspect(spark: Any, checkpoint: str, batch: int | None = None, partitions: tuple[str, ...] | list[str] = (),
+            broker: int | None = None) -> dict[str, Any]:
+    """The job's state after micro-batch `batch` (default: the latest committed), as plain
+    data: batch, latest_committed, sources, partitions, brokers, missing_partitions,
+    missing_brokers."""
+    committed = committed_batches(checkpoint)
+    if not committed:
+        raise InspectError(f"{checkpoint}: no committed micro-batch (is it a shadow-controller checkpoint?)")
+    latest = committed[-1]
+    if batch is None:
+        batch = latest
+    if batch not in committed:
+        raise InspectError(f"batch {batch} is not committed in {checkpoint} (committed: {committed[0]}..{latest})")
+    meta = state_reader.operators(spark, checkpoint)
+    oldest = max(r["minBatchId"] for r in meta.values())
+    if batch < oldest:
+        raise InspectError(f"the state of batch {batch} is no longer kept (oldest: {oldest})")
+
+    wanted = [parse_topic_partition(p) for p in partitions]
+    records = state_reader.partition_records(spark, checkpoint, batch)
+    rows = [_partition_row(records[k]) for k in sorted(records)]
+    if wanted:
+        rows = [r for r in rows if (r["topic"], r["partition"]) in set(wanted)]
+    if broker is not None:
+        rows = [r for r in rows if _on_broker(r, broker)]
+
+    directory = state_reader.directory_records(spark, checkpoint, batch)
+    brokers = sorted(
+        (_broker_row(int(k[len(BROKER_PREFIX):]), v) for k, v in directory.items()
+         if k.startswith(BROKER_PREFIX) and isinstance(v, BrokerRecord)),
+        key=lambda b: b["id"])
+    if broker is not None:
+        brokers = [b for b in brokers if b["id"] == broker]
+    return {
+        "checkpoint": checkpoint,
+        "batch": batch,
+        "latest_committed": latest,
+        "sources": batch_sources(checkpoint, batch),
+        "partitions": rows,
+        "brokers": brokers,
+        "missing_partitions": [f"{t}-{p}" for t, p in wanted if (t, p) not in records],
+        "missing_brokers": [broker] if broker is not None and not brokers else [],
+    }
+
+
+# --- rendering --------------------------------------------------------------------------
+
+def _ids(values: list[int]) -> str:
+    return "[" + ",".join(str(v) for v in values) + "]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip(),
+            *(fmt.format(*r).rstrip() for r in rows)]
+
+
+def render_table(result: dict[str, Any]) -> str:
+    out = [f"batch {result['batch']} (latest committed: {result['latest_committed']}); state after this batch"]
+    for s in result["sources"]:
+        out.append(f"  source {s['index']} {s['name']} ({s['kind']}): {json.dumps(s['start'])} -> "
+                   f"{json.dumps(s['end'])}: {s['reads']}")
+    out.append("")
+    rows = []
+    for p in result["partitions"]:
+        moving = " ".join([*([f"+{_ids(p['adding_replicas'])}"] if p["adding_replicas"] else []),
+                           *([f"-{_ids(p['removing_replicas'])}"] if p["removing_replicas"] else [])]) or "-"
+        rows.append([p["topic_partition"], p["state"], str(p["leader"]), str(p["leader_epoch"]),
+                     str(p["partition_epoch"]), _ids(p["isr"]), _ids(p["replicas"]), moving,
+                     p["leader_recovery_state"],
+                     " ".join(f"{b}:{s}" for b, s in sorted(p["replica_states"].items(), key=lambda kv: int(kv[0])))])
+    out += _table(["partition", "state", "leader", "leader_epoch", "partition_epoch", "isr", "replicas",
+                   "adding/removing", "recovery", "replica_states"], rows)
+    for name in result["missing_partitions"]:
+        out.append(f"{name}: no state at this batch")
+    out.append("")
+    out += _table(["broker", "live", "shutting_down", "epoch"],
+                  [[str(b["id"]), "yes" if b["live"] else "no", "yes" if b["shutting_down"] else "no",
+                    "-" if b["epoch"] is None else str(b["epoch"])] for b in result["brokers"]])
+    for b in result["missing_brokers"]:
+        out.append(f"broker {b}: no broker record at this batch")
+    return "\n".join(out) + "\n"
+
+
+# --- the command line -------------------------------------------------------------------
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+
+    from .job import JobSettings, spark_session
+
+    shared = SparkSession.getActiveSession()
+    spark = spark_session(JobSettings(input="", output="", checkpoint=args.checkpoint), app_name="shadow-controller-inspect")
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        result = inspect(spark, args.checkpoint, args.batch, tuple(args.partition or ()), args.broker)
+    except InspectError as exc:
+        print(f"inspect: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if shared is None:
+            spark.stop()
+    sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else render_table(result))
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register `inspect` and `timeline` on the CLI's subparsers."""
+    from .timeline import add_parser as add_timeline
+
+    p = subparsers.add_parser("inspect", help="the job's partition and broker state at one micro-batch")
+    p.add_argument("--checkpoint", required=True, help="the job's checkpoint directory (job.checkpoint)")
+    p.add_argument("--batch", type=int, help="micro-batch id (default: the latest committed)")
+    p.add_argument("--partition", action="append", metavar="TOPIC-P", type=_checked_partition,
+                   help="only this partition (repeatable)")
+    p.add_argument("--broker", type=int, metavar="ID", help="only partitions with a replica on this broker, and its row")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
+    p.set_defaults(func=cmd_inspect)
+    add_timeline(subparsers)
+
+
+def _checked_partition(text: str) -> str:
+    parse_topic_partition(text)
+    return text
