@@ -163,9 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--report", default="audit-report", help="where the Data Docs report is rendered")
     aud.set_defaults(func=cmd_audit)
 
+    from .bridge import add_parser as add_bridge_parser
     from .inspect import add_parser as add_incident_tools
     from .replay import add_parser as add_replay_parser
 
+    add_bridge_parser(sub)
     add_replay_parser(sub)
     add_incident_tools(sub)
     return parser
