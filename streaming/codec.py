@@ -196,6 +196,36 @@ def _command_in(a: list) -> commands.Command:
     return commands.Command(a[1], a[2], a[3], a[4], ctx, _op_in(a[6]))
 
 
+def _directory_out(rec: Any) -> list:
+    if isinstance(rec, directory.TopicRecord):
+        return ["T", COMPACT_VERSION, [[p, list(b)] for p, b in rec.partitions], [list(kv) for kv in rec.configs],
+                rec.queued, rec.started, rec.ineligible,
+                [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
+                 for p, m in rec.mirror]]
+    if isinstance(rec, directory.BrokerRecord):
+        f = rec.fact
+        return ["B", COMPACT_VERSION, [f.registered, f.shutting_down, f.broker_epoch], sorted(rec.topics)]
+    return ["C", COMPACT_VERSION, rec.active, rec.controller_id, rec.controller_epoch, sorted(rec.topics),
+            sorted(rec.brokers), sorted(rec.queued_topics)]
+
+
+def _directory_in(a: list) -> Any:
+    kind, version = a[0], a[1]
+    if version != COMPACT_VERSION:
+        raise ValueError(f"directory record in compact version {version}; this build reads {COMPACT_VERSION}")
+    if kind == "T":
+        return directory.TopicRecord(
+            tuple((p, tuple(b)) for p, b in a[2]), tuple((k, v) for k, v in a[3]), a[4], a[5], a[6],
+            tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
+                  for p, r, st, moving in a[7]))
+    if kind == "B":
+        return directory.BrokerRecord(model.BrokerFact(a[2][0], a[2][1], a[2][2]), frozenset(a[3]))
+    if kind == "C":
+        return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]))
+    raise ValueError(f"unknown directory record kind {kind!r}")
+
+
+_DIRECTORY_TYPES = (directory.TopicRecord, directory.BrokerRecord, directory.ControllerRecord)
 _generic_dumps = dumps
 _generic_loads = loads
 
@@ -205,6 +235,8 @@ def dumps(value: Any) -> str:  # type: ignore[no-redef]
         return json.dumps(_command_out(value), separators=(",", ":"))
     if isinstance(value, _Rec):
         return json.dumps(_record_out(value), separators=(",", ":"))
+    if isinstance(value, _DIRECTORY_TYPES):
+        return json.dumps(_directory_out(value), separators=(",", ":"))
     return _generic_dumps(value)
 
 
@@ -215,5 +247,7 @@ def loads(text: str, hint: Any) -> Any:  # type: ignore[no-redef]
             return _command_in(doc)
         if hint is _Rec:
             return _record_in(doc)
+        if hint is DirectoryRecord or hint in _DIRECTORY_TYPES:
+            return _directory_in(doc)
         raise TypeError(f"no compact decoding for {hint!r}")
     return _generic_loads(text, hint)

@@ -60,6 +60,7 @@ class _LineRange(InputPartition):
 class EventFilesReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]):
         self.path = options["path"]
+        self.pause_file = options.get("shadow.pauseFile")
         max_rows = options.get("maxOffsetsPerTrigger")
         self.max_rows = int(max_rows) if max_rows else None
         self._line_counts: dict[str, int] = {}
@@ -79,6 +80,8 @@ class EventFilesReader(DataSourceStreamReader):
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if self.pause_file and os.path.exists(self.pause_file):
+            return start  # the job is stopping: admit nothing new
         available = self._total_lines()
         end = available
         if isinstance(limit, ReadMaxRows):

@@ -166,6 +166,11 @@ class JobSettings:
     def feedback_dir(self) -> str:
         return os.path.join(self.checkpoint, "feedback")
 
+    @property
+    def pause_file(self) -> str:
+        """While it exists, the sources admit no new events (a clean stop in progress)."""
+        return os.path.join(self.checkpoint, "STOPPING")
+
 
 def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controller", master: str | None = None,
                   extra: dict[str, str] | None = None) -> SparkSession:
@@ -202,7 +207,8 @@ def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controlle
 def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
     """Raw events as (kind, offset, value, source, payload)."""
     if settings.input.startswith("file:"):
-        reader = spark.readStream.format("shadow-files").option("path", settings.input[5:])
+        reader = (spark.readStream.format("shadow-files").option("path", settings.input[5:])
+                  .option("shadow.pauseFile", settings.pause_file))
         if settings.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
         raw = reader.load()
@@ -215,6 +221,8 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
             .option("subscribe", settings.events_topic)
             .option("startingOffsets", "earliest")
         )
+        if not settings.use_jvm_kafka:
+            reader = reader.option("shadow.pauseFile", settings.pause_file)
         for k, v in settings.kafka_options.items():
             reader = reader.option(f"kafka.{k}", v)
         if settings.max_offsets_per_trigger:
@@ -271,7 +279,7 @@ class BatchSink:
         out = assemble_batch(rows)
         if self.settings.output.startswith("file:"):
             base = self.settings.output[5:]
-            _write_lines(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"), out.decisions)
+            _write_lines(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"), [p for _, p in out.decisions])
             if out.dlq:
                 _write_lines(os.path.join(base, "dlq", f"dlq-{batch_id:012d}.jsonl"), out.dlq)
         else:
@@ -287,9 +295,10 @@ class BatchSink:
             self.observations[k] = self.observations.get(k, 0) + v
 
 
-def _write_lines(path: str, docs: list[dict[str, Any]]) -> None:
+def _write_lines(path: str, docs: list[dict[str, Any]] | list[str]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _atomic_write(path, "".join(json.dumps(d, separators=(",", ":")) + "\n" for d in docs))
+    lines = (d if isinstance(d, str) else json.dumps(d, separators=(",", ":")) for d in docs)
+    _atomic_write(path, "".join(line + "\n" for line in lines))
 
 
 def _atomic_write(path: str, text: str) -> None:

@@ -19,13 +19,7 @@ def _client_config(settings: JobSettings) -> dict[str, Any]:
     return conf
 
 
-def record_key(decision: dict[str, Any]) -> str:
-    if "topic" in decision and "partition" in decision:
-        return f"{decision['topic']}-{decision['partition']}"
-    return f"broker-{decision['broker_id']}"
-
-
-def produce_batch(settings: JobSettings, decisions: list[dict[str, Any]], dlq: list[dict[str, Any]],
+def produce_batch(settings: JobSettings, decisions: list[tuple[str, str]], dlq: list[dict[str, Any]],
                   timeout_s: float = 60.0) -> None:
     from confluent_kafka import Producer
 
@@ -44,9 +38,8 @@ def produce_batch(settings: JobSettings, decisions: list[dict[str, Any]], dlq: l
             delivered += 1
 
     expected = 0
-    for d in decisions:
-        _produce(producer, settings.decisions_topic, record_key(d).encode(), json.dumps(d, separators=(",", ":")).encode(),
-                 None, on_delivery)
+    for key, payload in decisions:
+        _produce(producer, settings.decisions_topic, key.encode(), payload.encode(), None, on_delivery)
         expected += 1
     for d in dlq:
         headers = [("dlq.reason", d["reason"].encode()), ("dlq.source", str(d["source"]).encode()),

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import time
 import uuid
@@ -144,6 +145,8 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     poll_timeout_s: float = 120.0
     probe_timeout_s: float = 10.0
+    # the job's stop request (streaming.runner): while this file exists, no new data is admitted
+    pause_file: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -180,6 +183,7 @@ class SourceOptions:
             max_offsets_per_trigger=int(max_offsets) if max_offsets is not None else None,
             fail_on_data_loss=opts.get("failondataloss", "true").strip().lower() != "false",
             poll_timeout_s=int(opts.get("kafkaconsumer.polltimeoutms", "120000")) / 1000.0,
+            pause_file=opts.get("shadow.pausefile"),
             probe_timeout_s=int(opts.get("endoffsetprobetimeoutms", "10000")) / 1000.0,
         )
 
@@ -484,6 +488,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = self.offsets.latest(self.offsets.topic_partitions())
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if self.options.pause_file and os.path.exists(self.options.pause_file):
+            return start  # the job is stopping (streaming.runner): admit nothing new
         begin = offsets_from_json(start)
         if self._target is not None:
             available = dict(self._target)

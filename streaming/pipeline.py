@@ -243,7 +243,8 @@ def direct_outputs(rows: Iterable[Row]) -> list[tuple[str, int, str, int, str]]:
 
 @dataclass(frozen=True, slots=True)
 class BatchOutput:
-    decisions: list[dict[str, Any]]
+    # (record key, the record's JSON) in (cause_offset, key, seq) order
+    decisions: list[tuple[str, str]]
     dlq: list[dict[str, Any]]
     reports: list[str]
     observations: dict[str, int] = field(default_factory=dict)
@@ -252,14 +253,14 @@ class BatchOutput:
 def assemble_batch(rows: Iterable[tuple[str, int, str, int, str]]) -> BatchOutput:
     """Merge controlled-shutdown shares into their results and order the decisions as the
     contract does: (cause_offset, key, seq)."""
-    decisions: list[dict[str, Any]] = []
+    decisions: list[tuple[int, str, int, str]] = []
     still: dict[tuple[int, str], list[tuple[str, int]]] = {}
     dlq: list[dict[str, Any]] = []
     reports: list[str] = []
     observations: dict[str, int] = {}
     for kind, cause, key, _seq, payload in rows:
         if kind == "decision":
-            decisions.append(json.loads(payload))
+            decisions.append((cause, key, _seq, payload))
         elif kind == "still":
             topic, partition = payload.split("\t")
             still.setdefault((cause, key), []).append((topic, int(partition)))
@@ -269,13 +270,16 @@ def assemble_batch(rows: Iterable[tuple[str, int, str, int, str]]) -> BatchOutpu
             reports.append(payload)
         elif kind == "stat":
             observations[payload] = observations.get(payload, 0) + 1
-    for d in decisions:
-        if d["type"] == ControlledShutdownResultRecord.TYPE and d.get("error") is None:
-            shares = still.get((d["cause_offset"], f"broker-{d['broker_id']}"), [])
-            d["partitions_remaining"] = [f"{t}-{p}" for t, p in sorted(shares)]
-    decisions.sort(key=_order)
+    # Only broker-keyed records (ControlledShutdownResult) are parsed: they get their shares.
+    for i, (cause, key, seq, payload) in enumerate(decisions):
+        if key.startswith("broker-"):
+            d = json.loads(payload)
+            if d["type"] == ControlledShutdownResultRecord.TYPE and d.get("error") is None:
+                d["partitions_remaining"] = [f"{t}-{p}" for t, p in sorted(still.get((cause, key), []))]
+                decisions[i] = (cause, key, seq, json.dumps(d, separators=(",", ":")))
+    decisions.sort(key=lambda d: (d[0], d[1], d[2]))
     dlq.sort(key=lambda d: d["offset"])
-    return BatchOutput(decisions, dlq, reports, observations)
+    return BatchOutput([(key, payload) for _, key, _, payload in decisions], dlq, reports, observations)
 
 
 def _order(d: dict[str, Any]) -> tuple[int, str, int]:
@@ -325,7 +329,7 @@ def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfi
                 slots[gkey] = slot
                 rows.extend(out)
         batch = assemble_batch(rows)
-        decisions.extend(batch.decisions)
+        decisions.extend(json.loads(payload) for _, payload in batch.decisions)
         dlq.extend(batch.dlq)
         feedback = [codec.loads(r, DeletionReport) for r in batch.reports]
         batches += 1

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
@@ -56,6 +58,8 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
     from .replay import save_settings
 
     save_settings(settings, settings.checkpoint)  # replay branches from this run's settings
+    if os.path.exists(settings.pause_file):
+        os.remove(settings.pause_file)  # left by a stop that did not finish
     spark = spark_session(settings, master=master, extra=spark_conf)
     spark.sparkContext.setLogLevel("WARN")
     sink = BatchSink(settings)
@@ -75,7 +79,7 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
         while query.isActive and not stop_requested.is_set():
             query.awaitTermination(0.5)
         if query.isActive:
-            _stop_between_batches(query)
+            _stop_between_batches(query, settings)
         if query.exception() is not None:
             log.error("the query failed: %s", query.exception())
             return 1
@@ -86,10 +90,18 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
         spark.stop()
 
 
-def _stop_between_batches(query: Any, deadline_s: float = 120.0) -> None:
-    """Let the running micro-batch commit, then stop: the checkpoint then ends on a
-    committed batch (a stop mid-batch is also safe, the batch is replayed on restart)."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end and query.isActive and query.status.get("isTriggerActive"):
-        query.awaitTermination(0.2)
-    query.stop()
+def _stop_between_batches(query: Any, settings: JobSettings, deadline_s: float = 120.0) -> None:
+    """Stop admitting events, let the running micro-batch (and any deletion-report round it
+    started) commit, then stop: the checkpoint ends on a committed batch. Past the deadline
+    the query is stopped anyway, which is also safe: an uncommitted batch is replayed."""
+    Path(settings.pause_file).touch()
+    try:
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end and query.isActive:
+            status = query.status
+            if not status.get("isTriggerActive") and not status.get("isDataAvailable"):
+                break
+            query.awaitTermination(0.2)
+        query.stop()
+    finally:
+        os.remove(settings.pause_file)

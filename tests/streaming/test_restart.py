@@ -90,3 +90,29 @@ def test_sigkill_mid_run_then_restart_loses_nothing(spark, tmp_path: Path) -> No
     assert got == Counter(expected)
 
     assert final_partitions_from_checkpoint(spark, tmp_path / "ckpt") == engine.state_json()["partitions"]
+
+
+def test_sigterm_stops_after_a_committed_batch_and_a_restart_completes(spark, tmp_path: Path) -> None:
+    lines = [json.dumps(e).encode() for e in generate_log(13, n_events=60)]
+    write_input(tmp_path / "in", lines)
+    job = run_cli(tmp_path)
+    try:
+        wait_for(lambda: len(list((tmp_path / "out").glob("decisions-*.jsonl"))) >= 1, 240, "a committed batch", job)
+        job.send_signal(signal.SIGTERM)
+        out, _ = job.communicate(timeout=180)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    assert job.returncode == 0, out.decode()[-3000:]
+    assert b"stopping after the current batch" in out
+    query = tmp_path / "ckpt" / "query"
+    offsets = sorted(int(p.name) for p in (query / "offsets").iterdir() if p.name.isdigit())
+    commits = sorted(int(p.name) for p in (query / "commits").iterdir() if p.name.isdigit())
+    assert offsets and offsets == commits, "the stop left a planned batch uncommitted"
+
+    rest = run_cli(tmp_path, "--available-now")
+    out, _ = rest.communicate(timeout=600)
+    assert rest.returncode == 0, out.decode()[-3000:]
+    engine = Engine()
+    expected = [canonical(r) for i, line in enumerate(lines) for r in engine.process(parse_line(line, i))]
+    assert Counter(canonical(r) for r in read_output(tmp_path / "out")) == Counter(expected)

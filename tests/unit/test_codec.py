@@ -9,6 +9,7 @@ import pytest
 
 import state_machines.engine as engine_module
 from state_machines.commands import Command, DeletionReport
+from state_machines.directory import Continuation
 from state_machines.events import parse_event
 from state_machines.partition import PartitionRecord
 from streaming import codec
@@ -51,8 +52,13 @@ def test_documents_carry_their_version_and_a_newer_one_is_refused() -> None:
     compact[0] = codec.COMPACT_VERSION + 1
     with pytest.raises(ValueError, match="compact version"):
         codec.loads(json.dumps(compact), PartitionRecord)
-    generic = json.loads(codec.dumps(engine.directory["controller"]))
+    directory_doc = json.loads(codec.dumps(engine.directory["controller"]))
+    assert directory_doc[1] == codec.COMPACT_VERSION
+    directory_doc[1] = codec.COMPACT_VERSION + 1
+    with pytest.raises(ValueError, match="compact version"):
+        codec.loads(json.dumps(directory_doc), codec.DirectoryRecord)
+    generic = json.loads(codec.dumps(Continuation(resume=True)))
     assert generic["v"] == codec.SCHEMA_VERSION
     generic["v"] = codec.SCHEMA_VERSION + 1
     with pytest.raises(ValueError, match="schema version"):
-        codec.loads(json.dumps(generic), codec.DirectoryRecord)
+        codec.loads(json.dumps(generic), Continuation)
