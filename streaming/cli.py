@@ -24,21 +24,9 @@ def load_controller_config(path: str | None) -> ControllerConfig:
 
     with open(path, "rb") as fh:
         data = tomllib.load(fh)
-    table = data.get("controller", data)
-    flat = _flatten(table)
-    return ControllerConfig.from_properties(flat)
+    from .settings import flatten
 
-
-def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    # TOML reads `unclean.leader.election.enable = true` as nested tables; Kafka names are dotted.
-    out: dict[str, Any] = {}
-    for key, value in table.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
+    return ControllerConfig.from_properties(flatten(data.get("controller", data)))
 
 
 def read_events(path: str, errors: TextIO) -> Iterator[Envelope]:

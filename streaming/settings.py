@@ -7,20 +7,23 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from state_machines.model import ControllerConfig
 
-from .job import JobSettings
+if TYPE_CHECKING:
+    from .job import JobSettings
 
 DEFAULT_FILE = Path(__file__).resolve().parents[1] / "conf" / "shadow-controller.toml"
 
 
-def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     # TOML reads a bare dotted key as nested tables; Kafka and Spark names are dotted.
     out: dict[str, Any] = {}
     for key, value in table.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
+            out.update(flatten(value, name + "."))
         else:
             out[name] = value
     return out
@@ -41,9 +44,9 @@ def load(path: str | None, overrides: list[str] = ()) -> dict[str, Any]:
     for section in ("job", "kafka", "spark", "controller"):
         table = copy.deepcopy(raw.get(section, {}))
         options = table.pop("options", None) if section == "kafka" else None
-        doc[section] = _flatten(table) if section in ("spark", "controller") else table
+        doc[section] = flatten(table) if section in ("spark", "controller") else table
         if section == "kafka":
-            doc["kafka"]["options"] = {k: str(v) for k, v in _flatten(options or {}).items()}
+            doc["kafka"]["options"] = {k: str(v) for k, v in flatten(options or {}).items()}
     for item in overrides:
         if "=" not in item or "." not in item.split("=", 1)[0]:
             raise ValueError(f"--set expects SECTION.KEY=VALUE, got {item!r}")
@@ -58,7 +61,9 @@ def load(path: str | None, overrides: list[str] = ()) -> dict[str, Any]:
     return doc
 
 
-def job_settings(doc: dict[str, Any]) -> tuple[JobSettings, dict[str, str], str]:
+def job_settings(doc: dict[str, Any]) -> tuple["JobSettings", dict[str, str], str]:
+    from .job import JobSettings  # Spark is imported only when a job is built
+
     job, kafka, spark = doc["job"], doc["kafka"], dict(doc["spark"])
     master = str(spark.pop("master", "local[2]"))
     shuffle = int(spark.get("spark.sql.shuffle.partitions", 2))

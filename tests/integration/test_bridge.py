@@ -18,28 +18,13 @@ from streaming.bridge import BridgeSettings, ClusterReader, EventsWriter, poll_o
 from streaming.broker import create_topics
 from streaming.job import JobSettings, start
 
+from tests.integration.kafka_helpers import consume_all
+
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 
 
 def read_topic(bootstrap: str, topic: str, deadline_s: float = 30.0) -> list:
-    """Every record of partition 0 of `topic`, read until a poll comes back empty."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}-{time.monotonic_ns()}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    records = []
-    end = time.monotonic() + deadline_s
-    try:
-        while time.monotonic() < end:
-            msg = consumer.poll(1.0)
-            if msg is None:
-                break
-            assert msg.error() is None, msg.error()
-            records.append(msg)
-    finally:
-        consumer.close()
-    return records
+    return consume_all(bootstrap, topic, 0, deadline_s)
 
 
 def observe_cluster(bootstrap: str):

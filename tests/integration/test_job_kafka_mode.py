@@ -13,38 +13,13 @@ from pathlib import Path
 import pytest
 
 from streaming.job import JobSettings, start
+from tests.integration.kafka_helpers import consume_all
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import assert_same_multiset, simulate_records
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
 LOGS = sorted((Path(__file__).parents[1] / "scenarios" / "logs").glob("*.jsonl"))
-
-
-def consume_all(bootstrap: str, topic: str, expected: int, deadline_s: float = 60.0) -> list:
-    """Every record of `topic`: read until `expected` arrived, then until a poll comes back
-    empty, so extra records would be seen too."""
-    import time
-
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    records = []
-    end = time.monotonic() + deadline_s
-    try:
-        while time.monotonic() < end:
-            msg = consumer.poll(1.0)
-            if msg is None:
-                if len(records) >= expected:
-                    break
-                continue
-            assert msg.error() is None, msg.error()
-            records.append(msg)
-    finally:
-        consumer.close()
-    return records
 
 
 def run_kafka_job(spark, bootstrap, new_topic, produce, tmp_path: Path, lines: list[bytes],
