@@ -31,7 +31,7 @@ logs it again, which here would be one more `StateChangeFailed` per offline part
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import events as ev
@@ -658,5 +658,5 @@ def _complete_delete_topic(d: _Dir, topic: str) -> None:
 
 __all__ = [
     "BrokerRecord", "CONTROLLER_KEY", "Continuation", "ControllerRecord", "DeletionMirror", "DirectoryResult",
-    "TopicRecord", "after_reports", "broker_key", "directory_step", "field", "topic_key",
+    "TopicRecord", "after_reports", "broker_key", "directory_step", "topic_key",
 ]
