@@ -16,9 +16,10 @@ import pytest
 from state_machines.events import parse_event
 from streaming.bridge import BridgeSettings, ClusterReader, EventsWriter, poll_once, run_bridge
 from streaming.broker import create_topics
-from streaming.job import JobSettings, start
+from streaming.job import JobSettings
 
 from tests.integration.kafka_helpers import consume_all
+from tests.streaming.spark_helpers import run_to_end
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 
@@ -48,13 +49,7 @@ def bridge_once(bootstrap: str, events_topic: str, state: Path) -> int:
 def run_job(spark, bootstrap: str, events: str, decisions: str, checkpoint: Path):
     settings = JobSettings(input="kafka", output="kafka", checkpoint=str(checkpoint), bootstrap_servers=bootstrap,
                            events_topic=events, decisions_topic=decisions)
-    query, sink = start(spark, settings, available_now=True)
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    assert query.exception() is None, query.exception()
-    return sink
+    return run_to_end(spark, settings)
 
 
 @pytest.fixture

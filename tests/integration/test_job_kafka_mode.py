@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from streaming.job import JobSettings, start
+from streaming.job import JobSettings
 from tests.integration.kafka_helpers import consume_all
 from tests.property.generator import generate_log
-from tests.streaming.spark_helpers import assert_same_multiset, simulate_records
+from tests.streaming.spark_helpers import assert_same_multiset, run_to_end, simulate_records
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
@@ -34,13 +34,7 @@ def run_kafka_job(spark, bootstrap, new_topic, produce, tmp_path: Path, lines: l
         input="kafka", output="kafka", checkpoint=str(tmp_path / "ckpt"), bootstrap_servers=bootstrap,
         events_topic=events, decisions_topic=decisions, max_offsets_per_trigger=max_offsets,
     )
-    query, sink = start(spark, settings, available_now=True)
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    assert query.exception() is None, query.exception()
-    return settings, sink
+    return settings, run_to_end(spark, settings)
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)

@@ -49,6 +49,17 @@ def read_dlq(directory: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for f in sorted(glob.glob(str(directory / "dlq" / "dlq-*.jsonl"))) for line in open(f)]
 
 
+def run_to_end(spark: Any, settings: JobSettings) -> Any:
+    """Run the job over everything its input holds now; return its sink (with per-batch stats)."""
+    query, sink = start(spark, settings, available_now=True)
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None, query.exception()
+    return sink
+
+
 def run_file_job(spark: Any, base: Path, lines: list[bytes], *, max_offsets: int | None = None,
                  config: ControllerConfig = ControllerConfig(), files: int = 1,
                  buckets: int = 0) -> tuple[list[dict[str, Any]], dict[int, Any]]:
@@ -57,12 +68,7 @@ def run_file_job(spark: Any, base: Path, lines: list[bytes], *, max_offsets: int
         input=f"file:{base / 'in'}", output=f"file:{base / 'out'}", checkpoint=str(base / "ckpt"),
         controller=config, max_offsets_per_trigger=max_offsets, partition_buckets=buckets,
     )
-    query, sink = start(spark, settings, available_now=True)
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    assert query.exception() is None, query.exception()
+    sink = run_to_end(spark, settings)
     return read_output(base / "out"), sink.stats
 
 
