@@ -25,10 +25,16 @@ from state_machines.events import parse_event  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402
 
 
-def cluster_log(brokers: int, partitions: int, rf: int, partitions_per_topic: int, full: bool = False) -> dict[str, list[dict]]:
+def _leader_after_failure(replicas: list[int], failed: int) -> int:
+    return next(r for r in replicas if r != failed)
+
+
+def cluster_log(brokers: int, partitions: int, rf: int, partitions_per_topic: int, full: bool = False,
+                shutdown_broker: int | None = None) -> dict[str, list[dict]]:
     """The phases of the benchmark log. `full` adds the scale story: a controller failover
     over the loaded cluster, the failed broker's return and a preferred election of every
-    partition."""
+    partition. The controlled shutdown is of `shutdown_broker` (default: one leading P/B
+    partitions, the size of Kafka's published anchor)."""
     phases: dict[str, list[dict]] = {}
     phases["register brokers"] = [
         {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": 100 + b} for b in range(1, brokers + 1)
@@ -54,8 +60,14 @@ def cluster_log(brokers: int, partitions: int, rf: int, partitions_per_topic: in
             {"v": 1, "type": "ControllerFailover", "controller_id": 2, "controller_epoch": 2}
         ]
     phases["broker 1 fails"] = [{"v": 1, "type": "BrokerFailure", "broker_id": 1}]
-    phases["broker 2 controlled shutdown"] = [
-        {"v": 1, "type": "ControlledShutdown", "broker_id": 2, "broker_epoch": 102}
+    # Kafka's anchor is a broker leading P/B partitions. Broker 2 would lead twice that: it
+    # follows broker 1 in a third of the assignments and takes over their leadership when
+    # 1 fails. The broker half-way round the ring is untouched by 1's failure.
+    down = shutdown_broker or (brokers // 2 + 1 if brokers >= 4 else 2)
+    leads = sum(1 for c in creations for replicas in c["partitions"].values()
+                if _leader_after_failure(replicas, failed=1) == down)
+    phases[f"broker {down} controlled shutdown (leads {leads})"] = [
+        {"v": 1, "type": "ControlledShutdown", "broker_id": down, "broker_epoch": 100 + down}
     ]
     if full:
         phases["broker 1 returns"] = [{"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 201}]
@@ -76,10 +88,12 @@ def main() -> int:
     ap.add_argument("--rf", type=int, default=3)
     ap.add_argument("--partitions-per-topic", type=int, default=100)
     ap.add_argument("--full", action="store_true", help="the scale story (see cluster_log)")
+    ap.add_argument("--shutdown-broker", type=int, help="the broker shut down (default: one leading P/B)")
     ap.add_argument("--json", help="also write the figures to this JSON file")
     args = ap.parse_args()
 
-    phases = cluster_log(args.brokers, args.partitions, args.rf, args.partitions_per_topic, args.full)
+    phases = cluster_log(args.brokers, args.partitions, args.rf, args.partitions_per_topic, args.full,
+                         args.shutdown_broker)
     engine = Engine(ControllerConfig())
     offset = 0
     rows = []
