@@ -143,12 +143,16 @@ class _Dir:
         self.changes: dict[str, Any] = {}
         self.commands: list[Command] = []
         self.outputs: list[Record] = []
+        # contexts already built since the last write: a fan-out to every partition of a
+        # broker or a topic sends the same one thousands of times
+        self._contexts: dict[tuple[str, tuple[int, ...]], PartitionContext] = {}
 
     def get(self, key: str) -> Any:
         return self.changes[key] if key in self.changes else self.view.get(key)
 
     def put(self, key: str, record: Any) -> None:
         self.changes[key] = record
+        self._contexts.clear()
 
     @property
     def controller(self) -> ControllerRecord:
@@ -189,14 +193,19 @@ class _Dir:
         self.index(topic, brokers)
 
     def ctx(self, topic: str, brokers: Iterable[int] = ()) -> PartitionContext:
+        key = (topic, tuple(brokers))
+        cached = self._contexts.get(key)
+        if cached is not None:
+            return cached
         c = self.controller
         rec = self.topic(topic)
         configs = rec.configs if rec else ()
-        return PartitionContext(
+        made = self._contexts[key] = PartitionContext(
             c.active, c.controller_epoch, self.config.unclean_enabled_for(configs),
             bool(rec and rec.queued),
-            tuple((b, self.fact(b)) for b in sorted(set(brokers)) if b >= 0),
+            tuple((b, self.fact(b)) for b in sorted(set(key[1])) if b >= 0),
         )
+        return made
 
     def send(self, topic: str, partition: int, op: Op, brokers: Iterable[int] = ()) -> None:
         self.commands.append(Command(topic, partition, self.offset, self.cause_id, self.ctx(topic, brokers), op))

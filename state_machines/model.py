@@ -8,7 +8,7 @@ version and only moves when a write is applied (`with_next_partition_epoch`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .states import LeaderRecoveryState
 
@@ -31,28 +31,27 @@ class LeaderAndIsr:
     def initial(leader: int, isr: tuple[int, ...], controller_epoch: int) -> "LeaderAndIsr":
         return LeaderAndIsr(leader, 0, isr, 0, LeaderRecoveryState.RECOVERED, controller_epoch)
 
+    # Constructors rather than dataclasses.replace: these run for every decision, and
+    # replace() looks the fields up each time.
     def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> "LeaderAndIsr":
-        return replace(self, leader=leader, isr=isr, leader_epoch=self.leader_epoch + 1)
+        return LeaderAndIsr(leader, self.leader_epoch + 1, isr, self.partition_epoch, self.leader_recovery_state,
+                            self.controller_epoch)
 
     def new_leader(self, leader: int) -> "LeaderAndIsr":
-        return replace(self, leader=leader, leader_epoch=self.leader_epoch + 1)
+        return self.new_leader_and_isr(leader, self.isr)
 
     def new_epoch(self) -> "LeaderAndIsr":
-        return replace(self, leader_epoch=self.leader_epoch + 1)
+        return self.new_leader_and_isr(self.leader, self.isr)
 
     def new_recovering_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> "LeaderAndIsr":
-        return replace(
-            self,
-            leader=leader,
-            isr=isr,
-            leader_epoch=self.leader_epoch + 1,
-            leader_recovery_state=LeaderRecoveryState.RECOVERING,
-        )
+        return LeaderAndIsr(leader, self.leader_epoch + 1, isr, self.partition_epoch, LeaderRecoveryState.RECOVERING,
+                            self.controller_epoch)
 
     def written(self, controller_epoch: int) -> "LeaderAndIsr":
         """The state as stored by a successful conditional write (`updateLeaderAndIsr`): the
         znode version, which is the partition epoch, moves by one."""
-        return replace(self, partition_epoch=self.partition_epoch + 1, controller_epoch=controller_epoch)
+        return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.partition_epoch + 1,
+                            self.leader_recovery_state, controller_epoch)
 
 
 @dataclass(frozen=True, slots=True)

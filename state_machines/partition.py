@@ -164,10 +164,20 @@ class _Txn:
 
     def flush(self, batch: _Batch) -> None:
         # Kafka sends each broker its LeaderAndIsr requests, then its StopReplica requests.
-        groups: dict[tuple, list[int]] = {}
-        for broker, (payload, is_new) in batch.lair.items():
-            groups.setdefault((payload, is_new), []).append(broker)
-        for ((la, replicas, adding, removing, election), is_new), recipients in groups.items():
+        # Brokers sent the same request share one record. Usually every entry holds the
+        # same payload object, and grouping by value (which hashes it) can be skipped.
+        items = list(batch.lair.items())
+        groups: list[tuple[tuple, bool, list[int]]] = []
+        if items:
+            first_payload, first_new = items[0][1]
+            if all(p is first_payload and n == first_new for _, (p, n) in items):
+                groups.append((first_payload, first_new, [b for b, _ in items]))
+            else:
+                by_value: dict[tuple, list[int]] = {}
+                for broker, key in items:
+                    by_value.setdefault(key, []).append(broker)
+                groups.extend((p, n, recipients) for (p, n), recipients in by_value.items())
+        for (la, replicas, adding, removing, election), is_new, recipients in groups:
             self.out.append(LeaderAndIsrRecord(
                 self.topic, self.partition, la.leader, la.leader_epoch, la.isr, la.partition_epoch,
                 la.controller_epoch, replicas, adding, removing, la.leader_recovery_state.value, is_new,
