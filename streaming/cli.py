@@ -77,7 +77,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     doc = settings_mod.load(args.config, overrides)
     job, spark_conf, master = settings_mod.job_settings(doc)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return run(job, spark_conf, master, available_now=args.available_now)
+    from .replay import CheckpointMismatch
+
+    try:
+        return run(job, spark_conf, master, available_now=args.available_now)
+    except CheckpointMismatch as exc:
+        print(f"run: {exc}", file=sys.stderr)
+        return 2
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

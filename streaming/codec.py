@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 import types
 import typing
 from enum import Enum
@@ -139,8 +140,22 @@ def _brokers_out(brokers: tuple) -> list:
     return [[b, f.registered, f.shutting_down, f.broker_epoch] for b, f in brokers]
 
 
+# A cluster has few distinct broker facts and every partition holds a few: decode each once.
+_FACTS: dict[tuple, model.BrokerFact] = {}
+
+
+def _fact(registered: bool, shutting_down: bool, epoch: int | None) -> model.BrokerFact:
+    key = (registered, shutting_down, epoch)
+    fact = _FACTS.get(key)
+    if fact is None:
+        if len(_FACTS) > 65536:
+            _FACTS.clear()
+        fact = _FACTS[key] = model.BrokerFact(registered, shutting_down, epoch)
+    return fact
+
+
 def _brokers_in(a: list) -> tuple:
-    return tuple((b, model.BrokerFact(reg, sd, ep)) for b, reg, sd, ep in a)
+    return tuple([(b, _fact(reg, sd, ep)) for b, reg, sd, ep in a])
 
 
 def _record_out(r: partition.PartitionRecord) -> list:
@@ -156,8 +171,11 @@ def _record_in(a: list) -> partition.PartitionRecord:
     return partition.PartitionRecord(
         a[1], a[2], model.ReplicaAssignment(tuple(a[3]), tuple(a[4]), tuple(a[5])),
         _P[a[6]] if a[6] is not None else None, _la_in(a[7]),
-        tuple((b, _R[s]) for b, s in a[8]), _brokers_in(a[9]), a[10],
+        tuple([(b, _R[s]) for b, s in a[8]]), _brokers_in(a[9]), a[10],
     )
+
+
+_OP_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _op_out(op: Any) -> list:
@@ -165,11 +183,11 @@ def _op_out(op: Any) -> list:
         a = op.assignment
         return ["LoadPartition", list(a.replicas), list(a.adding_replicas), list(a.removing_replicas),
                 _la_out(op.leadership), op.overwrite]
-    values = []
-    for f in dataclasses.fields(op):
-        v = getattr(op, f.name)
-        values.append(list(v) if isinstance(v, tuple) else v)
-    return [type(op).__name__, *values]
+    cls = type(op)
+    names = _OP_FIELDS.get(cls)
+    if names is None:
+        names = _OP_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(op))
+    return [cls.__name__, *(getattr(op, n) for n in names)]  # tuples encode as arrays
 
 
 def _op_in(a: list) -> Any:
@@ -181,19 +199,38 @@ def _op_in(a: list) -> Any:
     return cls(*(tuple(v) if isinstance(v, list) else v for v in args))
 
 
-def _command_out(c: commands.Command) -> list:
-    x = c.ctx
-    return [COMPACT_VERSION, c.topic, c.partition, c.cause_offset, c.cause_id,
-            [x.active, x.controller_epoch, x.unclean_leader_election_enable, x.queued_for_deletion, _brokers_out(x.brokers)],
-            _op_out(c.op)]
+# A command travels as `topic \t partition \t shared`, where `shared` is the JSON of what
+# a fan-out sends to every partition alike: the cause, the context and the op. The
+# sequencer encodes it once per run of equal commands and the partition stage decodes each
+# distinct one once (everything in it is immutable, so partitions can share the objects).
+_last_shared: list = [None, None, None, None, ""]  # ctx, op, cause_offset, cause_id, text
+_SHARED: dict[str, tuple] = {}
 
 
-def _command_in(a: list) -> commands.Command:
-    if a[0] != COMPACT_VERSION:
-        raise ValueError(f"command in compact version {a[0]}; this build reads {COMPACT_VERSION}")
-    x = a[5]
-    ctx = commands.PartitionContext(x[0], x[1], x[2], x[3], _brokers_in(x[4]))
-    return commands.Command(a[1], a[2], a[3], a[4], ctx, _op_in(a[6]))
+def _command_text(c: commands.Command) -> str:
+    last = _last_shared
+    if not (last[0] is c.ctx and last[2] == c.cause_offset and last[3] == c.cause_id and last[1] == c.op):
+        x = c.ctx
+        ctx = [x.active, x.controller_epoch, x.unclean_leader_election_enable, x.queued_for_deletion,
+               _brokers_out(x.brokers)]
+        text = _compact([COMPACT_VERSION, c.cause_offset, c.cause_id, ctx, _op_out(c.op)])
+        last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
+    return f"{c.topic}\t{c.partition}\t{last[4]}"
+
+
+def _command_from_text(text: str) -> commands.Command:
+    topic, partition, shared = text.split("\t", 2)
+    parts = _SHARED.get(shared)
+    if parts is None:
+        a = json.loads(shared)
+        if a[0] != COMPACT_VERSION:
+            raise ValueError(f"command in compact version {a[0]}; this build reads {COMPACT_VERSION}")
+        x = a[3]
+        parts = (a[1], a[2], commands.PartitionContext(x[0], x[1], x[2], x[3], _brokers_in(x[4])), _op_in(a[4]))
+        if len(_SHARED) >= 4096:
+            _SHARED.clear()
+        _SHARED[shared] = parts
+    return commands.Command(topic, int(partition), *parts)
 
 
 def _directory_out(rec: Any) -> list:
@@ -225,6 +262,8 @@ def _directory_in(a: list) -> Any:
     raise ValueError(f"unknown directory record kind {kind!r}")
 
 
+# json.dumps builds an encoder per call when given separators; the hot paths share one.
+_compact = json.JSONEncoder(separators=(",", ":")).encode
 _DIRECTORY_TYPES = (directory.TopicRecord, directory.BrokerRecord, directory.ControllerRecord)
 _generic_dumps = dumps
 _generic_loads = loads
@@ -232,22 +271,129 @@ _generic_loads = loads
 
 def dumps(value: Any) -> str:  # type: ignore[no-redef]
     if isinstance(value, _Cmd):
-        return json.dumps(_command_out(value), separators=(",", ":"))
+        return _command_text(value)
     if isinstance(value, _Rec):
-        return json.dumps(_record_out(value), separators=(",", ":"))
+        return _compact(_record_out(value))
     if isinstance(value, _DIRECTORY_TYPES):
-        return json.dumps(_directory_out(value), separators=(",", ":"))
+        return _compact(_directory_out(value))
     return _generic_dumps(value)
 
 
 def loads(text: str, hint: Any) -> Any:  # type: ignore[no-redef]
+    if hint is _Cmd:
+        return _command_from_text(text)
     if text.startswith("["):
         doc = json.loads(text)
-        if hint is _Cmd:
-            return _command_in(doc)
         if hint is _Rec:
             return _record_in(doc)
         if hint is DirectoryRecord or hint in _DIRECTORY_TYPES:
             return _directory_in(doc)
         raise TypeError(f"no compact decoding for {hint!r}")
     return _generic_loads(text, hint)
+
+
+# ---------------------------------------------------------------------------------------
+# Scale mode's state of one bucket: one line per partition, `gkey \t seq_cause \t seq_next
+# \t record`, under a header naming the layout. A batch decodes only the lines of the
+# partitions it touches; the others are carried as text. (Topic names cannot hold a tab
+# or newline, and the compact JSON of a record holds neither unescaped.)
+
+BUCKET_HEADER = "bucket-v1"
+
+
+def bucket_entries(text: str | None) -> dict[str, str]:
+    """{gkey: encoded line tail} of a bucket's state."""
+    if not text:
+        return {}
+    header, _, body = text.partition("\n")
+    if header != BUCKET_HEADER:
+        raise ValueError(f"bucket state in layout {header[:20]!r}; this build reads {BUCKET_HEADER!r}")
+    out = {}
+    for line in body.split("\n"):
+        gkey, _, rest = line.partition("\t")
+        out[gkey] = rest
+    return out
+
+
+def bucket_entry_in(entry: str) -> tuple[partition.PartitionRecord, int, int]:
+    seq_cause, seq_next, record = entry.split("\t", 2)
+    return _record_in(json.loads(record)), int(seq_cause), int(seq_next)
+
+
+def bucket_entry_out(record: partition.PartitionRecord, seq_cause: int, seq_next: int) -> str:
+    return f"{seq_cause}\t{seq_next}\t{_compact(_record_out(record))}"
+
+
+def bucket_text(entries: dict[str, str]) -> str:
+    """A bucket's state, lines in key order (same state, same bytes)."""
+    return "\n".join([BUCKET_HEADER, *(f"{k}\t{entries[k]}" for k in sorted(entries))])
+
+
+# ---------------------------------------------------------------------------------------
+# Decisions as the contract's JSON: the bytes of json.dumps(to_contract(...)) with compact
+# separators (tests/unit/test_codec.py holds every record of generated logs to that). The
+# four records a fan-out produces by the ten thousand are written from templates, the
+# others through the encoder (which writes tuples as arrays, so no lists are built).
+
+_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+
+
+def _opt(value: str | None) -> str:
+    return "null" if value is None else _str(value)
+
+
+def _ints(values: tuple[int, ...]) -> str:
+    return f"[{','.join(map(str, values))}]"
+
+
+def _head(rec: Any, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return (f'{{"v":1,"type":"{rec.TYPE}","cause_offset":{cause_offset},"cause_id":{_opt(cause_id)},"seq":{seq},'
+            f'"topic":{_str(rec.topic)},"partition":{rec.partition},')
+
+
+def _lair_json(r: outputs.LeaderAndIsrRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return (f'{_head(r, cause_offset, cause_id, seq)}"leader":{r.leader},"leader_epoch":{r.leader_epoch},'
+            f'"isr":{_ints(r.isr)},"partition_epoch":{r.partition_epoch},"controller_epoch":{r.controller_epoch},'
+            f'"replicas":{_ints(r.replicas)},"adding_replicas":{_ints(r.adding_replicas)},'
+            f'"removing_replicas":{_ints(r.removing_replicas)},"leader_recovery_state":{_str(r.leader_recovery_state)},'
+            f'"is_new":{"true" if r.is_new else "false"},"recipients":{_ints(r.recipients)},'
+            f'"election":{_opt(r.election)}}}')
+
+
+def _stop_json(r: outputs.StopReplicaRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return (f'{_head(r, cause_offset, cause_id, seq)}"broker_id":{r.broker_id},'
+            f'"delete_partition":{"true" if r.delete_partition else "false"},"leader_epoch":{r.leader_epoch}}}')
+
+
+def _replica_change_json(r: outputs.ReplicaStateChangeRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return (f'{_head(r, cause_offset, cause_id, seq)}"broker_id":{r.broker_id},"from_state":{_str(r.from_state)},'
+            f'"to_state":{_str(r.to_state)}}}')
+
+
+def _partition_change_json(r: outputs.PartitionStateChangeRecord, cause_offset: int, cause_id: str | None,
+                           seq: int) -> str:
+    return f'{_head(r, cause_offset, cause_id, seq)}"from_state":{_str(r.from_state)},"to_state":{_str(r.to_state)}}}'
+
+
+_TEMPLATES: dict[type, Any] = {
+    outputs.LeaderAndIsrRecord: _lair_json,
+    outputs.StopReplicaRecord: _stop_json,
+    outputs.ReplicaStateChangeRecord: _replica_change_json,
+    outputs.PartitionStateChangeRecord: _partition_change_json,
+}
+_DECISION_FIELDS: dict[type, tuple[tuple[str, ...], Any]] = {}
+
+
+def decision_json(record: outputs.Record, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    cls = type(record)
+    template = _TEMPLATES.get(cls)
+    if template is not None:
+        return template(record, cause_offset, cause_id, seq)
+    entry = _DECISION_FIELDS.get(cls)
+    if entry is None:
+        names = tuple(f.name for f in dataclasses.fields(record))
+        entry = _DECISION_FIELDS[cls] = (names, operator.attrgetter(*names))
+    names, values = entry
+    doc = {"v": 1, "type": record.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq}
+    doc.update(zip(names, values(record)))
+    return _compact(doc)

@@ -42,17 +42,25 @@ SEQUENCER_OUT = ("grp string, gkey string, cause_offset long, round int, idx int
                  "cause_id string")
 PARTITION_OUT = "kind string, cause_offset long, key string, seq int, payload string"
 PARTITION_STATE = "record string, seq_cause long, seq_next long"
-# scale mode: a bucket's partitions, {gkey: [record, seq_cause, seq_next]} as JSON
+# scale mode: a bucket's partitions, one line each (codec.bucket_text)
 BUCKET_STATE = "slots string"
 SEQUENCER_KEY = "controller"
+
+
+# Directory records this Python worker has decoded, by key, with the text they came from.
+# Every micro-batch reads the whole directory, whose size grows with the cluster rather
+# than with the batch; a record whose stored text is unchanged is not decoded again.
+# Records are immutable, so sharing one between batches (or queries) is safe.
+_DECODED: dict[str, tuple[str, Any]] = {}
 
 
 class SequencerProcessor(StatefulProcessor):
     """The directory, under a single key: Kafka's controller is one event thread."""
 
-    def __init__(self, config: ControllerConfig, buckets: int = 0):
+    def __init__(self, config: ControllerConfig, buckets: int = 0, shuffle_partitions: int = 1):
         self.config = config
         self.buckets = buckets
+        self.shuffle_partitions = shuffle_partitions
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.records = handle.getMapState("directory", "key string", "value string")
@@ -68,7 +76,7 @@ class SequencerProcessor(StatefulProcessor):
                     events.append(RawEvent(int(offset), bytes(value), str(source)))
                 else:
                     reports.append(codec.loads(payload, DeletionReport))
-        directory = {k[0]: codec.loads(v[0], codec.DirectoryRecord) for k, v in self.records.iterator()}
+        directory = _load_directory(self.records.iterator())
         pending = codec.loads(self.pending.get()[0], Pending) if self.pending.exists() else None
         buffered = [RawEvent(int(o), bytes(v), s) for o, v, s in self.buffer.get()] if self.buffer.exists() else []
         seq = Sequencer(directory, self.config)
@@ -89,7 +97,7 @@ class SequencerProcessor(StatefulProcessor):
             self.buffer.clear()
         if seq.rows:
             yield pd.DataFrame(
-                [(group_of(r.gkey, self.buckets), r.gkey, r.cause_offset, r.round, r.idx, r.kind, r.payload, r.cause_id)
+                [(group_of(r.gkey, self.buckets, self.shuffle_partitions), r.gkey, r.cause_offset, r.round, r.idx, r.kind, r.payload, r.cause_id)
                  for r in seq.rows],
                 columns=["grp", "gkey", "cause_offset", "round", "idx", "kind", "payload", "cause_id"],
             )
@@ -98,28 +106,47 @@ class SequencerProcessor(StatefulProcessor):
         pass
 
 
+def _load_directory(entries: Iterator[tuple[tuple[str], tuple[str]]]) -> dict[str, Any]:
+    directory = {}
+    seen = set()
+    for (key,), (text,) in entries:
+        seen.add(key)
+        cached = _DECODED.get(key)
+        if cached is None or cached[0] != text:
+            cached = _DECODED[key] = (text, codec.loads(text, codec.DirectoryRecord))
+        directory[key] = cached[1]
+    for key in _DECODED.keys() - seen:
+        del _DECODED[key]
+    return directory
+
+
+def _rows(pdf: pd.DataFrame) -> Iterator[Row]:
+    """The sequencer's rows of one group, built column-wise (tolist gives Python ints)."""
+    columns = [pdf[name].tolist() for name in Row._fields]
+    cause_ids = columns[-1]
+    if any(c is not None and not isinstance(c, str) for c in cause_ids):  # a null read back as NaN
+        columns[-1] = [c if isinstance(c, str) else None for c in cause_ids]
+    return map(Row._make, zip(*columns))
+
+
 def partition_stage(config: ControllerConfig, buckets: int = 0):
     def apply(key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         gkey = key[0]
-        rows = [
-            Row(g, int(c), int(r), int(i), k, p, None if cid is None or cid != cid else str(cid))
-            for pdf in pdfs
-            for g, c, r, i, k, p, cid in pdf[["gkey", "cause_offset", "round", "idx", "kind", "payload", "cause_id"]].itertuples(index=False)
-        ]
+        rows = [row for pdf in pdfs for row in _rows(pdf)]
         if gkey == DIRECT:
             out = direct_outputs(rows)
         elif buckets:
-            stored = json.loads(state.get[0]) if state.exists else {}
+            entries = codec.bucket_entries(state.get[0] if state.exists else None)
             touched = {r.gkey for r in rows}
-            slots = {k: _slot(stored[k]) for k in touched if k in stored}
+            slots = {k: PartitionSlot(*codec.bucket_entry_in(entries[k])) for k in touched if k in entries}
             out = fold_bucket(slots, rows, config)
             for k in touched:
                 if k in slots:
                     sl = slots[k]
-                    stored[k] = [codec.dumps(sl.record), sl.seq_cause, sl.seq_next]
+                    entries[k] = codec.bucket_entry_out(sl.record, sl.seq_cause, sl.seq_next)
                 else:
-                    stored.pop(k, None)
-            state.update((json.dumps(stored, separators=(",", ":"), sort_keys=True),))
+                    entries.pop(k, None)
+            state.update((codec.bucket_text(entries),))
         else:
             slot = PartitionSlot(None)
             if state.exists:
@@ -134,10 +161,6 @@ def partition_stage(config: ControllerConfig, buckets: int = 0):
         yield pd.DataFrame(out, columns=["kind", "cause_offset", "key", "seq", "payload"])
 
     return apply
-
-
-def _slot(entry: list) -> PartitionSlot:
-    return PartitionSlot(codec.loads(entry[0], codec.PartitionRecordType), int(entry[1]), int(entry[2]))
 
 
 @dataclass
@@ -188,6 +211,10 @@ def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controlle
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # The sink collects each batch's decisions through Arrow, uncompressed: a creation
+        # of 100,000 partitions (900,000 records) needs more than the 1g default heap.
+        # Only takes effect when this call starts the JVM (local runs, tests).
+        "spark.driver.memory": "2g",
     }
     conf.update(extra or {})
     for k, v in conf.items():
@@ -249,7 +276,7 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
 def decisions_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
     inputs = events_frame(spark, settings).withColumn("k", F.lit(SEQUENCER_KEY))
     commands = inputs.groupBy("k").transformWithStateInPandas(
-        statefulProcessor=SequencerProcessor(settings.controller, settings.partition_buckets),
+        statefulProcessor=SequencerProcessor(settings.controller, settings.partition_buckets, settings.shuffle_partitions),
         outputStructType=SEQUENCER_OUT,
         outputMode="Append",
         timeMode="None",
@@ -275,8 +302,7 @@ class BatchSink:
         self.observations: dict[str, int] = {}
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        rows = [tuple(r) for r in df.collect()]
-        out = assemble_batch(rows)
+        out = assemble_batch(_collect(df))
         if self.settings.output.startswith("file:"):
             base = self.settings.output[5:]
             _write_lines(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"), [p for _, p in out.decisions])
@@ -293,6 +319,13 @@ class BatchSink:
                                 **{f"shadow_{k}": v for k, v in out.observations.items()}}
         for k, v in out.observations.items():
             self.observations[k] = self.observations.get(k, 0) + v
+
+
+def _collect(df: DataFrame) -> list[tuple]:
+    """The batch's rows on the driver, through Arrow: Row objects cost more than the
+    decisions they carry once a batch holds tens of thousands."""
+    table = df.toArrow()
+    return list(zip(*(table.column(name).to_pylist() for name in table.column_names)))
 
 
 def _write_lines(path: str, docs: list[dict[str, Any]] | list[str]) -> None:

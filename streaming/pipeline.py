@@ -21,28 +21,30 @@ import json
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from state_machines.commands import Command, DeletionReport
 from state_machines.directory import Continuation, after_reports, directory_step
 from state_machines.errors import InvalidEvent
 from state_machines.events import Envelope, Event, parse_line
 from state_machines.model import ControllerConfig
-from state_machines.outputs import ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads, to_contract
+from state_machines.outputs import ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads
 from state_machines.partition import PartitionRecord, partition_step
 
 from . import codec
+from .spark_hash import balanced_labels
 
 DIRECT = "__direct__"  # group of rows that pass the partition stage untouched
 
 
-def group_of(gkey: str, buckets: int = 0) -> str:
+def group_of(gkey: str, buckets: int = 0, shuffle_partitions: int = 1) -> str:
     """The Spark group of a partition's rows. Per-partition keying (buckets = 0) is the
     default; scale mode packs partitions into `buckets` groups by a stable hash, so Spark's
-    per-group cost is paid per bucket. Each partition keeps its own state either way."""
+    per-group cost is paid per bucket. Each partition keeps its own state either way.
+    Bucket labels are chosen to spread evenly over the shuffle partitions (`spark_hash`)."""
     if gkey == DIRECT or not buckets:
         return gkey
-    return f"bucket-{zlib.crc32(gkey.encode()) % buckets}"
+    return balanced_labels(buckets, shuffle_partitions)[zlib.crc32(gkey.encode()) % buckets]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +54,10 @@ class RawEvent:
     source: str
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """A row between the sequencer and the partition stage."""
+class Row(NamedTuple):
+    """A row between the sequencer and the partition stage. (A named tuple, like
+    `PartitionSlot`: tens of thousands are made per batch, and a tuple is cheaper to build
+    than a frozen dataclass.)"""
 
     gkey: str
     cause_offset: int
@@ -167,8 +170,7 @@ class Sequencer:
 # the partition stage
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionSlot:
+class PartitionSlot(NamedTuple):
     """What the partition stage keeps per key: the partition and its seq counter."""
 
     record: PartitionRecord | None
@@ -178,27 +180,43 @@ class PartitionSlot:
 
 def fold_partition(slot: PartitionSlot, commands: Iterable[Row], config: ControllerConfig) -> tuple[PartitionSlot, list[tuple[str, int, str, int, str]]]:
     """Apply one key's commands in (cause_offset, round, idx) order. Returns the new slot and
-    output tuples (kind, cause_offset, key, seq, payload) with kind decision | still | report."""
+    output tuples (kind, cause_offset, key, seq, payload) with kind decision | still | report.
+
+    A partition's decisions for one cause are consecutive in the contract's order (cause,
+    key, seq), so they leave as one row: `seq` is the first one's and `payload` their JSON
+    documents joined by newlines (`assemble_batch` splits them). A fan-out to thousands of
+    partitions then moves one row per partition through Spark, not one per record."""
     out: list[tuple[str, int, str, int, str]] = []
     record, seq_cause, seq_next = slot.record, slot.seq_cause, slot.seq_next
+    key = None
+    run: list[str] = []
+    run_cause = run_seq = 0
     for row in sorted(commands, key=lambda r: (r.cause_offset, r.round, r.idx)):
         cmd: Command = codec.loads(row.payload, Command)
         result = partition_step(record, cmd, config)
         record = result.state
-        if cmd.cause_offset != seq_cause:
-            seq_cause, seq_next = cmd.cause_offset, 0
+        cause = cmd.cause_offset
+        if cause != seq_cause:
+            seq_cause, seq_next = cause, 0
         for o in result.outputs:
             if isinstance(o, StillLeads):
-                out.append(("still", cmd.cause_offset, f"broker-{o.broker_id}", 0, f"{o.topic}\t{o.partition}"))
+                out.append(("still", cause, f"broker-{o.broker_id}", 0, f"{o.topic}\t{o.partition}"))
                 continue
             if isinstance(o, ObservationOutcome):
-                out.append(("stat", cmd.cause_offset, "", 0, o.outcome))
+                out.append(("stat", cause, "", 0, o.outcome))
                 continue
-            doc = to_contract(o, cmd.cause_offset, cmd.cause_id, seq_next)
-            out.append(("decision", cmd.cause_offset, o.key(), seq_next, json.dumps(doc, separators=(",", ":"))))
+            k = o.key()
+            if run and (run_cause != cause or k != key):
+                out.append(("decision", run_cause, key, run_seq, "\n".join(run)))
+                run = []
+            if not run:
+                key, run_cause, run_seq = k, cause, seq_next
+            run.append(codec.decision_json(o, cause, cmd.cause_id, seq_next))
             seq_next += 1
         if result.report is not None:
-            out.append(("report", cmd.cause_offset, row.gkey, 0, codec.dumps(result.report)))
+            out.append(("report", cause, row.gkey, 0, codec.dumps(result.report)))
+    if run:
+        out.append(("decision", run_cause, key, run_seq, "\n".join(run)))
     return PartitionSlot(record, seq_cause, seq_next), out
 
 
@@ -232,8 +250,7 @@ def direct_outputs(rows: Iterable[Row]) -> list[tuple[str, int, str, int, str]]:
             continue
         seq = counters.get((row.cause_offset, rec.key()), 0)
         counters[(row.cause_offset, rec.key())] = seq + 1
-        doc = to_contract(rec, row.cause_offset, row.cause_id, seq)
-        out.append(("decision", row.cause_offset, rec.key(), seq, json.dumps(doc, separators=(",", ":"))))
+        out.append(("decision", row.cause_offset, rec.key(), seq, codec.decision_json(rec, row.cause_offset, row.cause_id, seq)))
     return out
 
 
@@ -271,6 +288,7 @@ def assemble_batch(rows: Iterable[tuple[str, int, str, int, str]]) -> BatchOutpu
         elif kind == "stat":
             observations[payload] = observations.get(payload, 0) + 1
     # Only broker-keyed records (ControlledShutdownResult) are parsed: they get their shares.
+    # (They come from the directory, one record per row.)
     for i, (cause, key, seq, payload) in enumerate(decisions):
         if key.startswith("broker-"):
             d = json.loads(payload)
@@ -279,7 +297,9 @@ def assemble_batch(rows: Iterable[tuple[str, int, str, int, str]]) -> BatchOutpu
                 decisions[i] = (cause, key, seq, json.dumps(d, separators=(",", ":")))
     decisions.sort(key=lambda d: (d[0], d[1], d[2]))
     dlq.sort(key=lambda d: d["offset"])
-    return BatchOutput([(key, payload) for _, key, _, payload in decisions], dlq, reports, observations)
+    # a row holds a run of one partition's records for one cause (fold_partition)
+    records = [(key, doc) for _, key, _, payload in decisions for doc in payload.split("\n")]
+    return BatchOutput(records, dlq, reports, observations)
 
 
 def _order(d: dict[str, Any]) -> tuple[int, str, int]:

@@ -46,9 +46,41 @@ _DECISIONS_FILE = re.compile(r"decisions-(\d+)\.jsonl$")
 
 # -- the job's settings, kept with its checkpoint ------------------------------------------
 
+# Settings the checkpoint's state layout depends on: the groups partition state is kept
+# under, and the shuffle partitions their labels are balanced over (Spark itself freezes
+# spark.sql.shuffle.partitions into the checkpoint). STATE_LAYOUT names the layout version
+# of scale mode's buckets (2: balanced labels, line-per-partition state).
+FROZEN = ("partition_buckets", "shuffle_partitions")
+STATE_LAYOUT = 2
+
+
+class CheckpointMismatch(Exception):
+    """The checkpoint's state was laid out under settings this run does not have."""
+
+
+def check_frozen(settings: JobSettings, checkpoint: str) -> None:
+    """Refuse to run on a checkpoint whose state was laid out under other settings: the
+    partitions' state would not be found, and the controller would start from nothing."""
+    path = os.path.join(checkpoint, SETTINGS_FILE)
+    if not os.path.exists(os.path.join(checkpoint, "query")):
+        return  # a new checkpoint
+    if not os.path.exists(path):
+        raise CheckpointMismatch(f"{checkpoint} has query state but no {SETTINGS_FILE}; cannot check its state layout")
+    with open(path, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    saved = load_settings(checkpoint)
+    for name in FROZEN:
+        if getattr(settings, name) != getattr(saved, name):
+            raise CheckpointMismatch(f"{name} is frozen into the checkpoint {checkpoint} ({getattr(saved, name)}); "
+                                     f"it cannot be changed to {getattr(settings, name)}")
+    if saved.partition_buckets and doc.get("state_layout", 1) != STATE_LAYOUT:
+        raise CheckpointMismatch(f"{checkpoint} keeps scale-mode state in layout {doc.get('state_layout', 1)}; "
+                                 f"this build reads layout {STATE_LAYOUT}: start a new checkpoint")
+
+
 def save_settings(settings: JobSettings, checkpoint: str) -> None:
     """Record the settings of a run in CHECKPOINT/settings.json (a replay starts from them)."""
-    doc = {"version": SETTINGS_VERSION, "job": dataclasses.asdict(settings)}
+    doc = {"version": SETTINGS_VERSION, "state_layout": STATE_LAYOUT, "job": dataclasses.asdict(settings)}
     os.makedirs(checkpoint, exist_ok=True)
     path = os.path.join(checkpoint, SETTINGS_FILE)
     with open(f"{path}.tmp", "w", encoding="utf-8") as fh:

@@ -55,8 +55,9 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
         from .kafka_io import warn_if_several_partitions
 
         warn_if_several_partitions(settings)
-    from .replay import save_settings
+    from .replay import check_frozen, save_settings
 
+    check_frozen(settings, settings.checkpoint)
     save_settings(settings, settings.checkpoint)  # replay branches from this run's settings
     if os.path.exists(settings.pause_file):
         os.remove(settings.pause_file)  # left by a stop that did not finish

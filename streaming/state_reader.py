@@ -41,11 +41,10 @@ def partition_records(spark: Any, checkpoint: str, batch_id: int | None = None) 
     for row in _reader(spark, checkpoint, PARTITION_OPERATOR, batch_id).collect():
         state = row["value"]["groupState"].asDict()
         if "slots" in state:  # scale mode: a bucket of partitions
-            encoded = [entry[0] for entry in json.loads(state["slots"]).values()]
+            records = [codec.bucket_entry_in(e)[0] for e in codec.bucket_entries(state["slots"]).values()]
         else:
-            encoded = [state["record"]]
-        for text in encoded:
-            record: PartitionRecord = codec.loads(text, codec.PartitionRecordType)
+            records = [codec.loads(state["record"], codec.PartitionRecordType)]
+        for record in records:
             out[(record.topic, record.partition)] = record
     return out
 

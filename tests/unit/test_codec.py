@@ -11,6 +11,7 @@ import state_machines.engine as engine_module
 from state_machines.commands import Command, DeletionReport
 from state_machines.directory import Continuation
 from state_machines.events import parse_event
+from state_machines.outputs import ObservationOutcome, StillLeads, to_contract
 from state_machines.partition import PartitionRecord
 from streaming import codec
 from tests.property.generator import generate_log
@@ -18,7 +19,7 @@ from tests.property.generator import generate_log
 
 @pytest.mark.parametrize("seed", range(12))
 def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen = {"commands": 0, "records": 0, "reports": 0}
+    seen = {"commands": 0, "records": 0, "reports": 0, "decisions": 0}
     original = engine_module.partition_step
 
     def checked(state, cmd, config):
@@ -26,8 +27,15 @@ def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch:
         seen["commands"] += 1
         if state is not None:
             assert codec.loads(codec.dumps(state), PartitionRecord) == state
+            assert codec.bucket_entry_in(codec.bucket_entry_out(state, cmd.cause_offset, 7)) == (state, cmd.cause_offset, 7)
             seen["records"] += 1
         result = original(state, cmd, config)
+        for i, out in enumerate(result.outputs):
+            if not isinstance(out, (StillLeads, ObservationOutcome)):
+                # the job's encoding of a decision is the contract document, byte for byte
+                expected = json.dumps(to_contract(out, cmd.cause_offset, cmd.cause_id, i), separators=(",", ":"))
+                assert codec.decision_json(out, cmd.cause_offset, cmd.cause_id, i) == expected
+                seen["decisions"] += 1
         if result.report is not None:
             assert codec.loads(codec.dumps(result.report), DeletionReport) == result.report
             seen["reports"] += 1
@@ -39,7 +47,24 @@ def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch:
         engine.process(parse_event(event, i))
     for record in engine.directory.values():
         assert codec.loads(codec.dumps(record), codec.DirectoryRecord) == record
-    assert seen["commands"] > 0 and seen["records"] > 0
+    assert seen["commands"] > 0 and seen["records"] > 0 and seen["decisions"] > 0
+
+
+def test_a_bucket_keeps_its_partitions_as_lines_and_decodes_only_what_is_asked() -> None:
+    engine = engine_module.Engine()
+    for i, line in enumerate(open("examples/three-brokers.jsonl")):
+        engine.process(parse_event(json.loads(line), i))
+    entries = {f"{r.topic}-{r.partition}": codec.bucket_entry_out(r, 5, 2) for r in engine.partitions.values()}
+    text = codec.bucket_text(entries)
+    assert text.splitlines()[0] == codec.BUCKET_HEADER
+    assert codec.bucket_entries(text) == entries
+    assert codec.bucket_text(dict(reversed(entries.items()))) == text  # same state, same bytes
+    for key, entry in codec.bucket_entries(text).items():
+        record, seq_cause, seq_next = codec.bucket_entry_in(entry)
+        assert (f"{record.topic}-{record.partition}", seq_cause, seq_next) == (key, 5, 2)
+    assert codec.bucket_entries(None) == {} and codec.bucket_entries("") == {}
+    with pytest.raises(ValueError, match="layout"):
+        codec.bucket_entries('{"orders-0": []}')
 
 
 def test_documents_carry_their_version_and_a_newer_one_is_refused() -> None:
