@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ def load(paths: list[str]) -> dict[tuple[str, str], list[tuple[int, float]]]:
         for mode, rows in doc["results"].items():
             label = f"{mode}, {buckets} buckets" if buckets and mode != "engine" else mode
             for row in rows:
-                step = row["step"].replace(str(partitions), "P")
+                step = re.sub(r"\(leads \d+\)", "(leads P/B)", row["step"].replace(str(partitions), "P"))
                 series.setdefault((label, step), []).append((partitions, row["seconds"]))
     return series
 

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from state_machines.engine import Engine
 from state_machines.errors import InvalidEvent

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -66,7 +64,7 @@ def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.s
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
     events = [json.loads(line) for line in scenario.read_text().splitlines() if line.strip()]
     work = Path(tempfile.mkdtemp(prefix="shadow-demo-"))
-    print(f"starting the embedded Kafka broker (Tansu) ...", file=out, flush=True)
+    print("starting the embedded Kafka broker (Tansu) ...", file=out, flush=True)
     with embedded_broker(log_dir=work) as broker:
         settings = JobSettings(
             input="kafka", output="kafka", checkpoint=str(work / "checkpoint"),

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from state_machines.commands import Command, DeletionReport
 from state_machines.directory import Continuation, after_reports, directory_step
 from state_machines.errors import InvalidEvent
-from state_machines.events import Envelope, Event, parse_line
+from state_machines.events import Event, parse_line
 from state_machines.model import ControllerConfig
 from state_machines.outputs import ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads
 from state_machines.partition import PartitionRecord, partition_step

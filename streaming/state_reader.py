@@ -4,7 +4,6 @@ them is here."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 

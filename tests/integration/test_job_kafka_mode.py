@@ -6,7 +6,6 @@ watermark fault is on the path; decisions are read back from the decisions topic
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 

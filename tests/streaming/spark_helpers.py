@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -35,9 +34,9 @@ def simulate_records(lines: list[bytes], config: ControllerConfig = ControllerCo
 def write_input(directory: Path, lines: list[bytes], files: int = 1) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     per = max(1, -(-len(lines) // files))
-    for n, start in enumerate(range(0, len(lines), per)):
+    for n, first in enumerate(range(0, len(lines), per)):
         tmp = directory / f".{n:04d}.tmp"
-        tmp.write_bytes(b"".join(line + b"\n" for line in lines[start:start + per]))
+        tmp.write_bytes(b"".join(line + b"\n" for line in lines[first:first + per]))
         tmp.rename(directory / f"{n:04d}.jsonl")
 
 

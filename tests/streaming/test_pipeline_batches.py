@@ -14,9 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from state_machines.engine import Engine
-from state_machines.errors import InvalidEvent
-from state_machines.events import parse_line
 from streaming.pipeline import run_batches
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import canonical, simulate_records
