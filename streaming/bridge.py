@@ -59,6 +59,9 @@ from typing import Any
 
 from state_machines.errors import ShadowControllerError
 
+from .kafka_producer import CheckedProducer
+from .kafka_producer import DeliveryFailed as ProducerDeliveryFailed
+
 log = logging.getLogger(__name__)
 
 NO_LEADER = -1
@@ -377,42 +380,23 @@ class EventsWriter:
     ordered log) and confirms every delivery, or raises DeliveryFailed."""
 
     def __init__(self, bootstrap_servers: str, topic: str, timeout_s: float):
-        from confluent_kafka import Producer
-
         self.topic = topic
         self.timeout_s = timeout_s
         self._bootstrap_servers = bootstrap_servers
         self._topic_ready = False
-        self._producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True,
-                                   "acks": "all", "log_level": 0, "client.id": "shadow-controller-bridge",
-                                   "message.timeout.ms": int(max(timeout_s, 1) * 1000)})
+        self._producer = CheckedProducer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True,
+                                          "acks": "all", "log_level": 0, "client.id": "shadow-controller-bridge",
+                                          "message.timeout.ms": int(max(timeout_s, 1) * 1000)})
 
     def write(self, events: list[dict[str, Any]], ts_ms: int) -> None:
-        from confluent_kafka import KafkaException
-
         self._maybe_create_topic()
-        failures: list[str] = []
-        confirmed = 0
-
-        def report(err, _msg):
-            nonlocal confirmed
-            if err is not None:
-                failures.append(str(err))
-            else:
-                confirmed += 1
-
         try:
             for event in events:
                 value = json.dumps({**event, "ts": ts_ms}, separators=(",", ":")).encode()
-                self._producer.produce(self.topic, value, key=event_key(event).encode(), partition=0,
-                                       on_delivery=report)
-                self._producer.poll(0)
-        except (KafkaException, BufferError) as exc:
-            failures.append(str(exc))
-        left = self._producer.flush(self.timeout_s + 1)
-        if failures or left or confirmed != len(events):
-            raise DeliveryFailed(f"{len(events) - confirmed} of {len(events)} events to {self.topic!r} not "
-                                 f"confirmed ({left} still queued): {failures[:1] or 'timed out'}")
+                self._producer.send(self.topic, value, key=event_key(event).encode(), partition=0)
+            self._producer.confirm(self.timeout_s + 1)
+        except ProducerDeliveryFailed as exc:
+            raise DeliveryFailed(f"events to {self.topic!r} not confirmed: {exc}") from None
 
 
     def _maybe_create_topic(self) -> None:

@@ -94,22 +94,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_produce(args: argparse.Namespace) -> int:
     """Write an events file to a topic, one record per line, checking every delivery."""
-    from confluent_kafka import Producer
+    from .kafka_producer import CheckedProducer, DeliveryFailed
 
-    producer = Producer({"bootstrap.servers": args.bootstrap_servers, "enable.idempotence": True})
-    failures: list[str] = []
+    producer = CheckedProducer({"bootstrap.servers": args.bootstrap_servers, "enable.idempotence": True})
     count = 0
-    with open(args.events, "rb") as fh:
-        for line in fh:
-            line = line.rstrip(b"\r\n")
-            if not line:
-                continue
-            producer.produce(args.topic, line, on_delivery=lambda err, msg: err and failures.append(str(err)))
-            count += 1
-            producer.poll(0)
-    left = producer.flush(60)
-    if failures or left:
-        print(f"produce: {len(failures) + left} of {count} records not delivered: {failures[:1]}", file=sys.stderr)
+    try:
+        with open(args.events, "rb") as fh:
+            for line in fh:
+                line = line.rstrip(b"\r\n")
+                if line:
+                    producer.send(args.topic, line)
+                    count += 1
+        producer.confirm(60)
+    except DeliveryFailed as exc:
+        print(f"produce: not every one of {count} records was delivered: {exc}", file=sys.stderr)
         return 1
     print(f"produced {count} events to {args.topic}")
     return 0

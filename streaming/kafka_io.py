@@ -7,7 +7,8 @@ import logging
 from typing import Any
 
 from .job import JobSettings
-from .kafka_sink import DeliveryFailed
+from .kafka_producer import CheckedProducer
+from .kafka_sink import PRODUCER_DEFAULTS
 
 log = logging.getLogger("shadow_controller.kafka")
 
@@ -18,47 +19,21 @@ def _client_config(settings: JobSettings) -> dict[str, Any]:
     return conf
 
 
-def produce_batch(settings: JobSettings, decisions: list[tuple[str, str]], dlq: list[dict[str, Any]],
-                  timeout_s: float = 60.0) -> None:
-    from confluent_kafka import Producer
-
+def produce_batch(settings: JobSettings, decisions: list[tuple[str, str]], dlq: list[dict[str, Any]]) -> None:
+    """A micro-batch's decisions, then its dead letters; raises DeliveryFailed (failing the
+    batch, which Spark replays) unless every record was confirmed."""
     conf = _client_config(settings)
-    conf.setdefault("acks", "all")
+    for k, v in PRODUCER_DEFAULTS.items():
+        conf.setdefault(k, v)
     conf.setdefault("linger.ms", 5)
-    producer = Producer(conf)
-    failures: list[str] = []
-    delivered = 0
-
-    def on_delivery(err: Any, msg: Any) -> None:
-        nonlocal delivered
-        if err is not None:
-            failures.append(f"{msg.topic()}: {err}")
-        else:
-            delivered += 1
-
-    expected = 0
+    producer = CheckedProducer(conf)
     for key, payload in decisions:
-        _produce(producer, settings.decisions_topic, key.encode(), payload.encode(), None, on_delivery)
-        expected += 1
+        producer.send(settings.decisions_topic, payload.encode(), key=key.encode())
     for d in dlq:
         headers = [("dlq.reason", d["reason"].encode()), ("dlq.source", str(d["source"]).encode()),
                    ("dlq.offset", str(d["offset"]).encode())]
-        _produce(producer, settings.dlq_topic, None, base64.b64decode(d["value_base64"]), headers, on_delivery)
-        expected += 1
-    remaining = producer.flush(timeout_s)
-    if failures or remaining or delivered != expected:
-        raise DeliveryFailed(
-            f"{expected - delivered} of {expected} records not delivered"
-            + (f"; first error: {failures[0]}" if failures else f"; {remaining} still queued after {timeout_s}s"))
-
-
-def _produce(producer: Any, topic: str, key: bytes | None, value: bytes, headers: Any, callback: Any) -> None:
-    while True:
-        try:
-            producer.produce(topic, value=value, key=key, headers=headers, on_delivery=callback)
-            return
-        except BufferError:
-            producer.poll(0.5)  # local queue full: serve delivery reports, then retry
+        producer.send(settings.dlq_topic, base64.b64decode(d["value_base64"]), headers=headers)
+    producer.confirm()
 
 
 def warn_if_several_partitions(settings: JobSettings) -> None:

@@ -17,7 +17,6 @@ transactional producers.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,20 +26,16 @@ from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
 from state_machines.errors import ShadowControllerError
 
+from .kafka_producer import CheckedProducer, DeliveryFailed, flush_timeout_s
+
 log = logging.getLogger(__name__)
 
 PRODUCER_DEFAULTS = {"enable.idempotence": True, "acks": "all"}
-# librdkafka's default message.timeout.ms: every message gets a delivery report by then.
-DEFAULT_MESSAGE_TIMEOUT_MS = 300_000
-MAX_REPORTED_FAILURES = 5
+__all__ = ["DeliveryFailed", "KafkaSinkError", "SinkOptions", "produce_batches"]
 
 
 class KafkaSinkError(ShadowControllerError):
     """Bad sink options or input schema."""
-
-
-class DeliveryFailed(KafkaSinkError):
-    """The broker did not confirm every record of a task; the batch must not commit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +68,7 @@ class SinkOptions:
         return {**PRODUCER_DEFAULTS, **dict(self.producer_config)}
 
     def flush_timeout_s(self) -> float:
-        # Past message.timeout.ms every message has a report; the margin covers the last poll.
-        message_timeout_ms = int(dict(self.producer_config).get("message.timeout.ms", DEFAULT_MESSAGE_TIMEOUT_MS))
-        return message_timeout_ms / 1000.0 + 30.0
+        return flush_timeout_s(dict(self.producer_config))
 
 
 def _check_column(fields: Mapping[str, Any], name: str, types: tuple[type, ...], *, required: bool) -> None:
@@ -99,20 +92,7 @@ def _as_bytes(value: Any) -> bytes | None:
 def produce_batches(options: SinkOptions, batches: Iterator[Any]) -> int:
     """Produce every row of the Arrow `batches`; return how many the broker confirmed.
     Raises `DeliveryFailed` unless every single record was confirmed."""
-    from confluent_kafka import KafkaException, Producer
-
-    producer = Producer(options.producer_settings())
-    failures: list[str] = []
-    confirmed = 0
-    produced = 0
-
-    def on_delivery(error: Any, message: Any) -> None:
-        nonlocal confirmed
-        if error is not None:
-            failures.append(f"{message.topic()}[{message.partition()}]: {error}")
-        else:
-            confirmed += 1
-
+    producer = CheckedProducer(options.producer_settings())
     for batch in batches:
         names = batch.schema.names
         column = {name: batch.column(name).to_pylist() for name in ("value", "key", "topic", "partition")
@@ -121,36 +101,12 @@ def produce_batches(options: SinkOptions, batches: Iterator[Any]) -> int:
             topic = options.topic or column["topic"][i]
             if topic is None:
                 raise KafkaSinkError("a row has a null 'topic' and no 'topic' option is set")
-            kwargs: dict[str, Any] = {"value": _as_bytes(column["value"][i]), "on_delivery": on_delivery}
-            if "key" in column:
-                kwargs["key"] = _as_bytes(column["key"][i])
-            if column.get("partition") is not None and column["partition"][i] is not None:
-                kwargs["partition"] = column["partition"][i]
-            while True:
-                try:
-                    producer.produce(topic, **kwargs)
-                    break
-                except BufferError:
-                    # Local queue full: serve delivery reports until there is room.
-                    producer.poll(1.0)
-                except KafkaException as exc:
-                    raise DeliveryFailed(f"cannot produce to {topic!r}: {exc.args[0]}") from exc
-            produced += 1
-            producer.poll(0)
-        if failures:
+            producer.send(topic, _as_bytes(column["value"][i]),
+                          key=_as_bytes(column["key"][i]) if "key" in column else None,
+                          partition=column["partition"][i] if "partition" in column else None)
+        if producer.failures:
             break  # the task fails anyway; stop producing more
-
-    timeout_s = options.flush_timeout_s()
-    deadline = time.monotonic() + timeout_s
-    remaining = producer.flush(timeout_s)
-    while remaining and time.monotonic() < deadline:
-        remaining = producer.flush(deadline - time.monotonic())
-    if failures or remaining or confirmed != produced:
-        shown = "; ".join(failures[:MAX_REPORTED_FAILURES])
-        raise DeliveryFailed(
-            f"{len(failures)} of {produced} records failed and {remaining} are unconfirmed after "
-            f"{timeout_s:.0f}s; the batch is not committed. First failures: {shown or 'none'}")
-    return confirmed
+    return producer.confirm(options.flush_timeout_s())
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
