@@ -71,9 +71,6 @@ class ControllerRecord:
 @dataclass(frozen=True, slots=True)
 class BrokerRecord:
     fact: BrokerFact = UNKNOWN_BROKER
-    # topics with a replica on this broker, now or earlier: the fan-out index may name
-    # partitions the broker no longer hosts (they ignore the command), never miss one.
-    topics: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,14 +170,8 @@ class _Dir:
         if broker_id not in c.brokers:
             self.put(CONTROLLER_KEY, replace(c, brokers=c.brokers | {broker_id}))
 
-    def index(self, topic: str, brokers: Iterable[int]) -> None:
-        for b in brokers:
-            rec = self.broker(b)
-            if topic not in rec.topics:
-                self.put_broker(b, replace(rec, topics=rec.topics | {topic}))
-
     def remember_brokers(self, topic: str, partition: int, brokers: Iterable[int]) -> None:
-        """Add brokers to the partition's fan-out set and to their brokers' topic index."""
+        """Add brokers to the partition's fan-out set."""
         brokers = [b for b in brokers if b >= 0]
         rec = self.topic(topic)
         assert rec is not None
@@ -190,7 +181,6 @@ class _Dir:
         if merged != known:
             parts[partition] = merged
             self.put(topic_key(topic), replace(rec, partitions=tuple(sorted(parts.items()))))
-        self.index(topic, brokers)
 
     def ctx(self, topic: str, brokers: Iterable[int] = ()) -> PartitionContext:
         key = (topic, tuple(brokers))
@@ -211,12 +201,13 @@ class _Dir:
         self.commands.append(Command(topic, partition, self.offset, self.cause_id, self.ctx(topic, brokers), op))
 
     def hosted(self, broker_id: int) -> list[tuple[str, int]]:
-        """Partitions that have (or had) a replica on the broker, in (topic, partition) order."""
+        """Partitions that have (or had) a replica on the broker, in (topic, partition) order:
+        the fan-out may name partitions the broker no longer hosts (they ignore the command),
+        never miss one. A scan of every partition, like ControllerContext.partitionsOnBroker;
+        a per-broker index would cost a copy of the broker's topics on every creation."""
         out = []
-        for topic in sorted(self.broker(broker_id).topics):
+        for topic in sorted(self.controller.topics):
             rec = self.topic(topic)
-            if rec is None:
-                continue
             out.extend((topic, p) for p, brokers in rec.partitions if broker_id in brokers)
         return out
 
@@ -656,10 +647,6 @@ def _complete_delete_topic(d: _Dir, topic: str) -> None:
     assert rec is not None
     for p in rec.partition_ids():
         d.send(topic, p, CompleteTopicDeletion())
-    for b in sorted({b for _, brokers in rec.partitions for b in brokers}):
-        brec = d.broker(b)
-        if topic in brec.topics:
-            d.put_broker(b, replace(brec, topics=brec.topics - {topic}))
     c = d.controller
     d.put(CONTROLLER_KEY, replace(c, topics=c.topics - {topic}, queued_topics=c.queued_topics - {topic}))
     d.put(topic_key(topic), None)

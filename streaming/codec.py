@@ -241,7 +241,7 @@ def _directory_out(rec: Any) -> list:
                  for p, m in rec.mirror]]
     if isinstance(rec, directory.BrokerRecord):
         f = rec.fact
-        return ["B", COMPACT_VERSION, [f.registered, f.shutting_down, f.broker_epoch], sorted(rec.topics)]
+        return ["B", COMPACT_VERSION, [f.registered, f.shutting_down, f.broker_epoch]]
     return ["C", COMPACT_VERSION, rec.active, rec.controller_id, rec.controller_epoch, sorted(rec.topics),
             sorted(rec.brokers), sorted(rec.queued_topics)]
 
@@ -256,7 +256,8 @@ def _directory_in(a: list) -> Any:
             tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
                   for p, r, st, moving in a[7]))
     if kind == "B":
-        return directory.BrokerRecord(model.BrokerFact(a[2][0], a[2][1], a[2][2]), frozenset(a[3]))
+        # a[3], the per-broker topic index of earlier builds, is no longer kept
+        return directory.BrokerRecord(model.BrokerFact(a[2][0], a[2][1], a[2][2]))
     if kind == "C":
         return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]))
     raise ValueError(f"unknown directory record kind {kind!r}")
