@@ -300,6 +300,7 @@ class BatchSink:
         self.stats: dict[int, dict[str, int]] = {}
         # shadow mode: observed states that matched ours or diverged, by severity, this run
         self.observations: dict[str, int] = {}
+        self._kafka: Any = None  # kafka_io.DecisionWriter, made on the first Kafka write
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         out = assemble_batch(_collect(df))
@@ -309,9 +310,11 @@ class BatchSink:
             if out.dlq:
                 _write_lines(os.path.join(base, "dlq", f"dlq-{batch_id:012d}.jsonl"), out.dlq)
         else:
-            from .kafka_io import produce_batch
+            if self._kafka is None:
+                from .kafka_io import DecisionWriter
 
-            produce_batch(self.settings, out.decisions, out.dlq)
+                self._kafka = DecisionWriter(self.settings)
+            self._kafka.write(out.decisions, out.dlq)
         if out.reports:
             os.makedirs(self.settings.feedback_dir, exist_ok=True)
             _atomic_write(feedback_file(self.settings.feedback_dir, batch_id), "".join(r + "\n" for r in out.reports))
