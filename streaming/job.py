@@ -33,14 +33,14 @@ from . import codec
 from .file_source import EventFilesSource, FeedbackSource, feedback_file
 from .pipeline import (
     DIRECT, PartitionSlot, Pending, RawEvent, Row, Sequencer, assemble_batch, direct_outputs, fold_bucket, fold_partition,
-    group_of,
+    group_of, pack_outputs, pack_rows, unpack_outputs, unpack_rows,
 )
 
 log = logging.getLogger("shadow_controller.job")
 
-SEQUENCER_OUT = ("grp string, gkey string, cause_offset long, round int, idx int, kind string, payload string, "
-                 "cause_id string")
-PARTITION_OUT = "kind string, cause_offset long, key string, seq int, payload string"
+# rows between the operators are packed (pipeline.pack_rows, pack_outputs)
+SEQUENCER_OUT = "grp string, rows string"
+PARTITION_OUT = "rows string"
 PARTITION_STATE = "record string, seq_cause long, seq_next long"
 # scale mode: a bucket's partitions, one line each (codec.bucket_text)
 BUCKET_STATE = "slots string"
@@ -96,11 +96,11 @@ class SequencerProcessor(StatefulProcessor):
         else:
             self.buffer.clear()
         if seq.rows:
-            yield pd.DataFrame(
-                [(group_of(r.gkey, self.buckets, self.shuffle_partitions), r.gkey, r.cause_offset, r.round, r.idx, r.kind, r.payload, r.cause_id)
-                 for r in seq.rows],
-                columns=["grp", "gkey", "cause_offset", "round", "idx", "kind", "payload", "cause_id"],
-            )
+            groups: dict[str, list[Row]] = {}
+            for r in seq.rows:
+                groups.setdefault(group_of(r.gkey, self.buckets, self.shuffle_partitions), []).append(r)
+            yield pd.DataFrame([(grp, text) for grp, rows in groups.items() for text in pack_rows(rows)],
+                               columns=["grp", "rows"])
 
     def close(self) -> None:
         pass
@@ -120,19 +120,10 @@ def _load_directory(entries: Iterator[tuple[tuple[str], tuple[str]]]) -> dict[st
     return directory
 
 
-def _rows(pdf: pd.DataFrame) -> Iterator[Row]:
-    """The sequencer's rows of one group, built column-wise (tolist gives Python ints)."""
-    columns = [pdf[name].tolist() for name in Row._fields]
-    cause_ids = columns[-1]
-    if any(c is not None and not isinstance(c, str) for c in cause_ids):  # a null read back as NaN
-        columns[-1] = [c if isinstance(c, str) else None for c in cause_ids]
-    return map(Row._make, zip(*columns))
-
-
 def partition_stage(config: ControllerConfig, buckets: int = 0):
     def apply(key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         gkey = key[0]
-        rows = [row for pdf in pdfs for row in _rows(pdf)]
+        rows = unpack_rows(text for pdf in pdfs for text in pdf["rows"].tolist())
         if gkey == DIRECT:
             out = direct_outputs(rows)
         elif buckets:
@@ -158,7 +149,7 @@ def partition_stage(config: ControllerConfig, buckets: int = 0):
                     state.remove()
             else:
                 state.update((codec.dumps(slot.record), slot.seq_cause, slot.seq_next))
-        yield pd.DataFrame(out, columns=["kind", "cause_offset", "key", "seq", "payload"])
+        yield pd.DataFrame({"rows": pd.Series(pack_outputs(out), dtype=object)})
 
     return apply
 
@@ -324,11 +315,9 @@ class BatchSink:
             self.observations[k] = self.observations.get(k, 0) + v
 
 
-def _collect(df: DataFrame) -> list[tuple]:
-    """The batch's rows on the driver, through Arrow: Row objects cost more than the
-    decisions they carry once a batch holds tens of thousands."""
-    table = df.toArrow()
-    return list(zip(*(table.column(name).to_pylist() for name in table.column_names)))
+def _collect(df: DataFrame) -> list[tuple[str, int, str, int, str]]:
+    """The batch's outputs on the driver, collected through Arrow and unpacked."""
+    return unpack_outputs(df.toArrow().column("rows").to_pylist())
 
 
 def _write_lines(path: str, docs: list[dict[str, Any]] | list[str]) -> None:
