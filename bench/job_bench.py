@@ -6,6 +6,8 @@ to the moment its last decision is written (file: the batch output file; Kafka: 
 checked delivery), so the figure is the job's, not Spark's start-up.
 
     .venv/bin/python bench/job_bench.py --partitions 10000 --modes engine,file,kafka --json bench/results/10k.json
+
+`--repeat N` runs each mode N times; each step reports its median run and every run's batch time.
 """
 
 from __future__ import annotations
@@ -138,6 +140,20 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
     return rows
 
 
+def _median_rows(mode_runs: list[list[dict]]) -> list[dict]:
+    """Per step, the run with the median batch time (the lower middle one of an even count),
+    with every run's batch time beside it; memory is the highest of the runs."""
+    out = []
+    for i, row in enumerate(mode_runs[0]):
+        if row["step"] == "_memory":
+            out.append({**row, "descendants_peak_rss_mib": max(r[i]["descendants_peak_rss_mib"] for r in mode_runs)})
+            continue
+        candidates = sorted((r[i] for r in mode_runs), key=lambda r: r.get("batch_seconds", r["seconds"]))
+        all_runs = [round(run[i].get("batch_seconds", run[i]["seconds"]), 3) for run in mode_runs]
+        out.append({**candidates[(len(candidates) - 1) // 2], "batch_seconds_all": sorted(all_runs)})
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=10_000)
@@ -146,19 +162,25 @@ def main() -> int:
     ap.add_argument("--modes", default="engine,file,kafka")
     ap.add_argument("--buckets", type=int, default=0, help="scale mode: pack partitions into N groups")
     ap.add_argument("--shutdown-broker", type=int, help="the broker shut down (default: one leading P/B)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run each mode N times: the table shows each step's median run and the range")
     ap.add_argument("--json")
     args = ap.parse_args()
     phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True,
                          shutdown_broker=args.shutdown_broker)
-    results: dict[str, list[dict]] = {}
+    runs: dict[str, list[list[dict]]] = {}
     for mode in args.modes.split(","):
-        work = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))
-        try:
-            results[mode] = run_engine(phases) if mode == "engine" else run_spark(phases, mode, work, args.buckets or None)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        for _ in range(args.repeat):
+            work = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))
+            try:
+                rows = run_engine(phases) if mode == "engine" else run_spark(phases, mode, work, args.buckets or None)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            runs.setdefault(mode, []).append(rows)
+    results = {mode: _median_rows(mode_runs) for mode, mode_runs in runs.items()}
     print(f"\n{args.partitions} partitions, RF 3, {args.brokers} brokers" + (f", {args.buckets} buckets" if args.buckets else ""))
-    print(f"{'mode':7} {'step':34} {'events':>7} {'decisions':>10} {'seconds':>9} {'batch s':>8} {'events/s':>10} {'decisions/s':>12} {'x engine':>9}")
+    print(f"{'mode':7} {'step':34} {'events':>7} {'decisions':>10} {'seconds':>9} {'batch s':>8} {'events/s':>10} "
+          f"{'decisions/s':>12} {'x engine':>9}" + (f" {'batch s, all runs':>20}" if args.repeat > 1 else ""))
     memory = {}
     for mode, rows in results.items():
         memory[mode] = next((r["descendants_peak_rss_mib"] for r in rows if r["step"] == "_memory"), None)
@@ -166,10 +188,11 @@ def main() -> int:
     for mode, rows in results.items():
         for i, r in enumerate(rows):
             base = results.get("engine", [None] * len(rows))[i]
-            ratio = r["seconds"] / base["seconds"] if base and base["seconds"] else float("nan")
+            ratio = f"{r['seconds'] / base['seconds']:.1f}" if base and base["seconds"] else "-"
+            spread = " ".join(f"{v:.2f}" for v in r["batch_seconds_all"]) if args.repeat > 1 else ""
             print(f"{mode:7} {r['step']:34} {r['events']:>7} {r['decisions']:>10} {r['seconds']:>9.2f} "
                   f"{r.get('batch_seconds', r['seconds']):>8.2f} "
-                  f"{r['events'] / r['seconds']:>10.1f} {r['decisions'] / r['seconds']:>12.1f} {ratio:>9.1f}")
+                  f"{r['events'] / r['seconds']:>10.1f} {r['decisions'] / r['seconds']:>12.1f} {ratio:>9} {spread:>20}")
         ev = sum(r["events"] for r in rows)
         de = sum(r["decisions"] for r in rows)
         sec = sum(r["seconds"] for r in rows)
