@@ -1,5 +1,5 @@
 """Chart of the job benchmark: seconds per scenario step against partition count, one line
-per mode, from the JSON files `job_bench.py --json` writes.
+per mode, from the JSON files `job_bench.py --json` and `engine_bench.py --full --json` write.
 
     .venv/bin/python bench/chart.py bench/results/*.json --out bench/results/steps.png
 """
@@ -13,17 +13,24 @@ import sys
 from pathlib import Path
 
 
+def _step(name: str, partitions: int) -> str:
+    """A step's name with its sizes taken out, so runs of several sizes line up."""
+    name = re.sub(r"\(leads \d+\)", "(leads P/B)", name.replace(str(partitions), "P"))
+    return re.sub(r"^broker \d+ controlled shutdown", "broker controlled shutdown", name)
+
+
 def load(paths: list[str]) -> dict[tuple[str, str], list[tuple[int, float]]]:
+    """Series from `job_bench.py --json` files and `engine_bench.py --full --json` files."""
     series: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for path in paths:
         doc = json.loads(Path(path).read_text())
         partitions = doc["args"]["partitions"]
         buckets = doc["args"].get("buckets") or 0
-        for mode, rows in doc["results"].items():
+        results = doc["results"] if "results" in doc else {"engine": [{**r, "step": r["phase"]} for r in doc["phases"]]}
+        for mode, rows in results.items():
             label = f"{mode}, {buckets} buckets" if buckets and mode != "engine" else mode
             for row in rows:
-                step = re.sub(r"\(leads \d+\)", "(leads P/B)", row["step"].replace(str(partitions), "P"))
-                series.setdefault((label, step), []).append((partitions, row["seconds"]))
+                series.setdefault((label, _step(row["step"], partitions)), []).append((partitions, row["seconds"]))
     return series
 
 
