@@ -17,6 +17,7 @@ import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -140,14 +141,24 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
     return rows
 
 
+def measure(phases: dict[str, list[dict]], mode: str, buckets: int) -> tuple[dict, dict, float]:
+    """One mode in this process: (results, Spark's peak memory by mode, this process's peak)."""
+    work = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))
+    try:
+        rows = run_engine(phases) if mode == "engine" else run_spark(phases, mode, work, buckets or None)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    memory = {mode: next((r["descendants_peak_rss_mib"] for r in rows if r["step"] == "_memory"), None)}
+    rows = [{**r, "batch_seconds_all": [round(r.get("batch_seconds", r["seconds"]), 3)]}
+            for r in rows if r["step"] != "_memory"]
+    return {mode: rows}, memory, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _median_rows(mode_runs: list[list[dict]]) -> list[dict]:
     """Per step, the run with the median batch time (the lower middle one of an even count),
-    with every run's batch time beside it; memory is the highest of the runs."""
+    with every run's batch time beside it."""
     out = []
-    for i, row in enumerate(mode_runs[0]):
-        if row["step"] == "_memory":
-            out.append({**row, "descendants_peak_rss_mib": max(r[i]["descendants_peak_rss_mib"] for r in mode_runs)})
-            continue
+    for i in range(len(mode_runs[0])):
         candidates = sorted((r[i] for r in mode_runs), key=lambda r: r.get("batch_seconds", r["seconds"]))
         all_runs = [round(run[i].get("batch_seconds", run[i]["seconds"]), 3) for run in mode_runs]
         out.append({**candidates[(len(candidates) - 1) // 2], "batch_seconds_all": sorted(all_runs)})
@@ -168,23 +179,33 @@ def main() -> int:
     args = ap.parse_args()
     phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True,
                          shutdown_broker=args.shutdown_broker)
-    runs: dict[str, list[list[dict]]] = {}
-    for mode in args.modes.split(","):
-        for _ in range(args.repeat):
-            work = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))
-            try:
-                rows = run_engine(phases) if mode == "engine" else run_spark(phases, mode, work, args.buckets or None)
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
-            runs.setdefault(mode, []).append(rows)
-    results = {mode: _median_rows(mode_runs) for mode, mode_runs in runs.items()}
+    modes = args.modes.split(",")
+    if len(modes) == 1 and args.repeat == 1:
+        results, memory, peak = measure(phases, modes[0], args.buckets)
+    else:
+        # Each mode and each repeat in a process of its own: a Python heap or a JVM that an
+        # earlier run filled makes the next one slower (up to 1.7 times, measured).
+        runs: dict[str, list[list[dict]]] = {}
+        memory, peak = {}, 0.0
+        for mode in modes:
+            for _ in range(args.repeat):
+                with tempfile.TemporaryDirectory(prefix="bench-run-") as tmp:
+                    out = Path(tmp) / "run.json"
+                    cmd = [sys.executable, str(Path(__file__).resolve()), "--partitions", str(args.partitions),
+                           "--brokers", str(args.brokers), "--partitions-per-topic", str(args.partitions_per_topic),
+                           "--modes", mode, "--buckets", str(args.buckets), "--json", str(out)]
+                    if args.shutdown_broker:
+                        cmd += ["--shutdown-broker", str(args.shutdown_broker)]
+                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL if mode == "engine" else None)
+                    doc = json.loads(out.read_text())
+                runs.setdefault(mode, []).append(doc["results"][mode])
+                peak = max(peak, doc["peak_rss_mib"])
+                if doc["spark_peak_rss_mib"].get(mode) is not None:
+                    memory[mode] = max(memory.get(mode, 0), doc["spark_peak_rss_mib"][mode])
+        results = {mode: _median_rows(mode_runs) for mode, mode_runs in runs.items()}
     print(f"\n{args.partitions} partitions, RF 3, {args.brokers} brokers" + (f", {args.buckets} buckets" if args.buckets else ""))
     print(f"{'mode':7} {'step':34} {'events':>7} {'decisions':>10} {'seconds':>9} {'batch s':>8} {'events/s':>10} "
           f"{'decisions/s':>12} {'x engine':>9}" + (f" {'batch s, all runs':>20}" if args.repeat > 1 else ""))
-    memory = {}
-    for mode, rows in results.items():
-        memory[mode] = next((r["descendants_peak_rss_mib"] for r in rows if r["step"] == "_memory"), None)
-        rows[:] = [r for r in rows if r["step"] != "_memory"]
     for mode, rows in results.items():
         for i, r in enumerate(rows):
             base = results.get("engine", [None] * len(rows))[i]
@@ -197,9 +218,8 @@ def main() -> int:
         de = sum(r["decisions"] for r in rows)
         sec = sum(r["seconds"] for r in rows)
         print(f"{mode:7} {'total':34} {ev:>7} {de:>10} {sec:>9.2f} {'':>8} {ev / sec:>10.1f} {de / sec:>12.1f}")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     spark_mem = ", ".join(f"{m} {v} MiB" for m, v in memory.items() if v is not None)
-    print(f"peak resident memory: this process (driver, engine) {peak:.0f} MiB; Spark JVM + Python workers: {spark_mem}")
+    print(f"peak resident memory: driver process {peak:.0f} MiB (the engine runs in it); Spark JVM + Python workers: {spark_mem}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"args": vars(args), "results": results,
