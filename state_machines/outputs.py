@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
+from functools import cache
 from typing import Any, ClassVar, Union
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+@cache
+def field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's field names: dataclasses.fields() is slow enough to matter on the hot
+    paths that turn records, commands and decisions into documents."""
+    return tuple(f.name for f in fields(cls))
 
 
 class _Record:
@@ -23,12 +28,8 @@ class _Record:
         return f"{self.topic}-{self.partition}"  # type: ignore[attr-defined]
 
     def body(self) -> dict[str, Any]:
-        cls = type(self)
-        names = _FIELD_NAMES.get(cls)
-        if names is None:  # dataclasses.fields() is slow enough to matter on the hot path
-            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(self))  # type: ignore[arg-type]
         out: dict[str, Any] = {}
-        for name in names:
+        for name in field_names(type(self)):
             value = getattr(self, name)
             out[name] = list(value) if isinstance(value, tuple) else value
         return out

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import operator
 import types
 import typing
 from enum import Enum
@@ -175,19 +174,13 @@ def _record_in(a: list) -> partition.PartitionRecord:
     )
 
 
-_OP_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
 def _op_out(op: Any) -> list:
     if isinstance(op, commands.LoadPartition):
         a = op.assignment
         return ["LoadPartition", list(a.replicas), list(a.adding_replicas), list(a.removing_replicas),
                 _la_out(op.leadership), op.overwrite]
     cls = type(op)
-    names = _OP_FIELDS.get(cls)
-    if names is None:
-        names = _OP_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(op))
-    return [cls.__name__, *(getattr(op, n) for n in names)]  # tuples encode as arrays
+    return [cls.__name__, *(getattr(op, n) for n in outputs.field_names(cls))]  # tuples encode as arrays
 
 
 def _op_in(a: list) -> Any:
@@ -382,7 +375,6 @@ _TEMPLATES: dict[type, Any] = {
     outputs.ReplicaStateChangeRecord: _replica_change_json,
     outputs.PartitionStateChangeRecord: _partition_change_json,
 }
-_DECISION_FIELDS: dict[type, tuple[tuple[str, ...], Any]] = {}
 
 
 def decision_json(record: outputs.Record, cause_offset: int, cause_id: str | None, seq: int) -> str:
@@ -390,11 +382,6 @@ def decision_json(record: outputs.Record, cause_offset: int, cause_id: str | Non
     template = _TEMPLATES.get(cls)
     if template is not None:
         return template(record, cause_offset, cause_id, seq)
-    entry = _DECISION_FIELDS.get(cls)
-    if entry is None:
-        names = tuple(f.name for f in dataclasses.fields(record))
-        entry = _DECISION_FIELDS[cls] = (names, operator.attrgetter(*names))
-    names, values = entry
     doc = {"v": 1, "type": record.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq}
-    doc.update(zip(names, values(record)))
+    doc.update((n, getattr(record, n)) for n in outputs.field_names(cls))
     return _compact(doc)
