@@ -17,6 +17,7 @@ from typing import Union
 
 from .model import BrokerFact, LeaderAndIsr, ReplicaAssignment
 from .states import ReplicaState
+from .values import quick_init
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +139,7 @@ Op = Union[
 ]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Command:
     topic: str

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .model import LeaderAndIsr
 from .states import LeaderRecoveryState
+from .values import quick_init
 
 BrokerPredicate = Callable[[int], bool]
 
@@ -71,6 +72,7 @@ def controlled_shutdown_partition_leader_election(
     return None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ElectionOutcome:
     """What one strategy decided for one partition: the new state (None: no leader found),

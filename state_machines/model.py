@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .states import LeaderRecoveryState
+from .values import quick_init
 
 NO_LEADER = -1
 NO_EPOCH = -1
@@ -18,6 +19,7 @@ LEADER_DURING_DELETE = -2
 EPOCH_DURING_DELETE = -2
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LeaderAndIsr:
     leader: int
@@ -54,6 +56,7 @@ class LeaderAndIsr:
                             self.leader_recovery_state, controller_epoch)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ReplicaAssignment:
     """`ReplicaAssignment` (ControllerContext.scala): the full replica set during a KIP-455
@@ -92,6 +95,7 @@ class ReplicaAssignment:
         )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class BrokerFact:
     """What the controller knows of one broker id. `registered` is an entry in

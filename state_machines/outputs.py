@@ -13,6 +13,8 @@ from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any, ClassVar, Union
 
+from .values import quick_init
+
 
 @cache
 def field_names(cls: type) -> tuple[str, ...]:
@@ -35,6 +37,7 @@ class _Record:
         return out
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LeaderAndIsrRecord(_Record):
     TYPE: ClassVar[str] = "LeaderAndIsr"
@@ -54,6 +57,7 @@ class LeaderAndIsrRecord(_Record):
     election: str | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StopReplicaRecord(_Record):
     TYPE: ClassVar[str] = "StopReplica"
@@ -64,6 +68,7 @@ class StopReplicaRecord(_Record):
     leader_epoch: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PartitionStateChangeRecord(_Record):
     TYPE: ClassVar[str] = "PartitionStateChange"
@@ -73,6 +78,7 @@ class PartitionStateChangeRecord(_Record):
     to_state: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ReplicaStateChangeRecord(_Record):
     TYPE: ClassVar[str] = "ReplicaStateChange"
@@ -83,6 +89,7 @@ class ReplicaStateChangeRecord(_Record):
     to_state: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StateChangeFailedRecord(_Record):
     TYPE: ClassVar[str] = "StateChangeFailed"
@@ -121,6 +128,7 @@ class AlterPartitionResultRecord(_Record):
     partition_epoch: int | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ElectionResultRecord(_Record):
     TYPE: ClassVar[str] = "ElectionResult"
@@ -142,6 +150,7 @@ class DivergenceRecord(_Record):
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class StillLeads:
     """Internal: after a controlled shutdown of `broker_id`, this partition is still led by

@@ -49,11 +49,13 @@ from .outputs import (
     StopReplicaRecord,
 )
 from .states import LeaderRecoveryState, PartitionState, ReplicaState
+from .values import quick_init
 
 P = PartitionState
 R = ReplicaState
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PartitionRecord:
     topic: str
@@ -66,6 +68,7 @@ class PartitionRecord:
     being_reassigned: bool = False
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PartitionResult:
     state: PartitionRecord | None
