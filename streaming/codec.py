@@ -111,6 +111,29 @@ DirectoryRecord = Union[directory.ControllerRecord, directory.BrokerRecord, dire
 PartitionRecordType = partition.PartitionRecord
 
 
+_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+
+
+def _opt(value: str | None) -> str:
+    return "null" if value is None else _str(value)
+
+
+# A cluster has few distinct replica lists and ISRs, and every record written holds several.
+_INTS: dict[tuple[int, ...], str] = {}
+
+
+def _ints(values: tuple[int, ...]) -> str:
+    try:
+        text = _INTS.get(values)
+    except TypeError:  # a list
+        return f"[{','.join(map(str, values))}]"
+    if text is None:
+        if len(_INTS) >= 65536:
+            _INTS.clear()
+        text = _INTS[values] = f"[{','.join(map(str, values))}]"
+    return text
+
+
 # ---------------------------------------------------------------------------------------
 # Compact encodings of the two values every partition touches on every command. They are
 # JSON arrays with their own version first; `dumps`/`loads` pick them by type.
@@ -129,10 +152,13 @@ def _la_out(la: model.LeaderAndIsr | None) -> list | None:
     return [la.leader, la.leader_epoch, list(la.isr), la.partition_epoch, la.leader_recovery_state.value, la.controller_epoch]
 
 
+_LRS_BY_NAME = {s.value: s for s in _LRS}
+
+
 def _la_in(a: list | None) -> model.LeaderAndIsr | None:
     if a is None:
         return None
-    return model.LeaderAndIsr(a[0], a[1], tuple(a[2]), a[3], _LRS(a[4]), a[5])
+    return model.LeaderAndIsr(a[0], a[1], tuple(a[2]), a[3], _LRS_BY_NAME[a[4]], a[5])
 
 
 def _brokers_out(brokers: tuple) -> list:
@@ -162,6 +188,30 @@ def _record_out(r: partition.PartitionRecord) -> list:
     return [COMPACT_VERSION, r.topic, r.partition, list(a.replicas), list(a.adding_replicas), list(a.removing_replicas),
             r.state.value if r.state else None, _la_out(r.leadership),
             [[b, s.value] for b, s in r.replica_states], _brokers_out(r.brokers), r.being_reassigned]
+
+
+# The same bytes as `_compact(_record_out(r))`, written directly: the JSON encoder builds a
+# C encoder object per call, and the nested lists it would read are built only to be read.
+# Every partition a command changes is written once per batch. (tests/unit/test_codec.py
+# holds the two to the same bytes.)
+_BOOL = {True: "true", False: "false"}
+_QUOTED: dict[Any, str] = {s: _str(s.value) for enum in (_R.values(), _P.values(), _LRS) for s in enum}
+
+
+def _record_text(r: partition.PartitionRecord) -> str:
+    a = r.assignment
+    la = r.leadership
+    if la is None:
+        leadership = "null"
+    else:
+        leadership = (f"[{la.leader},{la.leader_epoch},{_ints(la.isr)},{la.partition_epoch},"
+                      f"{_QUOTED[la.leader_recovery_state]},{la.controller_epoch}]")
+    states = ",".join([f"[{b},{_QUOTED[s]}]" for b, s in r.replica_states])
+    brokers = ",".join([f"[{b},{_BOOL[f.registered]},{_BOOL[f.shutting_down]},"
+                        f"{'null' if f.broker_epoch is None else f.broker_epoch}]" for b, f in r.brokers])
+    return (f"[{COMPACT_VERSION},{_str(r.topic)},{r.partition},{_ints(a.replicas)},{_ints(a.adding_replicas)},"
+            f"{_ints(a.removing_replicas)},{'null' if r.state is None else _QUOTED[r.state]},{leadership},"
+            f"[{states}],[{brokers}],{_BOOL[r.being_reassigned]}]")
 
 
 def _record_in(a: list) -> partition.PartitionRecord:
@@ -267,7 +317,7 @@ def dumps(value: Any) -> str:  # type: ignore[no-redef]
     if isinstance(value, _Cmd):
         return _command_text(value)
     if isinstance(value, _Rec):
-        return _compact(_record_out(value))
+        return _record_text(value)
     if isinstance(value, _DIRECTORY_TYPES):
         return _compact(_directory_out(value))
     return _generic_dumps(value)
@@ -315,7 +365,7 @@ def bucket_entry_in(entry: str) -> tuple[partition.PartitionRecord, int, int]:
 
 
 def bucket_entry_out(record: partition.PartitionRecord, seq_cause: int, seq_next: int) -> str:
-    return f"{seq_cause}\t{seq_next}\t{_compact(_record_out(record))}"
+    return f"{seq_cause}\t{seq_next}\t{_record_text(record)}"
 
 
 def bucket_text(entries: dict[str, str]) -> str:
@@ -328,17 +378,6 @@ def bucket_text(entries: dict[str, str]) -> str:
 # separators (tests/unit/test_codec.py holds every record of generated logs to that). The
 # four records a fan-out produces by the ten thousand are written from templates, the
 # others through the encoder (which writes tuples as arrays, so no lists are built).
-
-_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
-
-
-def _opt(value: str | None) -> str:
-    return "null" if value is None else _str(value)
-
-
-def _ints(values: tuple[int, ...]) -> str:
-    return f"[{','.join(map(str, values))}]"
-
 
 def _head(rec: Any, cause_offset: int, cause_id: str | None, seq: int) -> str:
     return (f'{{"v":1,"type":"{rec.TYPE}","cause_offset":{cause_offset},"cause_id":{_opt(cause_id)},"seq":{seq},'

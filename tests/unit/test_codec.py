@@ -27,6 +27,8 @@ def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch:
         seen["commands"] += 1
         if state is not None:
             assert codec.loads(codec.dumps(state), PartitionRecord) == state
+            # the record's text is written directly; it is the JSON encoder's bytes
+            assert codec.dumps(state) == json.dumps(codec._record_out(state), separators=(",", ":"))
             assert codec.bucket_entry_in(codec.bucket_entry_out(state, cmd.cause_offset, 7)) == (state, cmd.cause_offset, 7)
             seen["records"] += 1
         result = original(state, cmd, config)
