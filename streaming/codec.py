@@ -107,6 +107,11 @@ def loads(text: str, hint: Any) -> Any:
     return from_jsonable(doc["d"], hint)
 
 
+# The sequencer's directory map holds, beside its records, a stamp naming its version
+# (streaming/job.py), under a key no record has: records are "controller", "broker-<id>"
+# and "topic-<name>", and a topic name cannot hold "~".
+DIRECTORY_STAMP_KEY = "~stamp"
+
 DirectoryRecord = Union[directory.ControllerRecord, directory.BrokerRecord, directory.TopicRecord]
 PartitionRecordType = partition.PartitionRecord
 

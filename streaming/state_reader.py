@@ -66,5 +66,7 @@ def directory_records(spark: Any, checkpoint: str, batch_id: int | None = None) 
     df = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, stateVarName="directory")
     out = {}
     for row in df.collect():
-        out[row["user_map_key"][0]] = codec.loads(_map_value(row), codec.DirectoryRecord)
+        key = row["user_map_key"][0]
+        if key != codec.DIRECTORY_STAMP_KEY:
+            out[key] = codec.loads(_map_value(row), codec.DirectoryRecord)
     return out
