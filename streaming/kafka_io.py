@@ -52,9 +52,7 @@ class DecisionWriter:
             self._producer = CheckedProducer(self._config())
         producer = self._producer
         try:
-            topic = self.settings.decisions_topic
-            for key, payload in decisions:
-                producer.send(topic, payload.encode(), key=key.encode())
+            producer.send_all(self.settings.decisions_topic, decisions)
             for d in dlq:
                 headers = [("dlq.reason", d["reason"].encode()), ("dlq.source", str(d["source"]).encode()),
                            ("dlq.offset", str(d["offset"]).encode())]

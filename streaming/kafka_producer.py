@@ -16,7 +16,7 @@ would cost a Python call each, which at 100,000 records is a noticeable part of 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from state_machines.errors import ShadowControllerError
@@ -71,6 +71,30 @@ class CheckedProducer:
         self.sent += 1
         if self.sent % POLL_EVERY == 0:
             self._producer.poll(0)
+
+    def send_all(self, topic: str, records: Iterable[tuple[str | bytes, str | bytes]]) -> None:
+        """`send` for many (key, value) records to one topic: the loop a decisions batch
+        of 100,000 records runs, without the per-record call and keyword arguments.
+        (librdkafka takes a str as its UTF-8 bytes.)"""
+        from confluent_kafka import KafkaException
+
+        produce, poll = self._producer.produce, self._producer.poll
+        sent = 0
+        try:
+            for key, value in records:
+                while True:
+                    try:
+                        produce(topic, value, key)
+                        break
+                    except BufferError:
+                        poll(1.0)  # local queue full: serve delivery reports, then retry
+                sent += 1
+                if sent % POLL_EVERY == 0:
+                    poll(0)
+        except KafkaException as exc:
+            raise DeliveryFailed(f"cannot produce to {topic!r}: {exc.args[0]}") from exc
+        finally:
+            self.sent += sent
 
     def confirm(self, timeout_s: float | None = None) -> int:
         """Flush; return how many records the broker confirmed since the last call, or raise."""
