@@ -2,10 +2,11 @@
 
 A frozen dataclass's generated `__init__` stores each field with `object.__setattr__`,
 looked up as a global on every call. A fan-out to tens of thousands of partitions builds
-a dozen such values per partition (the record, its leader-and-ISR, the output records),
-and that lookup was a fifth of the partition step. `quick_init` gives the class an
-`__init__` with the same signature and defaults that stores each field through its slot
-descriptor instead: measured here at 0.65 µs against 1.6 µs for six fields. The class
+a dozen such values per partition (the record, its leader-and-ISR, the output records).
+`quick_init` gives the class an `__init__` with the same signature and defaults that
+stores each field through its slot descriptor instead: measured here at 0.65 µs against
+1.6 µs for six fields, and the fold of a 30,000-partition controlled shutdown went from
+2.26 to 2.07 s. The class
 stays a frozen, slotted dataclass: assignment still raises, `replace`, equality, hashing
 and `fields` are the dataclass's own.
 """
