@@ -6,6 +6,12 @@ partition commands of a round, in (topic, partition) order, then `after_reports`
 deletion reports of that round, whose commands form the next round, until none are left.
 A bounce (a known broker restarting with a higher epoch) is a failure followed by a
 startup, each settled in turn, as Kafka's `processBrokerChange` runs them.
+
+An exception the controller raises (a bug here, never bad input) does not stop the loop.
+In the directory step it ends the cause there: what earlier steps of the cause produced
+stands, the rest is not run. In a partition step only that partition's command is lost.
+Each becomes an entry of `errors` (cause offset, reason); the job writes the same entries
+to its dead letters, so the two stay equal decision for decision.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from .directory import (
 from .events import Envelope
 from .model import ControllerConfig
 from .outputs import ObservationOutcome, Output, Record, assemble_controlled_shutdown_results, to_contract
-from .partition import PartitionRecord, partition_step
+from .partition import PartitionRecord, describe_error, guarded_partition_step
 
 TopicPartition = tuple[str, int]
 
@@ -48,23 +54,35 @@ class Engine:
     partitions: dict[TopicPartition, PartitionRecord] = field(default_factory=dict)
     # shadow mode: running counts of observed states that matched or diverged, by severity
     observations: Counter = field(default_factory=Counter)
+    # exceptions the controller raised: (cause offset, reason), as the job dead-letters them
+    errors: list[tuple[int, str]] = field(default_factory=list)
 
     def process(self, envelope: Envelope) -> list[dict[str, Any]]:
         """Apply one event; return its decision records (contract dicts, canonical order)."""
         outputs: list[Output] = []
         pending = [envelope.event]
+        offset = envelope.offset
         while pending:
             event = pending.pop(0)
-            result = directory_step(self.directory, event, self.config, envelope.offset, envelope.id)
+            try:
+                result = directory_step(self.directory, event, self.config, offset, envelope.id)
+            except Exception as exc:  # noqa: BLE001 - see the module docstring
+                self.errors.append((offset, describe_error(exc, "the directory step")))
+                break
             followups = result.followups
             self._apply(result.changes)
             outputs.extend(result.outputs)
             commands, cont = result.commands, result.continuation
             while commands or cont is not None:
-                reports = self._run(commands, outputs)
+                reports = self._run(commands, outputs, offset)
                 if not reports and cont is None:
                     break
-                result = after_reports(self.directory, reports, cont, self.config, envelope.offset, envelope.id)
+                try:
+                    result = after_reports(self.directory, reports, cont, self.config, offset, envelope.id)
+                except Exception as exc:  # noqa: BLE001
+                    self.errors.append((offset, describe_error(exc, "the directory step")))
+                    pending, followups = [], ()
+                    break
                 self._apply(result.changes)
                 outputs.extend(result.outputs)
                 commands, cont = result.commands, None
@@ -73,11 +91,13 @@ class Engine:
         records = assemble_controlled_shutdown_results(outputs)
         return sequence_records(records, envelope.offset, envelope.id)
 
-    def _run(self, commands: Iterable[Command], outputs: list[Output]) -> list[DeletionReport]:
+    def _run(self, commands: Iterable[Command], outputs: list[Output], offset: int) -> list[DeletionReport]:
         reports = []
         for cmd in commands:
             tp = (cmd.topic, cmd.partition)
-            res = partition_step(self.partitions.get(tp), cmd, self.config)
+            res, error = guarded_partition_step(self.partitions.get(tp), cmd, self.config)
+            if error is not None:
+                self.errors.append((offset, error))
             if res.state is None:
                 self.partitions.pop(tp, None)
             else:

@@ -3,6 +3,12 @@
 `parse_event` turns one decoded JSON object into an event value or raises `InvalidEvent`
 with a one-line reason (the dead-letter reason). It checks shape and impossible values only;
 whether the controller accepts a well-formed event is decided by the state machines.
+
+`parse_line` decodes a record within `InputLimits` first: its size, its nesting depth and
+the length of its numbers are checked before the JSON decoder builds anything, so no
+record can make the decoder recurse out of the stack, convert a 5,000-digit integer, or
+hold a megabyte-long `id` that every decision of the event would echo. Whatever a record
+holds, `parse_line` returns an envelope or raises `InvalidEvent`, never anything else.
 """
 
 from __future__ import annotations
@@ -16,6 +22,30 @@ from .errors import InvalidEvent
 
 CONTRACT_VERSION = 1
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+# what a reason quotes of the input, so a dead-letter reason stays one short line
+_SHOWN_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class InputLimits:
+    """Bounds on one input record, checked before it is decoded (settings `[input]`)."""
+
+    # Kafka's default max.message.bytes is 1,048,588; a bigger record is not a contract event
+    max_record_bytes: int = 1_048_576
+    # the deepest contract event (ReplicaLeaderElection) nests 3 levels
+    max_depth: int = 32
+    # digits of one JSON number; int64 needs 19
+    max_number_digits: int = 20
+    # `id` is echoed as `cause_id` into every decision of its event
+    max_id_chars: int = 256
+
+
+DEFAULT_LIMITS = InputLimits()
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text)} chars)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +210,7 @@ def _broker_id(value: Any, name: str) -> int:
 def _topic(obj: dict[str, Any]) -> str:
     value = _req(obj, "topic")
     if not isinstance(value, str) or not _TOPIC_NAME.match(value):
-        raise InvalidEvent(f"field 'topic' is not a valid Kafka topic name: {value!r}")
+        raise InvalidEvent(f"field 'topic' is not a valid Kafka topic name: {_shown(value)}")
     return value
 
 
@@ -191,7 +221,7 @@ def _broker_list(value: Any, name: str, *, allow_empty: bool = False) -> tuple[i
     if not ids and not allow_empty:
         raise InvalidEvent(f"field '{name}' must not be empty")
     if len(set(ids)) != len(ids):
-        raise InvalidEvent(f"field '{name}' has duplicate broker ids: {list(ids)}")
+        raise InvalidEvent(f"field '{name}' has duplicate broker ids: {_shown(list(ids))}")
     return ids
 
 
@@ -201,7 +231,7 @@ def _partition_map(value: Any) -> tuple[tuple[int, tuple[int, ...]], ...]:
     out = []
     for key, replicas in value.items():
         if not isinstance(key, str) or not key.isdigit():
-            raise InvalidEvent(f"partition number must be a non-negative integer string, got {key!r}")
+            raise InvalidEvent(f"partition number must be a non-negative integer string, got {_shown(key)}")
         out.append((int(key), _broker_list(replicas, f"partitions.{key}")))
     return tuple(sorted(out))
 
@@ -216,7 +246,7 @@ def _recovery(value: Any, name: str) -> str:
     if value is None:
         return "RECOVERED"
     if value not in ("RECOVERED", "RECOVERING"):
-        raise InvalidEvent(f"field '{name}' must be RECOVERED or RECOVERING, got {value!r}")
+        raise InvalidEvent(f"field '{name}' must be RECOVERED or RECOVERING, got {_shown(value)}")
     return str(value)
 
 
@@ -279,10 +309,10 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
     if kind == "ReplicaLeaderElection":
         election_type = _req(obj, "election_type")
         if election_type not in ("PREFERRED", "UNCLEAN"):
-            raise InvalidEvent(f"field 'election_type' must be PREFERRED or UNCLEAN, got {election_type!r}")
+            raise InvalidEvent(f"field 'election_type' must be PREFERRED or UNCLEAN, got {_shown(election_type)}")
         trigger = obj.get("trigger") or "admin"
         if trigger not in ("admin", "zk", "auto"):
-            raise InvalidEvent(f"field 'trigger' must be admin, zk or auto, got {trigger!r}")
+            raise InvalidEvent(f"field 'trigger' must be admin, zk or auto, got {_shown(trigger)}")
         if "partitions" not in obj:
             raise InvalidEvent("missing required field 'partitions'")
         raw = obj["partitions"]
@@ -326,7 +356,7 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
             _opt_int(obj, "controller_epoch", minimum=0),
             None if replicas is None else _broker_list(replicas, "replicas"),
         )
-    raise InvalidEvent(f"unknown event type {kind!r}")
+    raise InvalidEvent(f"unknown event type {_shown(kind)}")
 
 
 def _reassignment_target(value: Any) -> tuple[int, ...]:
@@ -337,35 +367,81 @@ def _reassignment_target(value: Any) -> tuple[int, ...]:
     return tuple(value)
 
 
-def parse_event(obj: Any, offset: int) -> Envelope:
+def parse_event(obj: Any, offset: int, limits: InputLimits = DEFAULT_LIMITS) -> Envelope:
     """Validate one decoded JSON value against contract v1."""
     if not isinstance(obj, dict):
         raise InvalidEvent(f"an event must be a JSON object, got {type(obj).__name__}")
     version = obj.get("v")
     if version is None:
         raise InvalidEvent("missing required field 'v'")
-    if version != CONTRACT_VERSION or isinstance(version, bool):
-        raise InvalidEvent(f"unsupported contract version {version!r} (this build reads v1)")
+    # the contract's version is an integer: 1.0 equals 1 in Python but is not the contract
+    if version != CONTRACT_VERSION or type(version) is not int:
+        raise InvalidEvent(f"unsupported contract version {_shown(version)} (this build reads v1)")
     kind = obj.get("type")
     if not isinstance(kind, str):
         raise InvalidEvent("missing required field 'type'")
     event_id = obj.get("id")
     if event_id is not None and not isinstance(event_id, str):
         raise InvalidEvent("field 'id' must be a string")
+    if event_id is not None and len(event_id) > limits.max_id_chars:
+        raise InvalidEvent(f"field 'id' has {len(event_id)} characters, over the limit of {limits.max_id_chars}")
     ts = obj.get("ts")
     if ts is not None:
         ts = _int(ts, "ts")
     return Envelope(offset, _parse_body(kind, obj), event_id, ts)
 
 
-def parse_line(line: str | bytes, offset: int) -> Envelope:
-    """Decode and validate one JSON line; undecodable bytes and bad JSON are InvalidEvent too."""
+# A JSON string (escapes included), then the structural characters and digit runs outside
+# strings: enough to measure depth and number length without decoding.
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _check_shape(text: str, limits: InputLimits) -> None:
+    """Depth and number length, on the text with its strings removed. The quick counts
+    settle almost every record; only one that could break a bound is scanned exactly."""
+    opened = text.count("[") + text.count("{")
+    long_digits = re.search(r"\d{%d}" % (limits.max_number_digits + 1), text)
+    if opened <= limits.max_depth and long_digits is None:
+        return
+    bare = _STRING.sub('""', text)
+    if opened > limits.max_depth:
+        depth = 0
+        for m in _BRACKETS.finditer(bare):
+            if m.group() in "[{":
+                depth += 1
+                if depth > limits.max_depth:
+                    raise InvalidEvent(f"nested deeper than {limits.max_depth} levels")
+            else:
+                depth -= 1
+    if long_digits is not None:
+        m = re.search(r"\d{%d,}" % (limits.max_number_digits + 1), bare)
+        if m is not None:
+            raise InvalidEvent(
+                f"a number has {len(m.group())} digits, over the limit of {limits.max_number_digits}")
+
+
+def _reject_constant(name: str) -> Any:
+    raise InvalidEvent(f"not JSON: {name} is not a JSON number")
+
+
+def parse_line(line: str | bytes | None, offset: int, limits: InputLimits = DEFAULT_LIMITS) -> Envelope:
+    """Decode and validate one record within `limits`. Every way a record can be bad,
+    from a null value to bytes that are not UTF-8, is an InvalidEvent."""
+    if line is None:
+        raise InvalidEvent("null value (a tombstone): an event is a JSON object")
+    size = len(line) if isinstance(line, bytes) else len(line.encode("utf-8", "surrogatepass"))
+    if size > limits.max_record_bytes:
+        raise InvalidEvent(f"record is {size} bytes, over the limit of {limits.max_record_bytes}")
     try:
         text = line.decode("utf-8") if isinstance(line, bytes) else line
     except UnicodeDecodeError as exc:
         raise InvalidEvent(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
+    _check_shape(text, limits)
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise InvalidEvent(f"not JSON: {exc.msg} at column {exc.colno}") from None
-    return parse_event(obj, offset)
+    except (RecursionError, ValueError) as exc:  # bounds above make these unreachable; belt and braces
+        raise InvalidEvent(f"not decodable: {type(exc).__name__}") from None
+    return parse_event(obj, offset, limits)

@@ -772,3 +772,33 @@ def handle_partition_state_changes(
     t = _standalone(state, ctx, config)
     t.psm(target, strategy, allow_unclean)
     return PartitionResult(t.freeze(), tuple(t.out), None)
+
+
+def guarded_partition_step(
+    state: PartitionRecord | None, cmd: Command, config: ControllerConfig
+) -> tuple[PartitionResult, str | None]:
+    """`partition_step`, with an exception turned into a value: the partition keeps its
+    state, the command has no outputs, and the error's one-line description comes back.
+    An exception here is a bug of this project, not bad input; raised inside a Spark task
+    it would fail the batch, and the restart would replay the same event forever. A
+    partition of a topic queued for deletion still reports back (its unchanged state), or
+    the directory would wait for its report for good."""
+    try:
+        return partition_step(state, cmd, config), None
+    except Exception as exc:  # noqa: BLE001 - the boundary of the core: nothing may escape
+        report = None
+        if cmd.ctx.queued_for_deletion:
+            if state is None:
+                report = DeletionReport(cmd.topic, cmd.partition, (), (), False, removed=True)
+            else:
+                report = _Txn(state, cmd, config).report()
+        return PartitionResult(state, (), report), describe_error(exc, f"partition {cmd.topic}-{cmd.partition}")
+
+
+def describe_error(exc: BaseException, where: str) -> str:
+    """The dead-letter reason for an exception the controller raised."""
+    text = str(exc).replace("\n", " ")
+    if len(text) > 200:
+        text = text[:200] + "..."
+    return f"controller error in {where}: {type(exc).__name__}: {text}"
+

@@ -11,7 +11,7 @@ from typing import TextIO
 
 from state_machines.engine import Engine
 from state_machines.errors import InvalidEvent
-from state_machines.events import Envelope, parse_line
+from state_machines.events import DEFAULT_LIMITS, Envelope, InputLimits, parse_line
 from state_machines.model import ControllerConfig
 
 
@@ -29,19 +29,20 @@ def load_controller_config(path: str | None) -> ControllerConfig:
     return ControllerConfig.from_properties(flatten(data.get("controller", data)))
 
 
-def read_events(path: str, errors: TextIO) -> Iterator[Envelope]:
+def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS) -> Iterator[Envelope]:
     """Contract events from a JSON-lines file; the 0-based line index is the cause_offset.
-    A bad line is reported with its line number and skipped."""
+    A bad line is reported with its 1-based line number (as the job's file-mode dead
+    letters name it in `source`) and its offset, and skipped."""
     with open(path, "rb") as fh:
         for index, raw in enumerate(fh):
             line = raw.rstrip(b"\r\n")
             if not line.strip():
-                print(f"{path}:{index + 1}: skipped: empty line", file=errors)
+                print(f"{path}:{index + 1}: skipped (offset {index}): empty line", file=errors)
                 continue
             try:
-                yield parse_line(line, index)
+                yield parse_line(line, index, limits)
             except InvalidEvent as exc:
-                print(f"{path}:{index + 1}: skipped: {exc}", file=errors)
+                print(f"{path}:{index + 1}: skipped (offset {index}): {exc}", file=errors)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -56,6 +57,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             out.close()
     if args.state_out:
         Path(args.state_out).write_text(json.dumps(engine.state_json(), indent=2, sort_keys=True) + "\n")
+    for offset, reason in engine.errors:
+        print(f"{args.events}:{offset + 1}: dead-lettered (offset {offset}): {reason}", file=sys.stderr)
     if engine.observations:
         o = engine.observations
         print(f"shadow: {o['match']} observed states matched, {o['benign']} benign and {o['safety']} safety divergences",

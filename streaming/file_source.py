@@ -100,9 +100,10 @@ class EventFilesReader(DataSourceStreamReader):
                 break
             full = os.path.join(partition.path, name)
             with open(full, "rb") as fh:
-                for raw in fh:
+                for line_no, raw in enumerate(fh, 1):
                     if partition.start <= index < partition.end:
-                        yield (raw.rstrip(b"\r\n"), index, f"{name}:{index}")
+                        # `source` names the file and its 1-based line, as `simulate` does
+                        yield (raw.rstrip(b"\r\n"), index, f"{name}:{line_no}")
                     index += 1
                     if index >= partition.end:
                         break

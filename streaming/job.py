@@ -30,6 +30,7 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 
 from state_machines.commands import DeletionReport
 from state_machines.model import ControllerConfig
+from state_machines.events import DEFAULT_LIMITS, InputLimits
 
 from . import codec
 from .file_source import EventFilesSource, FeedbackSource, feedback_file
@@ -100,8 +101,11 @@ _LAST_DIRECTORY = LastDirectory()
 class SequencerProcessor(StatefulProcessor):
     """The directory, under a single key: Kafka's controller is one event thread."""
 
-    def __init__(self, config: ControllerConfig, buckets: int = 0, shuffle_partitions: int = 1):
+    def __init__(self, config: ControllerConfig, buckets: int = 0, shuffle_partitions: int = 1,
+                 limits: InputLimits = DEFAULT_LIMITS, dlq_max_value_bytes: int = 900_000):
         self.config = config
+        self.limits = limits
+        self.dlq_max_value_bytes = dlq_max_value_bytes
         self.buckets = buckets
         self.shuffle_partitions = shuffle_partitions
 
@@ -117,7 +121,8 @@ class SequencerProcessor(StatefulProcessor):
         for pdf in rows:
             for kind, offset, value, source, payload in pdf[["kind", "offset", "value", "source", "payload"]].itertuples(index=False):
                 if kind == "event":
-                    events.append(RawEvent(int(offset), bytes(value), str(source)))
+                    # a null value (a tombstone) stays None, for the dead letters to say so
+                    events.append(RawEvent(int(offset), None if value is None else bytes(value), str(source)))
                 else:
                     reports.append(codec.loads(payload, DeletionReport))
         stamped = self.records.getValue((codec.DIRECTORY_STAMP_KEY,))
@@ -126,8 +131,8 @@ class SequencerProcessor(StatefulProcessor):
         if directory is None:
             directory = _load_directory(self.records.iterator())
         pending = codec.loads(self.pending.get()[0], Pending) if self.pending.exists() else None
-        buffered = [RawEvent(int(o), bytes(v), s) for o, v, s in self.buffer.get()] if self.buffer.exists() else []
-        seq = Sequencer(directory, self.config)
+        buffered = [RawEvent(int(o), None if v is None else bytes(v), s) for o, v, s in self.buffer.get()] if self.buffer.exists() else []
+        seq = Sequencer(directory, self.config, self.limits, self.dlq_max_value_bytes)
         pending, rest = seq.run(pending, buffered, events, reports)
         for k in sorted(seq.changed):
             rec = directory.get(k)
@@ -226,6 +231,12 @@ class JobSettings:
     # scale mode: pack partitions into this many Spark groups (0: one group per partition).
     # Frozen into a checkpoint, like spark.sql.shuffle.partitions.
     partition_buckets: int = 0
+    # bounds on one input record (size, nesting, number length, id length): past them the
+    # record is a dead letter, never an exception in the job
+    limits: InputLimits = DEFAULT_LIMITS
+    # a dead letter keeps at most this many bytes of the original record (a prefix, with
+    # its size and digest in headers); below the producer's default message.max.bytes
+    dlq_max_value_bytes: int = 900_000
 
     @property
     def dlq_topic(self) -> str:
@@ -322,7 +333,8 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
 def decisions_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
     inputs = events_frame(spark, settings).withColumn("k", F.lit(SEQUENCER_KEY))
     commands = inputs.groupBy("k").transformWithStateInPandas(
-        statefulProcessor=SequencerProcessor(settings.controller, settings.partition_buckets, settings.shuffle_partitions),
+        statefulProcessor=SequencerProcessor(settings.controller, settings.partition_buckets, settings.shuffle_partitions,
+                                             settings.limits, settings.dlq_max_value_bytes),
         outputStructType=SEQUENCER_OUT,
         outputMode="Append",
         timeMode="None",
@@ -351,6 +363,9 @@ class BatchSink:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         collect_less()
         out = assemble_batch(_collect(df))
+        for d in out.dlq:
+            if d["reason"].startswith("controller error"):
+                log.error("batch %d: event at %s dead-lettered: %s", batch_id, d["source"] or d["offset"], d["reason"])
         if self.settings.output.startswith("file:"):
             base = self.settings.output[5:]
             _write_lines(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"), [p for _, p in out.decisions])

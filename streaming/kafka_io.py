@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 from typing import Any
 
@@ -20,6 +21,28 @@ log = logging.getLogger("shadow_controller.kafka")
 WRITER_DEFAULTS: dict[str, Any] = {
     "acks": "all", "enable.idempotence": False, "max.in.flight.requests.per.connection": 1, "linger.ms": 5,
 }
+
+
+# room left for a dead letter's headers and the record's framing
+DLQ_HEADROOM_BYTES = 16_384
+
+
+def dlq_record(doc: dict[str, Any], limit: int) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+    """A dead-letter document as a Kafka record: the original bytes (a prefix of at most
+    `limit` bytes when they do not fit, then `dlq.truncated`, `dlq.original.size` and
+    `dlq.original.sha256` say so) and `dlq.*` headers."""
+    encoded = doc.get("value_base64")
+    value = None if encoded is None else base64.b64decode(encoded)
+    headers = [("dlq.reason", doc["reason"].encode()), ("dlq.source", str(doc["source"]).encode()),
+               ("dlq.offset", str(doc["offset"]).encode())]
+    size, digest = doc.get("original_size"), doc.get("original_sha256")
+    if value is not None and len(value) > limit:
+        size, digest = len(value), hashlib.sha256(value).hexdigest()
+        value = value[:limit]
+    if size is not None:
+        headers += [("dlq.truncated", b"true"), ("dlq.original.size", str(size).encode()),
+                    ("dlq.original.sha256", str(digest).encode())]
+    return value, headers
 
 
 def _client_config(settings: JobSettings) -> dict[str, Any]:
@@ -53,14 +76,20 @@ class DecisionWriter:
         producer = self._producer
         try:
             producer.send_all(self.settings.decisions_topic, decisions)
+            limit = self._dlq_value_limit()
             for d in dlq:
-                headers = [("dlq.reason", d["reason"].encode()), ("dlq.source", str(d["source"]).encode()),
-                           ("dlq.offset", str(d["offset"]).encode())]
-                producer.send(self.settings.dlq_topic, base64.b64decode(d["value_base64"]), headers=headers)
+                value, headers = dlq_record(d, limit)
+                producer.send(self.settings.dlq_topic, value, headers=headers)
             producer.confirm()
         except BaseException:
             self.close()
             raise
+
+    def _dlq_value_limit(self) -> int:
+        """What of a dead record's bytes fits one produce request: the setting, and never
+        more than the producer's message.max.bytes less room for the headers."""
+        max_message = int(self._config().get("message.max.bytes", 1_000_000))
+        return max(0, min(self.settings.dlq_max_value_bytes, max_message - DLQ_HEADROOM_BYTES))
 
     def close(self) -> None:
         """Drop the producer; records it still queues are discarded, not sent later."""

@@ -17,6 +17,7 @@ are being deleted.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import zlib
 from collections.abc import Iterable, Sequence
@@ -26,10 +27,10 @@ from typing import Any, NamedTuple
 from state_machines.commands import Command, DeletionReport
 from state_machines.directory import Continuation, after_reports, directory_step
 from state_machines.errors import InvalidEvent
-from state_machines.events import Event, parse_line
+from state_machines.events import DEFAULT_LIMITS, Event, InputLimits, parse_line
 from state_machines.model import ControllerConfig
 from state_machines.outputs import ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads
-from state_machines.partition import PartitionRecord, partition_step
+from state_machines.partition import PartitionRecord, describe_error, guarded_partition_step
 
 from . import codec
 from .spark_hash import balanced_labels
@@ -50,8 +51,27 @@ def group_of(gkey: str, buckets: int = 0, shuffle_partitions: int = 1) -> str:
 @dataclass(frozen=True, slots=True)
 class RawEvent:
     offset: int
-    value: bytes
+    value: bytes | None  # None: a Kafka record with a null value (a tombstone)
     source: str
+
+
+# A dead-letter reason is one line; what it quotes of the input is already bounded.
+MAX_REASON_CHARS = 1000
+
+
+def dead_letter(value: bytes | None, reason: str, source: str, offset: int, max_value_bytes: int) -> dict[str, Any]:
+    """The dead-letter document of one record. A value over `max_value_bytes` keeps its
+    prefix, and says so with its original size and SHA-256 (the Kafka output turns these
+    into headers)."""
+    doc: dict[str, Any] = {"reason": reason[:MAX_REASON_CHARS], "source": source, "offset": offset}
+    if value is None:
+        doc["value_base64"] = None
+    elif len(value) > max_value_bytes:
+        doc.update(value_base64=base64.b64encode(value[:max_value_bytes]).decode("ascii"), truncated=True,
+                   original_size=len(value), original_sha256=hashlib.sha256(value).hexdigest())
+    else:
+        doc["value_base64"] = base64.b64encode(value).decode("ascii")
+    return doc
 
 
 class Row(NamedTuple):
@@ -87,8 +107,12 @@ class Sequencer:
 
     directory: dict[str, Any]
     config: ControllerConfig
+    limits: InputLimits = DEFAULT_LIMITS
+    dlq_max_value_bytes: int = 900_000
     changed: set[str] = field(default_factory=set)
     rows: list[Row] = field(default_factory=list)
+    # the record of the cause being run, for the dead letter of an exception it causes
+    _cause: RawEvent | None = None
 
     def _apply(self, changes: dict[str, Any]) -> None:
         for key, record in changes.items():
@@ -111,10 +135,14 @@ class Sequencer:
         while queue and pending is None:
             raw = queue.pop(0)
             try:
-                env = parse_line(raw.value, raw.offset)
+                env = parse_line(raw.value, raw.offset, self.limits)
             except InvalidEvent as exc:
                 self._dlq(raw, str(exc))
                 continue
+            except Exception as exc:  # noqa: BLE001 - parse_line raises only InvalidEvent; never crash on input
+                self._dlq(raw, f"not decodable: {type(exc).__name__}")
+                continue
+            self._cause = raw
             pending = self._events(env.offset, env.id, [env.event], 0)
         return pending, queue
 
@@ -125,7 +153,11 @@ class Sequencer:
         if not events:
             return None
         event, rest = events[0], events[1:]
-        result = directory_step(self.directory, event, self.config, offset, cause_id)
+        try:
+            result = directory_step(self.directory, event, self.config, offset, cause_id)
+        except Exception as exc:  # noqa: BLE001 - as Engine.process: the cause ends here
+            self._controller_error(offset, describe_error(exc, "the directory step"))
+            return None
         self._apply(result.changes)
         for i, rec in enumerate(result.outputs):
             self.rows.append(Row(DIRECT, offset, round_, i, "out", codec.dumps(rec), cause_id))
@@ -142,7 +174,11 @@ class Sequencer:
                 return Pending(offset, cause_id, round_, expected, cont, followups)
             if cont is None:
                 break
-            result = after_reports(self.directory, (), cont, self.config, offset, cause_id)
+            try:
+                result = after_reports(self.directory, (), cont, self.config, offset, cause_id)
+            except Exception as exc:  # noqa: BLE001
+                self._controller_error(offset, describe_error(exc, "the directory step"))
+                return None
             self._apply(result.changes)
             round_ += 1
             commands, cont = result.commands, None
@@ -152,18 +188,26 @@ class Sequencer:
 
     def _resume(self, pending: Pending, reports: tuple[DeletionReport, ...]) -> Pending | None:
         ordered = sorted(reports, key=lambda r: (r.topic, r.partition))
-        result = after_reports(self.directory, ordered, pending.continuation, self.config,
-                               pending.cause_offset, pending.cause_id)
+        try:
+            result = after_reports(self.directory, ordered, pending.continuation, self.config,
+                                   pending.cause_offset, pending.cause_id)
+        except Exception as exc:  # noqa: BLE001
+            self._controller_error(pending.cause_offset, describe_error(exc, "the directory step"))
+            return None
         self._apply(result.changes)
         return self._settle(pending.cause_offset, pending.cause_id, pending.round + 1, result.commands, None,
                             pending.followups)
 
     def _dlq(self, raw: RawEvent, reason: str) -> None:
-        doc = {
-            "reason": reason, "source": raw.source, "offset": raw.offset,
-            "value_base64": base64.b64encode(raw.value).decode("ascii"),
-        }
+        doc = dead_letter(raw.value, reason, raw.source, raw.offset, self.dlq_max_value_bytes)
         self.rows.append(Row(DIRECT, raw.offset, 0, 0, "dlq", json.dumps(doc, sort_keys=True)))
+
+    def _controller_error(self, offset: int, reason: str) -> None:
+        """The cause's record goes to the dead letters. (After a deletion-report round the
+        record is no longer at hand, as its batch has committed: the letter then names
+        the offset only.)"""
+        raw = self._cause if self._cause is not None and self._cause.offset == offset else RawEvent(offset, None, "")
+        self._dlq(raw, reason)
 
 
 # ---------------------------------------------------------------------------------------
@@ -254,9 +298,13 @@ def fold_partition(slot: PartitionSlot, commands: Iterable[Row], config: Control
     run_cause = run_seq = 0
     for row in sorted(commands, key=lambda r: (r.cause_offset, r.round, r.idx)):
         cmd: Command = codec.loads(row.payload, Command)
-        result = partition_step(record, cmd, config)
+        result, error = guarded_partition_step(record, cmd, config)
         record = result.state
         cause = cmd.cause_offset
+        if error is not None:
+            # the letter carries the command the partition could not apply
+            letter = dead_letter(row.payload.encode(), error, f"partition:{row.gkey}", cause, 900_000)
+            out.append(("dlq", cause, "", 0, json.dumps(letter, sort_keys=True)))
         if cause != seq_cause:
             seq_cause, seq_next = cause, 0
         for o in result.outputs:

@@ -9,6 +9,7 @@ from typing import Any
 
 from typing import TYPE_CHECKING
 
+from state_machines.events import InputLimits
 from state_machines.model import ControllerConfig
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def load(path: str | None, overrides: list[str] = ()) -> dict[str, Any]:
     with open(path or DEFAULT_FILE, "rb") as fh:
         raw = tomllib.load(fh)
     doc: dict[str, dict[str, Any]] = {}
-    for section in ("job", "kafka", "spark", "controller"):
+    for section in ("job", "kafka", "spark", "controller", "input"):
         table = copy.deepcopy(raw.get(section, {}))
         options = table.pop("options", None) if section == "kafka" else None
         doc[section] = flatten(table) if section in ("spark", "controller") else table
@@ -81,5 +82,7 @@ def job_settings(doc: dict[str, Any]) -> tuple["JobSettings", dict[str, str], st
         trigger_interval=str(job.get("trigger_interval", "1 second")),
         shuffle_partitions=shuffle,
         partition_buckets=int(job.get("partition_buckets", 0)),
+        limits=InputLimits(**{k: int(v) for k, v in doc["input"].items()}),
+        dlq_max_value_bytes=int(job.get("dlq_max_value_bytes", 900_000)),
     )
     return settings, {k: str(v) for k, v in spark.items()}, master

@@ -115,6 +115,8 @@ class LogBuilder:
         before = self.state() if self.observers else {}
         self.events.append(event)
         records = self.engine.process(envelope)
+        # the engine turns a raised exception into an error entry; in a generated log it is a bug
+        assert not self.engine.errors, f"[no-controller-error] {self.engine.errors}"
         self.outputs.append(records)
         if self.observers:
             after = self.state()

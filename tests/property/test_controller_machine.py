@@ -393,6 +393,7 @@ def check_log(events: list[dict[str, Any]], config: ControllerConfig | None = No
     for offset, event in enumerate(events):
         before = engine.state_json()
         records = engine.process(parse_event(event, offset))
+        assert not engine.errors, f"[no-controller-error] {engine.errors}"
         checker.check_step(event, before, records, engine.state_json())
     first, second = replay(events, config), replay(events, config)
     assert first == second, "[determinism] the same log gave different output through two fresh engines"
