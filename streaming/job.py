@@ -237,6 +237,18 @@ class JobSettings:
     # a dead letter keeps at most this many bytes of the original record (a prefix, with
     # its size and digest in headers); below the producer's default message.max.bytes
     dlq_max_value_bytes: int = 900_000
+    # where a new checkpoint starts reading the events topic: "earliest", "latest" or
+    # Spark's JSON form; a checkpoint that exists resumes from its own offsets
+    starting_offsets: str = "earliest"
+    # a stop (SIGTERM, SIGINT) lets the running micro-batch commit for at most this long,
+    # then abandons it (a restart replays it): the job always exits within about this bound
+    stop_timeout_s: float = 30.0
+    # a broker that does not answer: "wait" (with backoff, one log line a minute, resuming
+    # by itself) or "exit" (code 5 after `outage_exit_after_s`)
+    on_broker_outage: str = "wait"
+    outage_exit_after_s: float = 120.0
+    # an idle job logs one line (source offsets and lag) this often
+    heartbeat_s: float = 60.0
 
     @property
     def dlq_topic(self) -> str:
