@@ -378,6 +378,8 @@ class BatchSink:
         for d in out.dlq:
             if d["reason"].startswith("controller error"):
                 log.error("batch %d: event at %s dead-lettered: %s", batch_id, d["source"] or d["offset"], d["reason"])
+        if out.observations.get("safety"):
+            log_safety_divergences(batch_id, out.decisions)
         if self.settings.output.startswith("file:"):
             base = self.settings.output[5:]
             _write_lines(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"), [p for _, p in out.decisions])
@@ -396,6 +398,17 @@ class BatchSink:
                                 **{f"shadow_{k}": v for k, v in out.observations.items()}}
         for k, v in out.observations.items():
             self.observations[k] = self.observations.get(k, 0) + v
+
+
+def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> None:
+    """One WARN line per safety divergence, naming the partition, the cause offset and
+    the reason (only records that can be one are decoded)."""
+    for key, text in decisions:
+        if '"Divergence"' in text and '"safety"' in text:
+            d = json.loads(text)
+            if d.get("type") == "Divergence" and d.get("severity") == "safety":
+                log.warning("safety divergence on %s at cause offset %s (batch %d): %s", key, d["cause_offset"],
+                            batch_id, d["reason"])
 
 
 def _collect(df: DataFrame) -> list[tuple[str, int, str, int, str]]:

@@ -4,6 +4,7 @@ by `simulate` and by the Spark job."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -86,8 +87,9 @@ def test_unclean_allowed_for_the_topic_is_not_a_safety_issue() -> None:
 
 
 @pytest.mark.spark
-def test_the_job_reports_the_same_divergences_and_counts(spark, tmp_path: Path) -> None:
-    got, stats = run_file_job(spark, tmp_path, LINES, max_offsets=4)
+def test_the_job_reports_the_same_divergences_and_counts(spark, tmp_path: Path, caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="shadow_controller.job"):
+        got, stats = run_file_job(spark, tmp_path, LINES, max_offsets=4)
     assert_same_multiset(got, simulate_records(LINES))
     assert divergences(got) == EXPECTED
     totals: dict[str, int] = {}
@@ -95,3 +97,9 @@ def test_the_job_reports_the_same_divergences_and_counts(spark, tmp_path: Path) 
         for key in ("shadow_match", "shadow_benign", "shadow_safety"):
             totals[key] = totals.get(key, 0) + batch.get(key, 0)
     assert totals == {"shadow_match": 1, "shadow_benign": 1, "shadow_safety": 2}
+    # each safety divergence is a WARN line naming the partition, the cause offset and the reason
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    safety = {f"{r['topic']}-{r['partition']}": r for r in got if r["type"] == "Divergence" and r["severity"] == "safety"}
+    assert len(warned) == len(safety) == 2
+    for key, record in safety.items():
+        assert any(f"on {key} at cause offset {record['cause_offset']}" in w and record["reason"] in w for w in warned)
