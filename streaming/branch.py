@@ -45,6 +45,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .exits import UsageError
+
 _BATCH_FILE = re.compile(r"^(\d+)$")
 _STATE_FILE = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(changelog|zip)$")
 _SCHEMA_FILE = re.compile(r"^(\d+)_[0-9A-Za-z-]+$")
@@ -52,7 +54,7 @@ _FEEDBACK_FILE = re.compile(r"^(\d+)\.jsonl$")
 _IMMUTABLE_DIRS = ("SSTs", "logs")
 
 
-class ReplayError(Exception):
+class ReplayError(UsageError):
     """A replay that cannot be made as asked (bad batch, target not empty, ...)."""
 
 
@@ -75,8 +77,8 @@ def _numbered(directory: Path) -> list[int]:
     return sorted(int(p.name) for p in directory.iterdir() if _BATCH_FILE.match(p.name))
 
 
-def branch_checkpoint(checkpoint: str, batch_id: int, to: str) -> Branch:
-    """Copy CHECKPOINT to TO so that TO ends with `batch_id` committed."""
+def check_branch(checkpoint: str, batch_id: int, to: str) -> list[int]:
+    """Refuse a branch that cannot be made; the checkpoint's committed batches."""
     src, dst = Path(checkpoint).resolve(), Path(to).resolve()
     if not (src / "query").is_dir():
         raise ReplayError(f"{checkpoint} has no Spark checkpoint (no query/ directory)")
@@ -86,9 +88,17 @@ def branch_checkpoint(checkpoint: str, batch_id: int, to: str) -> Branch:
         raise ReplayError(f"batch {batch_id} is not committed in {checkpoint} ({last})")
     if dst == src or src in dst.parents or dst in src.parents:
         raise ReplayError(f"the branch {to} must be outside the checkpoint {checkpoint}, and not contain it")
+    if dst.exists() and not dst.is_dir():
+        raise ReplayError(f"{to} is a file; the branch needs a new directory")
     if dst.exists() and any(dst.iterdir()):
         raise ReplayError(f"{to} exists and is not empty")
+    return committed
 
+
+def branch_checkpoint(checkpoint: str, batch_id: int, to: str) -> Branch:
+    """Copy CHECKPOINT to TO so that TO ends with `batch_id` committed."""
+    check_branch(checkpoint, batch_id, to)
+    src, dst = Path(checkpoint).resolve(), Path(to).resolve()
     plan = dict(_plan(src, batch_id))
     kept_immutable = _referenced_immutable_files(src, plan)
     copied, dropped, rewritten = 0, [], []

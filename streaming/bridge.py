@@ -59,6 +59,7 @@ from typing import Any
 
 from state_machines.errors import ShadowControllerError
 
+from . import exits
 from .kafka_producer import CheckedProducer
 from .kafka_producer import DeliveryFailed as ProducerDeliveryFailed
 
@@ -536,13 +537,20 @@ def cmd_bridge(args: argparse.Namespace) -> int:
         request_timeout_s=args.timeout, max_retries=args.max_retries,
         backoff_initial_s=args.backoff_initial, backoff_max_s=args.backoff_max,
     )
-    return run_bridge(settings)
+    return BRIDGE_EXIT_CODES.get(run_bridge(settings), exits.JOB_FAILED)
+
+
+# run_bridge's outcomes: done, gave up after --max-retries failed attempts (the cluster or
+# the events cluster did not answer), the state file is another cluster's
+BRIDGE_EXIT_CODES = {0: exits.OK, 1: exits.UNREACHABLE, 2: exits.USAGE}
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("bridge", help="turn a live cluster's metadata changes into controller events")
-    p.add_argument("--bootstrap-servers", required=True, help="the live cluster to observe")
-    p.add_argument("--events-bootstrap-servers", help="where the events topic is (default: the live cluster)")
+    p.add_argument("--bootstrap-servers", "--bootstrap-server", dest="bootstrap_servers", required=True,
+                   help="the live cluster to observe")
+    p.add_argument("--events-bootstrap-servers", "--events-bootstrap-server", dest="events_bootstrap_servers",
+                   help="where the events topic is (default: the live cluster)")
     p.add_argument("--topic", default="controller-events", help="events topic (default: controller-events)")
     p.add_argument("--state", default="bridge-state.json", help="the bridge's position (last emitted view)")
     p.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="poll interval (default 10)")

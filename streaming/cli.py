@@ -1,56 +1,96 @@
-"""`shadow-controller`: the command line."""
+"""`shadow-controller`: the command line.
+
+A mistake is one line on stderr, `shadow-controller <command>: <what, and what to check>`,
+and an exit code from `exits.py`; `main` is where errors become that line (`report`).
+Commands check their arguments, files and settings before they start Spark or connect.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, NoReturn, TextIO
 
 from state_machines.engine import Engine
-from state_machines.errors import InvalidEvent
+from state_machines.errors import InvalidEvent, ShadowControllerError
 from state_machines.events import DEFAULT_LIMITS, Envelope, InputLimits, parse_line
 from state_machines.model import ControllerConfig
 
+from . import exits
+from .exits import UsageError
+from .preflight import check_broker, check_readable_file, quiet_client
 
-def load_controller_config(path: str | None) -> ControllerConfig:
-    """Cluster-level controller settings from a TOML file's [controller] table (or the top
-    level), e.g. `unclean.leader.election.enable = true`."""
-    if path is None:
-        return ControllerConfig()
-    import tomllib
-
-    with open(path, "rb") as fh:
-        data = tomllib.load(fh)
-    from .settings import flatten
-
-    return ControllerConfig.from_properties(flatten(data.get("controller", data)))
+PROG = "shadow-controller"
 
 
-def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS) -> Iterator[Envelope]:
+def report(command: str | None, exc: BaseException) -> int:
+    """Print the error as the command's one line on stderr; its exit code."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    print(f"{PROG}{' ' + command if command else ''}: {lines[0]}", file=sys.stderr)
+    return getattr(exc, "exit_code", exits.JOB_FAILED)
+
+
+class Interrupted(exits.CommandError):
+    """Ctrl-C in a one-shot command."""
+
+    exit_code = exits.INTERRUPTED
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake as one line (and exit 2) rather than the usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(exits.USAGE)
+
+
+# -- simulate ------------------------------------------------------------------------------
+
+def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS,
+                counts: Counter[str] | None = None) -> Iterator[Envelope]:
     """Contract events from a JSON-lines file; the 0-based line index is the cause_offset.
     A bad line is reported with its 1-based line number (as the job's file-mode dead
-    letters name it in `source`) and its offset, and skipped."""
-    with open(path, "rb") as fh:
+    letters name it in `source`) and its offset, and skipped. `counts` gets `lines` and
+    `skipped`. On a terminal, a progress bar of the bytes read."""
+    from tqdm import tqdm
+
+    counts = Counter() if counts is None else counts
+    with open(path, "rb") as fh, tqdm(total=Path(path).stat().st_size, unit="B", unit_scale=True, desc="simulate",
+                                      file=sys.stderr, disable=None, delay=1) as bar:
         for index, raw in enumerate(fh):
+            bar.update(len(raw))
+            counts["lines"] += 1
             line = raw.rstrip(b"\r\n")
             if not line.strip():
+                counts["skipped"] += 1
                 print(f"{path}:{index + 1}: skipped (offset {index}): empty line", file=errors)
                 continue
             try:
                 yield parse_line(line, index, limits)
             except InvalidEvent as exc:
+                counts["skipped"] += 1
                 print(f"{path}:{index + 1}: skipped (offset {index}): {exc}", file=errors)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    config = load_controller_config(args.config)
+    from .settings import read_controller_config
+
+    check_readable_file(args.events, "events file")
+    if args.json and not args.out:
+        raise UsageError("--json prints the summary on stdout: write the decisions elsewhere with --out")
+    config = read_controller_config(args.config) if args.config else ControllerConfig()
     engine = Engine(config)
+    lines: Counter[str] = Counter()
+    decisions: Counter[str] = Counter()
     out: TextIO = open(args.out, "w") if args.out else sys.stdout
     try:
-        for record in engine.run(read_events(args.events, sys.stderr)):
+        for record in engine.run(read_events(args.events, sys.stderr, counts=lines)):
+            decisions[record["type"]] += 1
             out.write(json.dumps(record, separators=(",", ":")) + "\n")
     finally:
         if args.out:
@@ -59,39 +99,44 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         Path(args.state_out).write_text(json.dumps(engine.state_json(), indent=2, sort_keys=True) + "\n")
     for offset, reason in engine.errors:
         print(f"{args.events}:{offset + 1}: dead-lettered (offset {offset}): {reason}", file=sys.stderr)
-    if engine.observations:
-        o = engine.observations
-        print(f"shadow: {o['match']} observed states matched, {o['benign']} benign and {o['safety']} safety divergences",
-              file=sys.stderr)
-    return 0
+    shadow = {k: engine.observations.get(k, 0) for k in ("match", "benign", "safety")}
+    if args.json:
+        print(json.dumps({
+            "events": lines["lines"] - lines["skipped"], "lines": lines["lines"], "skipped_lines": lines["skipped"],
+            "dead_lettered": len(engine.errors), "decisions": sum(decisions.values()),
+            "decisions_by_type": dict(sorted(decisions.items())), "shadow": shadow,
+        }, indent=2))
+    elif engine.observations:
+        print(f"shadow: {shadow['match']} observed states matched, {shadow['benign']} benign and "
+              f"{shadow['safety']} safety divergences", file=sys.stderr)
+    return exits.OK
 
+
+# -- run -----------------------------------------------------------------------------------
 
 def cmd_run(args: argparse.Namespace) -> int:
     import logging
 
-    from . import settings as settings_mod
+    from . import settings
+
+    pairs = [settings.parse_override(item) for item in args.set or []]
+    pairs += [(name, flag) for name, flag in (("job.input", args.input), ("job.output", args.output),
+                                              ("job.checkpoint", args.checkpoint),
+                                              ("kafka.bootstrap_servers", args.bootstrap_servers)) if flag]
+    job, spark_conf, master = settings.job_settings(settings.load(args.config, pairs))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from .runner import run
 
-    overrides = list(args.set or [])
-    for flag, key in ((args.input, "job.input"), (args.output, "job.output"), (args.checkpoint, "job.checkpoint"),
-                      (args.bootstrap_servers, "kafka.bootstrap_servers")):
-        if flag:
-            overrides.append(f"{key}={json.dumps(flag)}")
-    doc = settings_mod.load(args.config, overrides)
-    job, spark_conf, master = settings_mod.job_settings(doc)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from .replay import CheckpointMismatch
+    return run(job, spark_conf, master, available_now=args.available_now)
 
-    try:
-        return run(job, spark_conf, master, available_now=args.available_now)
-    except CheckpointMismatch as exc:
-        print(f"run: {exc}", file=sys.stderr)
-        return 2
 
+# -- the other commands --------------------------------------------------------------------
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import DEFAULT_SCENARIO, run_demo
 
+    if args.scenario:
+        check_readable_file(args.scenario, "events file")
     return run_demo(Path(args.scenario) if args.scenario else DEFAULT_SCENARIO, verbose=args.verbose)
 
 
@@ -99,7 +144,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
     """Write an events file to a topic, one record per line, checking every delivery."""
     from .kafka_producer import CheckedProducer, DeliveryFailed
 
-    producer = CheckedProducer({"bootstrap.servers": args.bootstrap_servers, "enable.idempotence": True})
+    check_readable_file(args.events, "events file")
+    check_broker(args.bootstrap_servers, "--bootstrap-server", timeout_s=args.timeout)
+    producer = CheckedProducer(quiet_client({"bootstrap.servers": args.bootstrap_servers, "enable.idempotence": True}))
     count = 0
     try:
         with open(args.events, "rb") as fh:
@@ -110,26 +157,42 @@ def cmd_produce(args: argparse.Namespace) -> int:
                     count += 1
         producer.confirm(60)
     except DeliveryFailed as exc:
-        print(f"produce: not every one of {count} records was delivered: {exc}", file=sys.stderr)
-        return 1
+        raise exits.Unreachable(f"not every one of {count} records was delivered to {args.topic}: {exc}") from None
     print(f"produced {count} events to {args.topic}")
-    return 0
+    return exits.OK
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from .audit import main as audit_main
 
-    return audit_main(args.decisions, args.report)
+    if not os.path.exists(args.decisions):
+        raise UsageError(f"{args.decisions}: no such decisions file or directory")
+    try:
+        return audit_main(args.decisions, args.report)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{args.decisions}: not JSON lines of decision records ({exc})") from None
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kafka-shadow-controller")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="shadow-controller", description=__doc__)
+    parser = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("simulate", help="run the controller in process over an events file")
     sim.add_argument("events", help="contract events, one JSON object a line")
     sim.add_argument("--config", help="TOML file with cluster-level controller settings")
     sim.add_argument("--out", help="write decisions here (default: stdout)")
     sim.add_argument("--state-out", help="write the final controller state as JSON here")
+    sim.add_argument("--json", action="store_true",
+                     help="print a summary (events, decisions, skipped lines, dead letters, shadow counts) as JSON")
     sim.set_defaults(func=cmd_simulate)
 
     run = sub.add_parser("run", help="run the Spark Structured Streaming job")
@@ -137,7 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--input", help="kafka, or file:DIR")
     run.add_argument("--output", help="kafka, or file:DIR")
     run.add_argument("--checkpoint", help="checkpoint directory")
-    run.add_argument("--bootstrap-servers", help="Kafka bootstrap servers")
+    run.add_argument("--bootstrap-servers", "--bootstrap-server", dest="bootstrap_servers",
+                     help="Kafka bootstrap servers")
     run.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting")
     run.add_argument("--available-now", action="store_true", help="process what is there, then exit")
     run.set_defaults(func=cmd_run)
@@ -149,8 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     prod = sub.add_parser("produce", help="write an events file to a Kafka topic")
     prod.add_argument("events")
-    prod.add_argument("--bootstrap-servers", required=True)
+    prod.add_argument("--bootstrap-servers", "--bootstrap-server", dest="bootstrap_servers", required=True)
     prod.add_argument("--topic", default="controller-events")
+    prod.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
+                      help="how long the broker has to answer first (default 10)")
     prod.set_defaults(func=cmd_produce)
 
     aud = sub.add_parser("audit", help="check a decisions dataset against the controller's invariants (Great Expectations)")
@@ -170,7 +236,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except ShadowControllerError as exc:
+        return report(args.command, exc)
+    except KeyboardInterrupt:
+        return report(args.command, Interrupted("interrupted"))
 
 
 if __name__ == "__main__":

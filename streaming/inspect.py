@@ -25,11 +25,12 @@ from state_machines.engine import partition_json
 from state_machines.directory import BrokerRecord
 
 from . import state_reader
+from .exits import UsageError
 
 BROKER_PREFIX = "broker-"
 
 
-class InspectError(Exception):
+class InspectError(UsageError):
     """The checkpoint cannot answer the question (no such batch, not a job checkpoint)."""
 
 
@@ -135,11 +136,11 @@ def _on_broker(row: dict[str, Any], broker: int) -> bool:
     return broker in row["replicas"] or broker in row["adding_replicas"] or broker in row["removing_replicas"]
 
 
-def inspect(spark: Any, checkpoint: str, batch: int | None = None, partitions: tuple[str, ...] | list[str] = (),
-            broker: int | None = None) -> dict[str, Any]:
-    """The job's state after micro-batch `batch` (default: the latest committed), as plain
-    data: batch, latest_committed, sources, partitions, brokers, missing_partitions,
-    missing_brokers."""
+def checked_batch(checkpoint: str, batch: int | None) -> tuple[int, int]:
+    """(the batch asked for, default the latest committed; the latest committed), or
+    InspectError: read from the checkpoint's files, without Spark."""
+    if not os.path.isdir(checkpoint):
+        raise InspectError(f"{checkpoint}: no such checkpoint directory")
     committed = committed_batches(checkpoint)
     if not committed:
         raise InspectError(f"{checkpoint}: no committed micro-batch (is it a shadow-controller checkpoint?)")
@@ -148,6 +149,15 @@ def inspect(spark: Any, checkpoint: str, batch: int | None = None, partitions: t
         batch = latest
     if batch not in committed:
         raise InspectError(f"batch {batch} is not committed in {checkpoint} (committed: {committed[0]}..{latest})")
+    return batch, latest
+
+
+def inspect(spark: Any, checkpoint: str, batch: int | None = None, partitions: tuple[str, ...] | list[str] = (),
+            broker: int | None = None) -> dict[str, Any]:
+    """The job's state after micro-batch `batch` (default: the latest committed), as plain
+    data: batch, latest_committed, sources, partitions, brokers, missing_partitions,
+    missing_brokers."""
+    batch, latest = checked_batch(checkpoint, batch)
     meta = state_reader.operators(spark, checkpoint)
     oldest = max(r["minBatchId"] for r in meta.values())
     if batch < oldest:
@@ -223,6 +233,28 @@ def render_table(result: dict[str, Any]) -> str:
 # --- the command line -------------------------------------------------------------------
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    """Checks the arguments and the checkpoint's files before Spark starts. Its errors are
+    reported here as well as by the CLI's main, since tests call it directly."""
+    from .cli import report
+
+    try:
+        partitions = partition_names(args, required=False)
+        checked_batch(args.checkpoint, args.batch)
+        result = _inspect_with_spark(args, partitions)
+        if args.topic and not partitions:
+            topics = sorted({p["topic"] for p in result["partitions"]})
+            result["partitions"] = [p for p in result["partitions"] if p["topic"] == args.topic]
+            if not result["partitions"]:
+                raise InspectError(f"{_not_found('topic ' + args.topic, result)} (its topics: {', '.join(topics) or 'none'})")
+        if result["missing_partitions"]:
+            raise InspectError(_not_found(", ".join(result["missing_partitions"]), result))
+    except UsageError as exc:
+        return report("inspect", exc)
+    sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else render_table(result))
+    return 0
+
+
+def _inspect_with_spark(args: argparse.Namespace, partitions: list[str]) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
     from .job import JobSettings, spark_session
@@ -231,15 +263,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     spark = spark_session(JobSettings(input="", output="", checkpoint=args.checkpoint), app_name="shadow-controller-inspect")
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        result = inspect(spark, args.checkpoint, args.batch, tuple(args.partition or ()), args.broker)
-    except InspectError as exc:
-        print(f"inspect: {exc}", file=sys.stderr)
-        return 2
+        return inspect(spark, args.checkpoint, args.batch, tuple(partitions), args.broker)
     finally:
         if shared is None:
             spark.stop()
-    sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else render_table(result))
-    return 0
+
+
+def _not_found(what: str, result: dict[str, Any]) -> str:
+    return f"{what}: not in the checkpoint {result['checkpoint']} (no state after batch {result['batch']})"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -249,8 +280,9 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("inspect", help="the job's partition and broker state at one micro-batch")
     p.add_argument("--checkpoint", required=True, help="the job's checkpoint directory (job.checkpoint)")
     p.add_argument("--batch", type=int, help="micro-batch id (default: the latest committed)")
+    p.add_argument("--topic", help="only this topic's partitions; with it, --partition is a partition number")
     p.add_argument("--partition", action="append", metavar="TOPIC-P", type=_checked_partition,
-                   help="only this partition (repeatable)")
+                   help="only this partition (repeatable); a number with --topic")
     p.add_argument("--broker", type=int, metavar="ID", help="only partitions with a replica on this broker, and its row")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
     p.set_defaults(func=cmd_inspect)
@@ -258,5 +290,24 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _checked_partition(text: str) -> str:
-    parse_topic_partition(text)
+    """TOPIC-P, or a partition number (of --topic)."""
+    if not text.isdigit():
+        parse_topic_partition(text)
     return text
+
+
+def partition_names(args: argparse.Namespace, required: bool) -> list[str]:
+    """The partitions named by --partition TOPIC-P, or by --topic T --partition P (Kafka's
+    tools' way), as TOPIC-P."""
+    given = args.partition if isinstance(args.partition, list) else [args.partition] if args.partition else []
+    topic = getattr(args, "topic", None)
+    names = []
+    for p in given:
+        if topic is not None and not p.isdigit():
+            raise UsageError(f"--partition {p}: with --topic, give the partition number (--topic {topic} --partition 0)")
+        if topic is None and p.isdigit():
+            raise UsageError(f"--partition {p}: name the topic too, as TOPIC-{p} or with --topic")
+        names.append(f"{topic}-{p}" if topic is not None else p)
+    if required and not names:
+        raise UsageError("name a partition: --partition TOPIC-P, or --topic T --partition P")
+    return names

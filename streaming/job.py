@@ -315,7 +315,7 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
             spark.readStream.format(fmt)
             .option("kafka.bootstrap.servers", settings.bootstrap_servers)
             .option("subscribe", settings.events_topic)
-            .option("startingOffsets", "earliest")
+            .option("startingOffsets", settings.starting_offsets)
         )
         if not settings.use_jvm_kafka:
             reader = reader.option("shadow.pauseFile", settings.pause_file)

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import glob
 import json
@@ -22,25 +23,22 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from state_machines.events import InputLimits
 from state_machines.model import ControllerConfig
 
 from . import settings as settings_mod
-from .branch import Branch, ReplayError, branch_checkpoint, first_offset_after
-from .job import JobSettings
+from .branch import Branch, ReplayError, branch_checkpoint, check_branch, first_offset_after
+from .exits import CommandError, UsageError
+
+if TYPE_CHECKING:  # the job (and Spark) is imported only when a replay runs
+    from .job import JobSettings
 
 SETTINGS_FILE = "settings.json"
 SETTINGS_VERSION = 1
-# JobSettings field -> (section, key) in settings.load's document
-_JOB_KEYS = {
-    "input": ("job", "input"), "output": ("job", "output"), "checkpoint": ("job", "checkpoint"),
-    "trigger_interval": ("job", "trigger_interval"), "max_offsets_per_trigger": ("job", "max_offsets_per_trigger"),
-    "partition_buckets": ("job", "partition_buckets"), "bootstrap_servers": ("kafka", "bootstrap_servers"),
-    "events_topic": ("kafka", "events_topic"), "decisions_topic": ("kafka", "decisions_topic"),
-    "use_jvm_kafka": ("kafka", "use_jvm_connector"), "shuffle_partitions": ("spark", "spark.sql.shuffle.partitions"),
-}
 _DECISIONS_FILE = re.compile(r"decisions-(\d+)\.jsonl$")
 
 
@@ -54,20 +52,29 @@ FROZEN = ("partition_buckets", "shuffle_partitions")
 STATE_LAYOUT = 2
 
 
-class CheckpointMismatch(Exception):
-    """The checkpoint's state was laid out under settings this run does not have."""
+class CheckpointMismatch(UsageError):
+    """The checkpoint was written under settings this run does not have."""
+
+
+def _saved_doc(checkpoint: str) -> dict[str, Any] | None:
+    path = os.path.join(checkpoint, SETTINGS_FILE)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:
+        raise CheckpointMismatch(f"{path} is not valid JSON ({exc}); cannot check the checkpoint") from None
 
 
 def check_frozen(settings: JobSettings, checkpoint: str) -> None:
     """Refuse to run on a checkpoint whose state was laid out under other settings: the
     partitions' state would not be found, and the controller would start from nothing."""
-    path = os.path.join(checkpoint, SETTINGS_FILE)
     if not os.path.exists(os.path.join(checkpoint, "query")):
         return  # a new checkpoint
-    if not os.path.exists(path):
+    doc = _saved_doc(checkpoint)
+    if doc is None:
         raise CheckpointMismatch(f"{checkpoint} has query state but no {SETTINGS_FILE}; cannot check its state layout")
-    with open(path, encoding="utf-8") as fh:
-        doc = json.load(fh)
     saved = load_settings(checkpoint)
     for name in FROZEN:
         if getattr(settings, name) != getattr(saved, name):
@@ -78,9 +85,30 @@ def check_frozen(settings: JobSettings, checkpoint: str) -> None:
                                  f"this build reads layout {STATE_LAYOUT}: start a new checkpoint")
 
 
+def source_of(settings: JobSettings) -> str:
+    """What the job reads, as recorded in its checkpoint: the offsets there mean nothing
+    for another input."""
+    if settings.input.startswith("file:"):
+        return "file:" + os.path.abspath(settings.input[5:])
+    servers = ",".join(sorted(s.strip() for s in settings.bootstrap_servers.split(",") if s.strip()))
+    return f"kafka topic {settings.events_topic} at {servers}"
+
+
+def check_source(settings: JobSettings, checkpoint: str) -> None:
+    """Refuse to run a checkpoint on another input than the one it was first run on."""
+    recorded = (_saved_doc(checkpoint) or {}).get("source")
+    if recorded is not None and recorded != source_of(settings):
+        raise CheckpointMismatch(
+            f"the checkpoint {checkpoint} reads {recorded}, not {source_of(settings)}: its offsets belong to that "
+            f"input; start a new checkpoint (or, if it is the same data under another name, edit \"source\" "
+            f"in {os.path.join(checkpoint, SETTINGS_FILE)})")
+
+
 def save_settings(settings: JobSettings, checkpoint: str) -> None:
-    """Record the settings of a run in CHECKPOINT/settings.json (a replay starts from them)."""
-    doc = {"version": SETTINGS_VERSION, "state_layout": STATE_LAYOUT, "job": dataclasses.asdict(settings)}
+    """Record the settings of a run, and the input it reads, in CHECKPOINT/settings.json (a
+    replay starts from them; a later run must read the same input)."""
+    doc = {"version": SETTINGS_VERSION, "state_layout": STATE_LAYOUT, "source": source_of(settings),
+           "job": dataclasses.asdict(settings)}
     os.makedirs(checkpoint, exist_ok=True)
     path = os.path.join(checkpoint, SETTINGS_FILE)
     with open(f"{path}.tmp", "w", encoding="utf-8") as fh:
@@ -90,75 +118,51 @@ def save_settings(settings: JobSettings, checkpoint: str) -> None:
 
 
 def load_settings(checkpoint: str) -> JobSettings:
+    from .job import JobSettings
+
     path = os.path.join(checkpoint, SETTINGS_FILE)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise ReplayError(f"{path} not found: the checkpoint was not written by a run that records its settings") from None
+    if not os.path.isdir(checkpoint):
+        raise ReplayError(f"{checkpoint}: no such checkpoint directory")
+    doc = _saved_doc(checkpoint)
+    if doc is None:
+        raise ReplayError(f"{path} not found: the checkpoint was not written by a run that records its settings")
     if doc.get("version") != SETTINGS_VERSION:
         raise ReplayError(f"{path}: settings version {doc.get('version')!r}, expected {SETTINGS_VERSION}")
     job = dict(doc["job"])
-    controller_fields = {f.name for f in dataclasses.fields(ControllerConfig)}
-    job["controller"] = ControllerConfig(**{k: v for k, v in job.get("controller", {}).items() if k in controller_fields})
-    # a field written by an older or newer JobSettings is left to its default or ignored
-    known = {f.name for f in dataclasses.fields(JobSettings)}
-    return JobSettings(**{k: v for k, v in job.items() if k in known})
+    job["controller"] = ControllerConfig(**_known(ControllerConfig, job.get("controller", {})))
+    job["limits"] = InputLimits(**_known(InputLimits, job.get("limits", {})))
+    return JobSettings(**_known(JobSettings, job))
+
+
+def _known(cls: type, fields: dict[str, Any]) -> dict[str, Any]:
+    # a field written by an older or newer build is left to its default or ignored
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in fields.items() if k in names}
 
 
 def with_overrides(settings: JobSettings, overrides: list[str]) -> tuple[JobSettings, dict[str, str], str]:
     """`settings` with `--set SECTION.KEY=VALUE` overrides applied as `shadow-controller run`
     applies them to its TOML file: (settings, Spark conf, master)."""
-    doc: dict[str, dict[str, Any]] = {"job": {}, "kafka": {"options": dict(settings.kafka_options)}, "spark": {},
-                                      "controller": _controller_properties(settings.controller)}
-    for name, (section, key) in _JOB_KEYS.items():
-        value = getattr(settings, name)
-        doc[section][key] = 0 if value is None else value
-    # settings.load parses the overrides; an empty file gives the overrides alone
-    over = settings_mod.load(os.devnull, overrides)
-    for section, table in over.items():
-        for key, value in table.items():
-            if section == "kafka" and key == "options":
-                doc["kafka"]["options"].update(value)
-            else:
-                doc[section][key] = value
-    new, spark_conf, master = settings_mod.job_settings(doc)
-    # fields settings.py does not know of keep their value
-    untouched = {f.name: getattr(settings, f.name) for f in dataclasses.fields(JobSettings)
-                 if f.name not in _JOB_KEYS and f.name not in ("controller", "kafka_options")}
-    return dataclasses.replace(new, **untouched), spark_conf, master
-
-
-def _controller_properties(config: ControllerConfig) -> dict[str, Any]:
-    # ControllerConfig fields are the Kafka names with dots as underscores; the round trip
-    # checks that every field came back.
-    props = {f.name.replace("_", "."): getattr(config, f.name) for f in dataclasses.fields(ControllerConfig)}
-    if ControllerConfig.from_properties(props) != config:
-        raise ReplayError(f"cannot express {config} as controller properties")
-    return props
+    values = settings_mod.check_all(settings_mod.parse_override(item) for item in overrides)
+    return settings_mod.apply(settings, values), settings_mod.spark_conf(values), settings_mod.master(values)
 
 
 def branch_settings(original: JobSettings, to: str, overrides: list[str], input: str | None = None,
                     output: str | None = None) -> tuple[JobSettings, dict[str, str], str]:
     """The branch's settings: the original's, the overrides, --input/--output, the branch as
     checkpoint, decisions into TO/out unless an output is given."""
-    items = list(overrides)
-    for item in items:
-        key = item.split("=", 1)[0].strip()
-        if key == "job.checkpoint":
-            raise ReplayError("the branch's checkpoint is --to; job.checkpoint cannot be set")
-    for flag, key in ((input, "job.input"), (output, "job.output")):
-        if flag:
-            items.append(f"{key}={json.dumps(flag)}")
-    if not any(i.split("=", 1)[0].strip() == "job.output" for i in items):
-        items.append(f"job.output={json.dumps('file:' + os.path.join(os.path.abspath(to), 'out'))}")
-    items.append(f"job.checkpoint={json.dumps(os.path.abspath(to))}")
-    settings, spark_conf, master = with_overrides(original, items)
-    # frozen into the checkpoint's state layout
-    for name in ("partition_buckets", "shuffle_partitions"):
+    pairs = [settings_mod.parse_override(item) for item in overrides]
+    pairs += [(name, flag) for name, flag in (("job.input", input), ("job.output", output)) if flag]
+    values = settings_mod.check_all(pairs)
+    if "job.checkpoint" in values:
+        raise ReplayError("the branch's checkpoint is --to; job.checkpoint cannot be set")
+    values.setdefault("job.output", "file:" + os.path.join(os.path.abspath(to), "out"))
+    values["job.checkpoint"] = os.path.abspath(to)
+    settings = settings_mod.apply(original, values)
+    for name in FROZEN:
         if getattr(settings, name) != getattr(original, name):
             raise ReplayError(f"{name} is frozen into the checkpoint ({getattr(original, name)}); it cannot be changed")
-    return settings, spark_conf, master
+    return settings, settings_mod.spark_conf(values), settings_mod.master(values)
 
 
 # -- the replay ----------------------------------------------------------------------------
@@ -182,12 +186,54 @@ def replay(spark: Any, checkpoint: str, from_batch: int, to: str, overrides: tup
     save_settings(settings, to)
     query, sink = start(spark, settings, available_now=True)
     try:
-        query.processAllAvailable()
+        with _progress(spark, settings, first_offset_after(checkpoint, from_batch) or 0):
+            query.processAllAvailable()
     finally:
         query.stop()
     if query.exception() is not None:
-        raise ReplayError(f"the replay failed: {query.exception()}")
+        raise CommandError(f"the replay failed: {query.exception()}")
     return Replay(branch, settings, dict(sink.stats))
+
+
+@contextlib.contextmanager
+def _progress(spark: Any, settings: JobSettings, start: int) -> Iterator[None]:
+    """A progress bar of the events replayed, on a terminal only (out of `total` for file
+    input, where the remaining events can be counted)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from pyspark.sql.streaming import StreamingQueryListener
+    from tqdm import tqdm
+
+    total = _lines_in(settings.input[5:]) - start if settings.input.startswith("file:") else None
+    bar = tqdm(total=total, unit=" events", desc="replay", file=sys.stderr, delay=1)
+
+    class Progress(StreamingQueryListener):
+        def onQueryStarted(self, event: Any) -> None:
+            pass
+
+        def onQueryProgress(self, event: Any) -> None:
+            # every source but the deletion feedback ({"batch": n} offsets) reads events
+            bar.update(sum(s.numInputRows for s in event.progress.sources if '"batch"' not in str(s.endOffset)))
+
+        def onQueryIdle(self, event: Any) -> None:
+            pass
+
+        def onQueryTerminated(self, event: Any) -> None:
+            pass
+
+    listener = Progress()
+    spark.streams.addListener(listener)
+    try:
+        yield
+    finally:
+        spark.streams.removeListener(listener)
+        bar.close()
+
+
+def _lines_in(directory: str) -> int:
+    files = [os.path.join(directory, n) for n in os.listdir(directory) if not n.startswith((".", "_"))]
+    return sum(sum(1 for _ in open(f, "rb")) for f in files if os.path.isfile(f))
 
 
 # -- the diff ------------------------------------------------------------------------------
@@ -248,16 +294,8 @@ def diff_replay(checkpoint: str, to: str, from_batch: int, original_decisions: s
     """Compare the branch TO with the run that wrote CHECKPOINT, for the causes decided after
     batch `from_batch`: those at or after the first event offset after it, and any other
     cause that either side decided after it (an event buffered across batches)."""
-    original = load_settings(checkpoint)
-    if original_decisions is None:
-        if not original.output.startswith("file:"):
-            raise ReplayError("the original run wrote to Kafka: give its decisions with --original-decisions")
-        original_decisions = original.output[5:]
-    if branch_decisions is None:
-        branch_out = load_settings(to).output
-        if not branch_out.startswith("file:"):
-            raise ReplayError("the branch wrote to Kafka: the diff needs its decisions as files")
-        branch_decisions = branch_out[5:]
+    original_decisions, branch_decisions = decisions_paths(load_settings(checkpoint), load_settings(to),
+                                                           original_decisions, branch_decisions)
     orig_all = read_decisions(original_decisions)
     branch = read_decisions(branch_decisions)
     first = first_offset_after(checkpoint, from_batch)
@@ -269,6 +307,22 @@ def diff_replay(checkpoint: str, to: str, from_batch: int, original_decisions: s
     prefix = [r for r in orig_all if r["cause_offset"] not in causes]
     orig_after = [r for r in orig_all if r["cause_offset"] in causes]
     return compare(from_batch, sorted(causes), prefix, orig_after, branch)
+
+
+def decisions_paths(original: JobSettings, branch: JobSettings, original_decisions: str | None = None,
+                    branch_decisions: str | None = None) -> tuple[str, str]:
+    """Where the diff reads each side's decisions: as given, or the run's file output."""
+    if original_decisions is None:
+        if not original.output.startswith("file:"):
+            raise ReplayError("the original run wrote to Kafka: give its decisions with --original-decisions")
+        original_decisions = original.output[5:]
+    elif not os.path.exists(original_decisions):
+        raise ReplayError(f"--original-decisions {original_decisions}: no such file or directory")
+    if branch_decisions is None:
+        if not branch.output.startswith("file:"):
+            raise ReplayError("the branch writes to Kafka: the diff needs its decisions as files (--output file:DIR)")
+        branch_decisions = branch.output[5:]
+    return original_decisions, branch_decisions
 
 
 def compare(from_batch: int, causes: list[int], prefix: list[dict[str, Any]], original: list[dict[str, Any]],
@@ -343,6 +397,24 @@ def format_diff(diff: ReplayDiff) -> str:
     return "\n".join(lines)
 
 
+def diff_json(diff: ReplayDiff) -> dict[str, Any]:
+    """The diff as plain data (`replay --diff --json`)."""
+    def outcome(o: Outcome) -> dict[str, Any]:
+        return {**dataclasses.asdict(o), "offline": o.offline}
+
+    return {
+        "from_batch": diff.from_batch,
+        "causes": {"count": len(diff.causes), "first": diff.causes[0] if diff.causes else None,
+                   "last": diff.causes[-1] if diff.causes else None},
+        "partitions_compared": len(diff.partitions),
+        "changed": [{"topic_partition": f"{d.topic}-{d.partition}", "topic": d.topic, "partition": d.partition,
+                     "original": outcome(d.original), "branch": outcome(d.branch)} for d in diff.changed],
+        "counts": {name: {"original": a, "branch": b} for name, (a, b) in diff.counts.items()},
+        "only_in_original": diff.only_in_original,
+        "only_in_branch": diff.only_in_branch,
+    }
+
+
 # -- the command ---------------------------------------------------------------------------
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -356,19 +428,30 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--diff", action="store_true", help="compare the branch's decisions with the original run's")
     p.add_argument("--original-decisions", metavar="PATH",
                    help="the original run's decisions (file-output directory or JSON lines; default: its file output)")
+    p.add_argument("--json", action="store_true", help="print the result (and the diff) as one JSON object")
     p.set_defaults(func=cmd_replay)
     return p
+
+
+def check_args(args: argparse.Namespace) -> tuple[JobSettings, dict[str, str], str]:
+    """Everything `replay` can refuse before Spark starts; the branch's (settings, Spark
+    conf, master)."""
+    original = load_settings(args.checkpoint)
+    branch = branch_settings(original, args.to, list(args.set or []), args.input, args.output)
+    committed = check_branch(args.checkpoint, args.from_batch, args.to)
+    if args.from_batch == committed[-1]:
+        earlier = f"; branch from an earlier one ({committed[0]}..{committed[-2]})" if len(committed) > 1 else ""
+        raise ReplayError(f"batch {args.from_batch} is the last committed batch of {args.checkpoint}: "
+                          f"there is nothing after it to replay{earlier}")
+    if args.diff:
+        decisions_paths(original, branch[0], args.original_decisions)
+    return branch
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from .job import spark_session
 
-    try:
-        original = load_settings(args.checkpoint)
-        settings, spark_conf, master = branch_settings(original, args.to, list(args.set or []), args.input, args.output)
-    except (ReplayError, ValueError) as exc:
-        print(f"replay: {exc}", file=sys.stderr)
-        return 2
+    settings, spark_conf, master = check_args(args)
     spark = spark_session(settings, app_name="shadow-controller-replay", master=master, extra=spark_conf)
     spark.sparkContext.setLogLevel("WARN")
     try:
@@ -378,24 +461,28 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace, spark: Any, out: Any = None) -> int:
-    """The command with a given Spark session."""
+    """The command with a given Spark session. Its errors are reported here as well as by
+    the CLI's main, since tests and notebooks call it directly."""
+    from .cli import report
+
     out = out or sys.stdout
     try:
         result = replay(spark, args.checkpoint, args.from_batch, args.to, list(args.set or []),
                         input=args.input, output=args.output)
-    except (ReplayError, ValueError) as exc:
-        print(f"replay: {exc}", file=sys.stderr)
-        return 2
+        diff = diff_replay(args.checkpoint, args.to, args.from_batch, args.original_decisions) if args.diff else None
+    except CommandError as exc:
+        return report("replay", exc)
     ran = sorted(result.stats)
+    decisions = sum(s["decisions"] for s in result.stats.values())
+    if getattr(args, "json", False):
+        doc = {"branch": result.branch.checkpoint, "from_batch": args.from_batch, "files_copied": result.branch.copied,
+               "files_dropped": len(result.branch.dropped), "batches": ran, "decisions": decisions,
+               "output": result.settings.output, **({"diff": diff_json(diff)} if diff else {})}
+        print(json.dumps(doc, indent=2), file=out)
+        return 0
     print(f"branched {args.checkpoint} at batch {args.from_batch} into {result.branch.checkpoint} "
           f"({result.branch.copied} files copied, {len(result.branch.dropped)} dropped); ran batches "
-          f"{f'{ran[0]}..{ran[-1]}' if ran else 'none'}, {sum(s['decisions'] for s in result.stats.values())} "
-          f"decisions to {result.settings.output}", file=out)
-    if args.diff:
-        try:
-            diff = diff_replay(args.checkpoint, args.to, args.from_batch, args.original_decisions)
-        except ReplayError as exc:
-            print(f"replay: {exc}", file=sys.stderr)
-            return 2
+          f"{f'{ran[0]}..{ran[-1]}' if ran else 'none'}, {decisions} decisions to {result.settings.output}", file=out)
+    if diff:
         print(format_diff(diff), file=out)
     return 0

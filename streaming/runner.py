@@ -51,14 +51,15 @@ class ProgressListener(StreamingQueryListener):
 
 
 def run(settings: JobSettings, spark_conf: dict[str, str], master: str, available_now: bool) -> int:
+    from .preflight import check_run
+    from .replay import save_settings
+
+    check_run(settings)  # checkpoint, input, broker: refused here, before Spark starts
     if settings.input == "kafka" or settings.output == "kafka":
         from .kafka_io import warn_if_several_partitions
 
         warn_if_several_partitions(settings)
-    from .replay import check_frozen, save_settings
-
-    check_frozen(settings, settings.checkpoint)
-    save_settings(settings, settings.checkpoint)  # replay branches from this run's settings
+    save_settings(settings, settings.checkpoint)  # replay branches from this run's settings; records the input
     if os.path.exists(settings.pause_file):
         os.remove(settings.pause_file)  # left by a stop that did not finish
     spark = spark_session(settings, master=master, extra=spark_conf)

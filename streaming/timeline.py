@@ -14,12 +14,16 @@ the last cause in the dataset.
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+from .exits import UsageError
+from .inspect import partition_names
 
-from .audit import load_decisions
+if TYPE_CHECKING:  # pandas is imported when a timeline is drawn, not for the CLI's parser
+    import pandas as pd
 
 SERIES_COLUMNS = ["cause_offset", "leader", "isr", "isr_size", "leader_epoch", "partition_epoch", "election",
                   "cause_id", "record"]
@@ -41,6 +45,8 @@ def partition_series(decisions: pd.DataFrame, topic: str, partition: int) -> pd.
     cause_offset order (columns SERIES_COLUMNS). The state comes from LeaderAndIsr records
     and from accepted AlterPartition requests (an `AlterPartitionResult` without error),
     which change the ISR and partition epoch without a LeaderAndIsr in ZK-era Kafka."""
+    import pandas as pd
+
     if decisions.empty or "type" not in decisions:
         return pd.DataFrame(columns=SERIES_COLUMNS)
     mine = decisions[(decisions["topic"] == topic) & (decisions["partition"] == partition)]
@@ -170,11 +176,21 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
 
 
 def timeline(decisions_path: str, topic_partition: str, out: str) -> pd.DataFrame:
-    """Read the decisions, draw the partition's timeline to `out`; returns the series drawn."""
+    """Read the decisions, draw the partition's timeline to `out`; returns the series drawn.
+    A topic the decisions never name is refused (UsageError) before anything is drawn."""
     from .inspect import parse_topic_partition
 
     topic, partition = parse_topic_partition(topic_partition)
-    decisions = load_decisions(decisions_path)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+        raise UsageError(f"--out {out}: no such directory {os.path.dirname(os.path.abspath(out))}")
+    decisions = _read_decisions(decisions_path)
+    topics = set(decisions["topic"].dropna()) if "topic" in decisions else set()
+    if not topics:
+        raise UsageError(f"{topic_partition}: not in the decisions {decisions_path}, which name no partition")
+    if topic not in topics:
+        close = difflib.get_close_matches(topic, sorted(topics), n=1)
+        hint = f"; did you mean {close[0]}-{partition}?" if close else f" (its topics: {', '.join(sorted(topics))})"
+        raise UsageError(f"{topic_partition}: not in the decisions {decisions_path}: no record names topic {topic}{hint}")
     series = partition_series(decisions, topic, partition)
     x_end = int(decisions["cause_offset"].max()) if "cause_offset" in decisions and not decisions.empty else None
     unclean = int((series["election"] == "unclean").sum()) if not series.empty else 0
@@ -183,11 +199,23 @@ def timeline(decisions_path: str, topic_partition: str, out: str) -> pd.DataFram
     return series
 
 
+def _read_decisions(path: str) -> pd.DataFrame:
+    from .audit import load_decisions
+
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such decisions file or directory")
+    try:
+        return load_decisions(path)
+    except ValueError as exc:  # a line that is not JSON
+        raise UsageError(f"{path}: not JSON lines of decision records ({exc})") from None
+
+
 def cmd_timeline(args: argparse.Namespace) -> int:
-    series = timeline(args.decisions, args.partition, args.out)
+    [partition] = partition_names(args, required=True)
+    series = timeline(args.decisions, partition, args.out)
     if series.empty:
-        print(f"timeline: no state records for {args.partition} in {args.decisions}", file=sys.stderr)
-    print(f"wrote {args.out}: {len(series)} causes for {args.partition}")
+        print(f"timeline: no state records for {partition} in {args.decisions}", file=sys.stderr)
+    print(f"wrote {args.out}: {len(series)} causes for {partition}")
     return 0
 
 
@@ -196,6 +224,8 @@ def add_parser(subparsers: Any) -> None:
 
     p = subparsers.add_parser("timeline", help="draw one partition's leader, ISR and epochs over the log (PNG)")
     p.add_argument("--decisions", required=True, help="a decisions JSONL file, a file-output directory, or a topic dump")
-    p.add_argument("--partition", required=True, metavar="TOPIC-P", type=_checked_partition)
+    p.add_argument("--topic", help="the partition's topic; with it, --partition is a partition number")
+    p.add_argument("--partition", required=True, metavar="TOPIC-P", type=_checked_partition,
+                   help="the partition, as TOPIC-P (or a number with --topic)")
     p.add_argument("--out", required=True, metavar="FILE.png")
     p.set_defaults(func=cmd_timeline)
