@@ -44,9 +44,18 @@ class Interrupted(exits.CommandError):
 class Parser(argparse.ArgumentParser):
     """argparse, with a usage mistake as one line (and exit 2) rather than the usage text."""
 
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+    def error(self, message: str, prog: str | None = None) -> NoReturn:
+        prog = prog or self.prog
+        print(f"{prog}: {message} (see {prog} --help)", file=sys.stderr)
         sys.exit(exits.USAGE)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        # argparse reports a subcommand's unknown flags as the top-level parser's; name the command
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(parsed, "command", None)
+            self.error(f"unrecognized arguments: {' '.join(extras)}", f"{self.prog} {command}" if command else None)
+        return parsed
 
 
 # -- simulate ------------------------------------------------------------------------------
