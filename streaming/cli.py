@@ -26,6 +26,8 @@ from .exits import UsageError
 from .preflight import check_broker, check_readable_file, quiet_client
 
 PROG = "shadow-controller"
+# a progress bar (on a terminal only) appears once a command has run this long
+PROGRESS_DELAY_S = 1.0
 
 
 def report(command: str | None, exc: BaseException) -> int:
@@ -70,7 +72,7 @@ def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS,
 
     counts = Counter() if counts is None else counts
     with open(path, "rb") as fh, tqdm(total=Path(path).stat().st_size, unit="B", unit_scale=True, desc="simulate",
-                                      file=sys.stderr, disable=None, delay=1) as bar:
+                                      file=sys.stderr, disable=None, delay=PROGRESS_DELAY_S) as bar:
         for index, raw in enumerate(fh):
             bar.update(len(raw))
             counts["lines"] += 1

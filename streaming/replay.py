@@ -205,8 +205,10 @@ def _progress(spark: Any, settings: JobSettings, start: int) -> Iterator[None]:
     from pyspark.sql.streaming import StreamingQueryListener
     from tqdm import tqdm
 
+    from .cli import PROGRESS_DELAY_S
+
     total = _lines_in(settings.input[5:]) - start if settings.input.startswith("file:") else None
-    bar = tqdm(total=total, unit=" events", desc="replay", file=sys.stderr, delay=1)
+    bar = tqdm(total=total, unit=" events", desc="replay", file=sys.stderr, delay=PROGRESS_DELAY_S)
 
     class Progress(StreamingQueryListener):
         def onQueryStarted(self, event: Any) -> None:
