@@ -23,7 +23,7 @@ from state_machines.model import ControllerConfig
 
 from . import exits
 from .exits import UsageError
-from .preflight import check_broker, check_readable_file, quiet_client
+from .preflight import check_broker, check_output_file, check_readable_file, quiet_client
 
 PROG = "shadow-controller"
 # a progress bar (on a terminal only) appears once a command has run this long
@@ -92,6 +92,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from .settings import read_controller_config
 
     check_readable_file(args.events, "events file")
+    for path, flag in ((args.out, "--out"), (args.state_out, "--state-out")):
+        if path:
+            check_output_file(path, flag)
     if args.json and not args.out:
         raise UsageError("--json prints the summary on stdout: write the decisions elsewhere with --out")
     config = read_controller_config(args.config) if args.config else ControllerConfig()

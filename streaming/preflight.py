@@ -58,6 +58,15 @@ def check_readable_file(path: str, what: str) -> None:
         raise UsageError(f"{path}: cannot read the {what} (permission denied)")
 
 
+def check_output_file(path: str, flag: str) -> None:
+    """A file the command will write: its directory must exist."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path}: a directory, not a file")
+    if not os.path.isdir(directory):
+        raise UsageError(f"{flag} {path}: no such directory {directory}")
+
+
 def check_run(settings: "JobSettings") -> None:
     """Everything `run` refuses before Spark starts: a checkpoint laid out or recorded under
     other settings, a missing input directory, a broker that does not answer."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .exits import UsageError
 from .inspect import partition_names
+from .preflight import check_output_file
 
 if TYPE_CHECKING:  # pandas is imported when a timeline is drawn, not for the CLI's parser
     import pandas as pd
@@ -181,8 +182,7 @@ def timeline(decisions_path: str, topic_partition: str, out: str) -> pd.DataFram
     from .inspect import parse_topic_partition
 
     topic, partition = parse_topic_partition(topic_partition)
-    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        raise UsageError(f"--out {out}: no such directory {os.path.dirname(os.path.abspath(out))}")
+    check_output_file(out, "--out")
     decisions = _read_decisions(decisions_path)
     topics = set(decisions["topic"].dropna()) if "topic" in decisions else set()
     if not topics:

@@ -109,6 +109,8 @@ ROWS = [
     # missing inputs of the one-shot tools
     Row("simulate: events file missing", ("simulate", "{tmp}/nosuch.jsonl"), exits.USAGE,
         "{tmp}/nosuch.jsonl: no such events file"),
+    Row("simulate: --out into no directory", ("simulate", "{tmp}/events.jsonl", "--out", "{tmp}/nowhere/d.jsonl"),
+        exits.USAGE, "--out {tmp}/nowhere/d.jsonl: no such directory {tmp}/nowhere"),
     Row("simulate: --json needs --out", ("simulate", "{tmp}/events.jsonl", "--json"), exits.USAGE,
         "--json prints the summary on stdout"),
     Row("audit: decisions missing", ("audit", "{tmp}/nosuch.jsonl"), exits.USAGE,
@@ -144,6 +146,9 @@ ROWS = [
                                                               "--topic", "order", "--partition", "0",
                                                               "--out", "{tmp}/order.png"),
         exits.USAGE, "did you mean orders-0?", no_file="{tmp}/order.png"),
+    Row("timeline: --out into no directory", ("timeline", "--decisions", "{tmp}/decisions.jsonl", "--partition",
+                                              "orders-0", "--out", "{tmp}/nowhere/x.png"), exits.USAGE,
+        "--out {tmp}/nowhere/x.png: no such directory"),
     Row("timeline: decisions missing", ("timeline", "--decisions", "{tmp}/nosuch.jsonl", "--partition", "orders-0",
                                         "--out", "{tmp}/x.png"), exits.USAGE, "no such decisions file"),
     # an unreachable broker: one line within the deadline, no librdkafka log
