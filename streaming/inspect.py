@@ -238,14 +238,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     from .cli import report
 
     try:
-        partitions = partition_names(args, required=False)
+        partitions = partition_names(args)
         checked_batch(args.checkpoint, args.batch)
         result = _inspect_with_spark(args, partitions)
         if args.topic and not partitions:
-            topics = sorted({p["topic"] for p in result["partitions"]})
-            result["partitions"] = [p for p in result["partitions"] if p["topic"] == args.topic]
-            if not result["partitions"]:
-                raise InspectError(f"{_not_found('topic ' + args.topic, result)} (its topics: {', '.join(topics) or 'none'})")
+            _keep_topic(result, args.topic)
         if result["missing_partitions"]:
             raise InspectError(_not_found(", ".join(result["missing_partitions"]), result))
     except UsageError as exc:
@@ -267,6 +264,13 @@ def _inspect_with_spark(args: argparse.Namespace, partitions: list[str]) -> dict
     finally:
         if shared is None:
             spark.stop()
+
+
+def _keep_topic(result: dict[str, Any], topic: str) -> None:
+    topics = sorted({p["topic"] for p in result["partitions"]})
+    result["partitions"] = [p for p in result["partitions"] if p["topic"] == topic]
+    if not result["partitions"]:
+        raise InspectError(f"{_not_found('topic ' + topic, result)} (its topics: {', '.join(topics) or 'none'})")
 
 
 def _not_found(what: str, result: dict[str, Any]) -> str:
@@ -296,18 +300,14 @@ def _checked_partition(text: str) -> str:
     return text
 
 
-def partition_names(args: argparse.Namespace, required: bool) -> list[str]:
+def partition_names(args: argparse.Namespace) -> list[str]:
     """The partitions named by --partition TOPIC-P, or by --topic T --partition P (Kafka's
     tools' way), as TOPIC-P."""
     given = args.partition if isinstance(args.partition, list) else [args.partition] if args.partition else []
-    topic = getattr(args, "topic", None)
-    names = []
+    topic = args.topic
     for p in given:
         if topic is not None and not p.isdigit():
             raise UsageError(f"--partition {p}: with --topic, give the partition number (--topic {topic} --partition 0)")
         if topic is None and p.isdigit():
             raise UsageError(f"--partition {p}: name the topic too, as TOPIC-{p} or with --topic")
-        names.append(f"{topic}-{p}" if topic is not None else p)
-    if required and not names:
-        raise UsageError("name a partition: --partition TOPIC-P, or --topic T --partition P")
-    return names
+    return [f"{topic}-{p}" for p in given] if topic is not None else list(given)

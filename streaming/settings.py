@@ -227,7 +227,8 @@ def _unknown(name: str) -> str:
     section = name.split(".", 1)[0]
     if section not in SECTIONS:
         return f"unknown setting {name}; sections are {', '.join(SECTIONS)}"
-    return f"unknown setting {name}; [{section}] has {', '.join(n.split('.', 1)[1] for n in SETTINGS if n.startswith(section + '.'))}"
+    keys = [n.split(".", 1)[1] for n in SETTINGS if n.startswith(section + ".")]
+    return f"unknown setting {name}; [{section}] has {', '.join(keys)}"
 
 
 def check(name: str, value: Any) -> tuple[str, Any]:
@@ -354,5 +355,5 @@ def job_settings(values: Mapping[str, Any]) -> tuple["JobSettings", dict[str, st
     """(JobSettings, Spark conf, Spark master) of checked settings."""
     from .job import JobSettings  # Spark is imported only when a job is built
 
-    base = JobSettings(**{s.field: s.default for s in SCHEMA if s.default is not None})
+    base = JobSettings(**{s.field: s.default for s in SCHEMA if s.field and s.default is not None})
     return apply(base, values), spark_conf(values), master(values)

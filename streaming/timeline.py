@@ -211,7 +211,7 @@ def _read_decisions(path: str) -> pd.DataFrame:
 
 
 def cmd_timeline(args: argparse.Namespace) -> int:
-    [partition] = partition_names(args, required=True)
+    [partition] = partition_names(args)
     series = timeline(args.decisions, partition, args.out)
     if series.empty:
         print(f"timeline: no state records for {partition} in {args.decisions}", file=sys.stderr)
