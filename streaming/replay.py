@@ -476,7 +476,7 @@ def run_replay(args: argparse.Namespace, spark: Any, out: Any = None) -> int:
         return report("replay", exc)
     ran = sorted(result.stats)
     decisions = sum(s["decisions"] for s in result.stats.values())
-    if getattr(args, "json", False):
+    if args.json:
         doc = {"branch": result.branch.checkpoint, "from_batch": args.from_batch, "files_copied": result.branch.copied,
                "files_dropped": len(result.branch.dropped), "batches": ran, "decisions": decisions,
                "output": result.settings.output, **({"diff": diff_json(diff)} if diff else {})}
