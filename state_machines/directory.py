@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Union, cast
 
 from . import events as ev
 from .commands import (
@@ -110,6 +110,10 @@ class TopicRecord:
         return "started" if self.started else "queued"
 
 
+# The key says which record it holds: `controller`, `broker-<id>` or `topic-<name>`.
+DirectoryRecord = Union[ControllerRecord, BrokerRecord, TopicRecord]
+
+
 @dataclass(frozen=True, slots=True)
 class Continuation:
     """What the directory does after a round's deletion reports are in."""
@@ -122,9 +126,9 @@ class Continuation:
 
 @dataclass(frozen=True, slots=True)
 class DirectoryResult:
-    changes: dict[str, Any]
+    changes: dict[str, DirectoryRecord | None]  # None: the record is deleted
     commands: tuple[Command, ...]
-    outputs: tuple[Record, ...]
+    outputs: tuple[Record | ObservationOutcome, ...]
     continuation: Continuation | None = None
     followups: tuple[ev.Event, ...] = ()
 
@@ -132,37 +136,38 @@ class DirectoryResult:
 class _Dir:
     """Read-your-writes view over the directory records for one step."""
 
-    def __init__(self, view: Mapping[str, Any], config: ControllerConfig, offset: int, cause_id: str | None):
+    def __init__(self, view: Mapping[str, DirectoryRecord], config: ControllerConfig, offset: int,
+                 cause_id: str | None):
         self.view = view
         self.config = config
         self.offset = offset
         self.cause_id = cause_id
-        self.changes: dict[str, Any] = {}
+        self.changes: dict[str, DirectoryRecord | None] = {}
         self.commands: list[Command] = []
-        self.outputs: list[Record] = []
+        self.outputs: list[Record | ObservationOutcome] = []
         # contexts already built since the last write: a fan-out to every partition of a
         # broker or a topic sends the same one thousands of times
         self._contexts: dict[tuple[str, tuple[int, ...]], PartitionContext] = {}
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> DirectoryRecord | None:
         return self.changes[key] if key in self.changes else self.view.get(key)
 
-    def put(self, key: str, record: Any) -> None:
+    def put(self, key: str, record: DirectoryRecord | None) -> None:
         self.changes[key] = record
         self._contexts.clear()
 
     @property
     def controller(self) -> ControllerRecord:
-        return self.get(CONTROLLER_KEY) or ControllerRecord()
+        return cast("ControllerRecord | None", self.get(CONTROLLER_KEY)) or ControllerRecord()
 
     def broker(self, broker_id: int) -> BrokerRecord:
-        return self.get(broker_key(broker_id)) or BrokerRecord()
+        return cast("BrokerRecord | None", self.get(broker_key(broker_id))) or BrokerRecord()
 
     def fact(self, broker_id: int) -> BrokerFact:
         return self.broker(broker_id).fact
 
     def topic(self, name: str) -> TopicRecord | None:
-        return self.get(topic_key(name))
+        return cast("TopicRecord | None", self.get(topic_key(name)))
 
     def put_broker(self, broker_id: int, record: BrokerRecord) -> None:
         self.put(broker_key(broker_id), record)
@@ -205,9 +210,10 @@ class _Dir:
         the fan-out may name partitions the broker no longer hosts (they ignore the command),
         never miss one. A scan of every partition, like ControllerContext.partitionsOnBroker;
         a per-broker index would cost a copy of the broker's topics on every creation."""
-        out = []
+        out: list[tuple[str, int]] = []
         for topic in sorted(self.controller.topics):
             rec = self.topic(topic)
+            assert rec is not None
             out.extend((topic, p) for p, brokers in rec.partitions if broker_id in brokers)
         return out
 
@@ -226,9 +232,9 @@ def _controller_failover(d: _Dir, e: ev.ControllerFailover) -> Continuation | No
     d.put(CONTROLLER_KEY, replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch))
     # initializeControllerContext clears shuttingDownBrokerIds
     for b in sorted(c.brokers):
-        rec = d.broker(b)
-        if rec.fact.shutting_down:
-            d.put_broker(b, replace(rec, fact=replace(rec.fact, shutting_down=False)))
+        brec = d.broker(b)
+        if brec.fact.shutting_down:
+            d.put_broker(b, replace(brec, fact=replace(brec.fact, shutting_down=False)))
     if not d.config.delete_topic_enable:
         # TopicDeletionManager.init with deletion disabled drops the pending deletions
         for t in sorted(c.queued_topics):
@@ -498,7 +504,8 @@ def _observed_partition_state(d: _Dir, e: ev.ObservedPartitionState) -> None:
 
 
 def directory_step(
-    view: Mapping[str, Any], event: ev.Event, config: ControllerConfig, offset: int, cause_id: str | None = None
+    view: Mapping[str, DirectoryRecord], event: ev.Event, config: ControllerConfig, offset: int,
+    cause_id: str | None = None,
 ) -> DirectoryResult:
     """One input event against the directory: (records, event) -> (changed records, commands, outputs)."""
     d = _Dir(view, config, offset, cause_id)
@@ -543,7 +550,7 @@ def directory_step(
 
 
 def after_reports(
-    view: Mapping[str, Any],
+    view: Mapping[str, DirectoryRecord],
     reports: Iterable[DeletionReport],
     continuation: Continuation | None,
     config: ControllerConfig,
@@ -584,14 +591,19 @@ def after_reports(
             if rec is None or not rec.queued:
                 continue
             if r.mark_ineligible:
-                d.put(topic_key(topic), replace(rec, ineligible=True))
+                rec = replace(rec, ineligible=True)
+                d.put(topic_key(topic), rec)
             if r.resume_deletion:
-                d.put(topic_key(topic), replace(d.topic(topic), ineligible=False))  # type: ignore[arg-type]
+                d.put(topic_key(topic), replace(rec, ineligible=False))
                 need_resume = True
     for t in sorted(cont.mark_topics & queued):
-        d.put(topic_key(t), replace(d.topic(t), ineligible=True))  # type: ignore[arg-type]
+        rec = d.topic(t)
+        assert rec is not None
+        d.put(topic_key(t), replace(rec, ineligible=True))
     for t in sorted(cont.resume_topics & queued):
-        d.put(topic_key(t), replace(d.topic(t), ineligible=False))  # type: ignore[arg-type]
+        rec = d.topic(t)
+        assert rec is not None
+        d.put(topic_key(t), replace(rec, ineligible=False))
         need_resume = True
     if need_resume and config.delete_topic_enable:
         _resume_deletions(d)
@@ -653,6 +665,6 @@ def _complete_delete_topic(d: _Dir, topic: str) -> None:
 
 
 __all__ = [
-    "BrokerRecord", "CONTROLLER_KEY", "Continuation", "ControllerRecord", "DeletionMirror", "DirectoryResult",
-    "TopicRecord", "after_reports", "broker_key", "directory_step", "topic_key",
+    "BrokerRecord", "CONTROLLER_KEY", "Continuation", "ControllerRecord", "DeletionMirror", "DirectoryRecord",
+    "DirectoryResult", "TopicRecord", "after_reports", "broker_key", "directory_step", "topic_key",
 ]

@@ -345,7 +345,7 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
             _recovery(obj.get("leader_recovery_state"), "leader_recovery_state"),
         )
     if kind == "ObservedPartitionState":
-        replicas = obj.get("replicas")
+        observed_replicas = obj.get("replicas")
         return ObservedPartitionState(
             _topic(obj),
             _int(_req(obj, "partition"), "partition", minimum=0),
@@ -354,7 +354,7 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
             _broker_list(_req(obj, "isr"), "isr", allow_empty=True),
             _opt_int(obj, "partition_epoch", minimum=0),
             _opt_int(obj, "controller_epoch", minimum=0),
-            None if replicas is None else _broker_list(replicas, "replicas"),
+            None if observed_replicas is None else _broker_list(observed_replicas, "replicas"),
         )
     raise InvalidEvent(f"unknown event type {_shown(kind)}")
 
@@ -415,10 +415,10 @@ def _check_shape(text: str, limits: InputLimits) -> None:
             else:
                 depth -= 1
     if long_digits is not None:
-        m = re.search(r"\d{%d,}" % (limits.max_number_digits + 1), bare)
-        if m is not None:
+        number = re.search(r"\d{%d,}" % (limits.max_number_digits + 1), bare)
+        if number is not None:
             raise InvalidEvent(
-                f"a number has {len(m.group())} digits, over the limit of {limits.max_number_digits}")
+                f"a number has {len(number.group())} digits, over the limit of {limits.max_number_digits}")
 
 
 def _reject_constant(name: str) -> Any:

@@ -31,7 +31,10 @@ class _Record:
 
     def body(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name in field_names(type(self)):
+        # as a plain `type`: mypy checks `type[_Record]` against the cache's Hashable with
+        # the instance's `__hash__` (python/mypy#11470)
+        cls: type = type(self)
+        for name in field_names(cls):
             value = getattr(self, name)
             out[name] = list(value) if isinstance(value, tuple) else value
         return out

@@ -84,6 +84,11 @@ PREFERRED = "preferred"
 CONTROLLED_SHUTDOWN = "controlled_shutdown"
 
 
+# What one LeaderAndIsr request carries for this partition: the leadership, the
+# assignment (replicas, adding, removing) and the election label.
+_LairPayload = tuple[LeaderAndIsr, tuple[int, ...], tuple[int, ...], tuple[int, ...], str | None]
+
+
 class _ElectionFailed(Exception):
     """Raised inside a flow where Kafka throws (e.g. updateLeaderEpoch with no state)."""
 
@@ -92,10 +97,10 @@ class _Batch:
     """One ControllerBrokerRequestBatch, restricted to this partition."""
 
     def __init__(self) -> None:
-        self.lair: dict[int, tuple[tuple, bool]] = {}
+        self.lair: dict[int, tuple[_LairPayload, bool]] = {}
         self.stop: dict[int, tuple[bool, int]] = {}
 
-    def add_lair(self, brokers: Iterable[int], payload: tuple, is_new: bool) -> None:
+    def add_lair(self, brokers: Iterable[int], payload: _LairPayload, is_new: bool) -> None:
         for b in brokers:
             if b < 0:
                 continue
@@ -159,7 +164,7 @@ class _Txn:
     def failed(self, target: str, reason: str, broker: int | None = None) -> None:
         self.out.append(StateChangeFailedRecord(self.topic, self.partition, broker, target, reason))
 
-    def lair_payload(self, election: str | None) -> tuple:
+    def lair_payload(self, election: str | None) -> _LairPayload:
         la = self.leadership
         assert la is not None
         a = self.assignment
@@ -170,13 +175,13 @@ class _Txn:
         # Brokers sent the same request share one record. Usually every entry holds the
         # same payload object, and grouping by value (which hashes it) can be skipped.
         items = list(batch.lair.items())
-        groups: list[tuple[tuple, bool, list[int]]] = []
+        groups: list[tuple[_LairPayload, bool, list[int]]] = []
         if items:
             first_payload, first_new = items[0][1]
             if all(p is first_payload and n == first_new for _, (p, n) in items):
                 groups.append((first_payload, first_new, [b for b, _ in items]))
             else:
-                by_value: dict[tuple, list[int]] = {}
+                by_value: dict[tuple[_LairPayload, bool], list[int]] = {}
                 for broker, key in items:
                     by_value.setdefault(key, []).append(broker)
                 groups.extend((p, n, recipients) for (p, n), recipients in by_value.items())
@@ -281,10 +286,10 @@ class _Txn:
             self.state = P.NonExistentPartition  # putPartitionStateIfNotExists
         current = self.state
         if current not in target.valid_previous_states:
-            reason = f"invalid transition from {current.value}"
-            self.failed(target.value, reason)
-            return reason
-        reason = None
+            refusal = f"invalid transition from {current.value}"
+            self.failed(target.value, refusal)
+            return refusal
+        reason: str | None = None
         if target is P.OnlinePartition:
             if current is P.NewPartition:
                 reason = self._initialize_leader_and_isr(batch)

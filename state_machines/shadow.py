@@ -17,23 +17,28 @@ observed leader, epochs and ISR, so one divergence does not snowball into thousa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
+from .commands import Observe
 from .model import NO_LEADER, LeaderAndIsr
 from .outputs import DivergenceRecord, ObservationOutcome, Output
 from .states import PartitionState
 
+# a field of the expected or observed side of a `Divergence`
+_Field = int | list[int] | None
+
 
 def compare(
-    topic: str, partition: int, current: LeaderAndIsr | None, replicas: tuple[int, ...], op,
-    is_registered, unclean_allowed: bool,
+    topic: str, partition: int, current: LeaderAndIsr | None, replicas: tuple[int, ...], op: Observe,
+    is_registered: Callable[[int], bool], unclean_allowed: bool,
 ) -> tuple[list[Output], str]:
     """Returns the outputs and the outcome: match | benign | safety."""
-    observed = {"leader": op.leader, "leader_epoch": op.leader_epoch, "isr": list(op.isr)}
+    observed: dict[str, _Field] = {"leader": op.leader, "leader_epoch": op.leader_epoch, "isr": list(op.isr)}
     if op.partition_epoch is not None:
         observed["partition_epoch"] = op.partition_epoch
     if current is None:
-        expected = {"leader": NO_LEADER, "leader_epoch": None, "isr": []}
+        expected: dict[str, _Field] = {"leader": NO_LEADER, "leader_epoch": None, "isr": []}
         reason = "the shadow has no leader-and-ISR state for this partition"
         return [DivergenceRecord(topic, partition, expected, observed, "benign", reason), ObservationOutcome("benign")], "benign"
     expected = {"leader": current.leader, "leader_epoch": current.leader_epoch, "isr": list(current.isr),
@@ -45,7 +50,7 @@ def compare(
     )
     if same:
         return [ObservationOutcome("match")], "match"
-    safety = []
+    safety: list[str] = []
     if op.leader != NO_LEADER and (op.leader not in replicas or not is_registered(op.leader)):
         safety.append(f"leader {op.leader} is not a live replica of {list(replicas)}")
     if op.leader != NO_LEADER and op.leader not in op.isr:
@@ -68,11 +73,11 @@ def compare(
     return [DivergenceRecord(topic, partition, expected, observed, severity, reason), ObservationOutcome(severity)], severity
 
 
-def _norm(value):
+def _norm(value: _Field) -> _Field:
     return sorted(value) if isinstance(value, list) else value
 
 
-def adopt(current: LeaderAndIsr | None, op) -> LeaderAndIsr:
+def adopt(current: LeaderAndIsr | None, op: Observe) -> LeaderAndIsr:
     """The observed state as ours (shadow.follow)."""
     base = current or LeaderAndIsr(NO_LEADER, 0, (), 0)
     return replace(

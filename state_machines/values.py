@@ -14,18 +14,23 @@ and `fields` are the dataclass's own.
 from __future__ import annotations
 
 import dataclasses
-from typing import TypeVar
+from types import FunctionType
+from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 
 
 def quick_init(cls: type[T]) -> type[T]:
     """Apply above `@dataclass(frozen=True, slots=True)`."""
-    params = (cls.__dataclass_params__  # type: ignore[attr-defined]
-              if dataclasses.is_dataclass(cls) else None)
-    if params is None or not params.frozen or "__slots__" not in vars(cls) or hasattr(cls, "__post_init__"):
+    # `__dataclass_params__` is set by @dataclass but is not in typeshed's dataclass
+    # protocol, which only has `__dataclass_fields__`.
+    if not (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+            and "__slots__" in vars(cls) and not hasattr(cls, "__post_init__")):
         raise TypeError(f"quick_init needs a frozen, slotted dataclass without __post_init__: {cls.__name__}")
-    args, body, env = [], [], {}
+    args: list[str] = []
+    body: list[str] = []
+    # the namespace of the generated function: field defaults and slot setters of any type
+    env: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if not f.init or f.kw_only or f.default_factory is not dataclasses.MISSING:
             raise TypeError(f"quick_init supports positional fields with plain defaults: {cls.__name__}.{f.name}")
@@ -37,9 +42,10 @@ def quick_init(cls: type[T]) -> type[T]:
         env[f"_set_{f.name}"] = getattr(cls, f.name).__set__
         body.append(f"    _set_{f.name}(self, {f.name})\n")
     exec(f"def __init__(self, {', '.join(args)}):\n{''.join(body) or '    pass'}\n", env)
-    init = env["__init__"]
-    generated = cls.__init__  # type: ignore[misc]
+    init = cast(FunctionType, env["__init__"])
+    generated = cls.__init__
     init.__qualname__ = generated.__qualname__
     init.__annotations__ = dict(generated.__annotations__)
-    cls.__init__ = init  # type: ignore[misc]
+    # replacing a method of a class is what this decorator is for; mypy forbids it
+    cls.__init__ = init  # type: ignore[method-assign]
     return cls
