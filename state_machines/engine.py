@@ -1,17 +1,11 @@
-"""The in-process engine: routes events through the directory and partition steps with
-plain dictionaries. It is the reference the Spark job must match record for record.
+"""The in-process engine: the controller's event loop (`loop.py`) run in one process, with
+plain dictionaries for the directory and the partitions. It is the reference the Spark job
+must match record for record, and it is the same loop: the Spark job runs its pieces in
+operators and feeds deletion reports back a micro-batch later, the engine at once.
 
-For one input event (one cause) the engine runs the directory step, then rounds: the
-partition commands of a round, in (topic, partition) order, then `after_reports` with the
-deletion reports of that round, whose commands form the next round, until none are left.
-A bounce (a known broker restarting with a higher epoch) is a failure followed by a
-startup, each settled in turn, as Kafka's `processBrokerChange` runs them.
-
-An exception the controller raises (a bug here, never bad input) does not stop the loop.
-In the directory step it ends the cause there: what earlier steps of the cause produced
-stands, the rest is not run. In a partition step only that partition's command is lost.
-Each becomes an entry of `errors` (cause offset, reason); the job writes the same entries
-to its dead letters, so the two stay equal decision for decision.
+An exception the controller raises (a bug here, never bad input) does not stop the loop
+(see `loop.py`); each becomes an entry of `errors` (cause offset, reason), as the job
+writes it to its dead letters.
 """
 
 from __future__ import annotations
@@ -21,30 +15,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .commands import Command, DeletionReport
-from .directory import (
-    CONTROLLER_KEY, BrokerRecord, ControllerRecord, TopicRecord, after_reports, directory_step, topic_key,
-)
+from .commands import Command
+from .directory import CONTROLLER_KEY, BrokerRecord, ControllerRecord, TopicRecord, topic_key
 from .events import Envelope
+from .loop import (
+    DIRECT, PartitionSlot, Replies, Sequencer, Work, decision_order, fold_partition, merge_shutdown_shares,
+    number_directory_records,
+)
 from .model import ControllerConfig
-from .outputs import ObservationOutcome, Output, Record, assemble_controlled_shutdown_results, to_contract
-from .partition import PartitionRecord, describe_error, guarded_partition_step
+from .outputs import to_contract
+from .partition import PartitionRecord
 
 TopicPartition = tuple[str, int]
-
-
-def sequence_records(records: Iterable[Record], cause_offset: int, cause_id: str | None) -> list[dict[str, Any]]:
-    """Number one cause's records per key (`seq`) in production order; return them in the
-    contract's canonical order: (cause_offset, key, seq)."""
-    counters: dict[str, int] = {}
-    out = []
-    for rec in records:
-        key = rec.key()
-        seq = counters.get(key, 0)
-        counters[key] = seq + 1
-        out.append((key, seq, to_contract(rec, cause_offset, cause_id, seq)))
-    out.sort(key=lambda x: (x[0], x[1]))
-    return [d for _, _, d in out]
 
 
 @dataclass
@@ -53,66 +35,43 @@ class Engine:
     directory: dict[str, Any] = field(default_factory=dict)
     partitions: dict[TopicPartition, PartitionRecord] = field(default_factory=dict)
     # shadow mode: running counts of observed states that matched or diverged, by severity
-    observations: Counter = field(default_factory=Counter)
+    observations: Counter[str] = field(default_factory=Counter)
     # exceptions the controller raised: (cause offset, reason), as the job dead-letters them
     errors: list[tuple[int, str]] = field(default_factory=list)
 
     def process(self, envelope: Envelope) -> list[dict[str, Any]]:
         """Apply one event; return its decision records (contract dicts, canonical order)."""
-        outputs: list[Output] = []
-        pending = [envelope.event]
-        offset = envelope.offset
-        while pending:
-            event = pending.pop(0)
-            try:
-                result = directory_step(self.directory, event, self.config, offset, envelope.id)
-            except Exception as exc:  # noqa: BLE001 - see the module docstring
-                self.errors.append((offset, describe_error(exc, "the directory step")))
+        sequencer = Sequencer(self.directory, self.config)
+        pending = sequencer.start(envelope)
+        replies = Replies()
+        seq_next: dict[str, int] = {}  # each partition's `seq` counter for this cause
+        while True:
+            work, sequencer.work = sequencer.work, []
+            number_directory_records((w for w in work if w.target == DIRECT), replies)
+            reported = len(replies.reports)
+            self._fold([w for w in work if w.target != DIRECT], envelope.offset, seq_next, replies)
+            if pending is None:
                 break
-            followups = result.followups
-            self._apply(result.changes)
-            outputs.extend(result.outputs)
-            commands, cont = result.commands, result.continuation
-            while commands or cont is not None:
-                reports = self._run(commands, outputs, offset)
-                if not reports and cont is None:
-                    break
-                try:
-                    result = after_reports(self.directory, reports, cont, self.config, offset, envelope.id)
-                except Exception as exc:  # noqa: BLE001
-                    self.errors.append((offset, describe_error(exc, "the directory step")))
-                    pending, followups = [], ()
-                    break
-                self._apply(result.changes)
-                outputs.extend(result.outputs)
-                commands, cont = result.commands, None
-            pending[:0] = list(followups)
-        self.observations.update(o.outcome for o in outputs if isinstance(o, ObservationOutcome))
-        records = assemble_controlled_shutdown_results(outputs)
-        return sequence_records(records, envelope.offset, envelope.id)
+            pending = sequencer.resume(pending, [r for _, r in replies.reports[reported:]])
+        self.errors.extend((d.offset, d.reason) for d in replies.dead_letters)
+        self.observations.update(replies.outcomes)
+        decisions = sorted(merge_shutdown_shares(replies.decisions, replies.still), key=decision_order)
+        return [to_contract(d.record, d.cause_offset, d.cause_id, d.seq) for d in decisions]
 
-    def _run(self, commands: Iterable[Command], outputs: list[Output], offset: int) -> list[DeletionReport]:
-        reports = []
-        for cmd in commands:
+    def _fold(self, work: Iterable[Work], offset: int, seq_next: dict[str, int], replies: Replies) -> None:
+        by_target: dict[str, list[Work]] = {}
+        for w in work:
+            by_target.setdefault(w.target, []).append(w)
+        for target in sorted(by_target):
+            cmd: Command = by_target[target][0].item  # type: ignore[assignment]
             tp = (cmd.topic, cmd.partition)
-            res, error = guarded_partition_step(self.partitions.get(tp), cmd, self.config)
-            if error is not None:
-                self.errors.append((offset, error))
-            if res.state is None:
+            slot = PartitionSlot(self.partitions.get(tp), offset, seq_next.get(target, 0))
+            slot = fold_partition(slot, by_target[target], self.config, replies)
+            seq_next[target] = slot.seq_next
+            if slot.record is None:
                 self.partitions.pop(tp, None)
             else:
-                self.partitions[tp] = res.state
-            outputs.extend(res.outputs)
-            if res.report is not None:
-                reports.append(res.report)
-        return reports
-
-    def _apply(self, changes: dict[str, Any]) -> None:
-        for key, record in changes.items():
-            if record is None:
-                self.directory.pop(key, None)
-            else:
-                self.directory[key] = record
+                self.partitions[tp] = slot.record
 
     def run(self, envelopes: Iterable[Envelope]) -> Iterator[dict[str, Any]]:
         for envelope in envelopes:
@@ -135,8 +94,8 @@ class Engine:
             trec: TopicRecord = self.directory[topic_key(t)]
             topics[t] = {"configs": dict(trec.configs), "deletion": trec.deletion}
         partitions = {}
-        for (t, p), rec in sorted(self.partitions.items()):
-            partitions[f"{t}-{p}"] = partition_json(rec)
+        for (t, p), prec in sorted(self.partitions.items()):
+            partitions[f"{t}-{p}"] = partition_json(prec)
         return {
             "active": c.active, "controller_epoch": c.controller_epoch,
             "brokers": brokers, "topics": topics, "partitions": partitions,

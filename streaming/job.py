@@ -35,13 +35,13 @@ from state_machines.events import DEFAULT_LIMITS, InputLimits
 from . import codec
 from .file_source import EventFilesSource, FeedbackSource, feedback_file
 from .pipeline import (
-    DIRECT, PartitionSlot, Pending, RawEvent, Row, Sequencer, assemble_batch, direct_outputs, fold_bucket, fold_partition,
-    group_of, pack_outputs, pack_rows, unpack_outputs, unpack_rows,
+    DIRECT, PartitionSlot, Pending, RawEvent, Sequencer, assemble_batch, bucket_stage, direct_stage, group_of,
+    pack_outputs, pack_work, partition_stage_rows, unpack_outputs, unpack_work,
 )
 
 log = logging.getLogger("shadow_controller.job")
 
-# rows between the operators are packed (pipeline.pack_rows, pack_outputs)
+# work and outputs between the operators are packed (pipeline.pack_work, pack_outputs)
 SEQUENCER_OUT = "grp string, rows string"
 PARTITION_OUT = "rows string"
 PARTITION_STATE = "record string, seq_cause long, seq_next long"
@@ -132,7 +132,7 @@ class SequencerProcessor(StatefulProcessor):
             directory = _load_directory(self.records.iterator())
         pending = codec.loads(self.pending.get()[0], Pending) if self.pending.exists() else None
         buffered = [RawEvent(int(o), None if v is None else bytes(v), s) for o, v, s in self.buffer.get()] if self.buffer.exists() else []
-        seq = Sequencer(directory, self.config, self.limits, self.dlq_max_value_bytes)
+        seq = Sequencer(directory, self.config, self.limits)
         pending, rest = seq.run(pending, buffered, events, reports)
         for k in sorted(seq.changed):
             rec = directory.get(k)
@@ -152,12 +152,12 @@ class SequencerProcessor(StatefulProcessor):
             self.buffer.put([(e.offset, e.value, e.source) for e in rest])
         else:
             self.buffer.clear()
-        if seq.rows:
-            groups: dict[str, list[Row]] = {}
-            for r in seq.rows:
-                groups.setdefault(group_of(r.gkey, self.buckets, self.shuffle_partitions), []).append(r)
-            yield pd.DataFrame([(grp, text) for grp, rows in groups.items() for text in pack_rows(rows)],
-                               columns=["grp", "rows"])
+        if seq.work:
+            groups: dict[str, list[Any]] = {}
+            for w in seq.work:
+                groups.setdefault(group_of(w.target, self.buckets, self.shuffle_partitions), []).append(w)
+            yield pd.DataFrame([(grp, text) for grp, work in groups.items()
+                                for text in pack_work(work, self.dlq_max_value_bytes)], columns=["grp", "rows"])
 
     def close(self) -> None:
         pass
@@ -183,14 +183,14 @@ def partition_stage(config: ControllerConfig, buckets: int = 0):
     def apply(key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         collect_less()
         gkey = key[0]
-        rows = unpack_rows(text for pdf in pdfs for text in pdf["rows"].tolist())
+        work = unpack_work(text for pdf in pdfs for text in pdf["rows"].tolist())
         if gkey == DIRECT:
-            out = direct_outputs(rows)
+            out = direct_stage(work)
         elif buckets:
             entries = codec.bucket_entries(state.get[0] if state.exists else None)
-            touched = {r.gkey for r in rows}
+            touched = {w.target for w in work}
             slots = {k: PartitionSlot(*codec.bucket_entry_in(entries[k])) for k in touched if k in entries}
-            out = fold_bucket(slots, rows, config)
+            out = bucket_stage(slots, work, config)
             for k in touched:
                 if k in slots:
                     sl = slots[k]
@@ -203,7 +203,7 @@ def partition_stage(config: ControllerConfig, buckets: int = 0):
             if state.exists:
                 record, seq_cause, seq_next = state.get
                 slot = PartitionSlot(codec.loads(record, codec.PartitionRecordType), int(seq_cause), int(seq_next))
-            slot, out = fold_partition(slot, rows, config)
+            slot, out = partition_stage_rows(slot, work, config)
             if slot.record is None:
                 if state.exists:
                     state.remove()

@@ -98,4 +98,5 @@ def test_bad_input_goes_to_the_dlq_and_good_decisions_are_unchanged(spark, tmp_p
         original, reason = bad_offsets[d["offset"]]
         assert base64.b64decode(d["value_base64"]) == original
         assert reason in d["reason"], d
-        assert d["source"].endswith(f":{d['offset']}")
+        # one input file: its 1-based line, as simulate names it
+        assert d["source"] == f"0000.jsonl:{d['offset'] + 1}"

@@ -1,7 +1,7 @@
 """An exception inside the controller (a bug here, never bad input) must not stop the job:
 the event is dead-lettered with the exception's name, and the job goes on. The engine and
 the job's micro-batch pipeline must lose exactly the same decisions, so the fault is
-injected into the core functions both of them call."""
+injected into the core functions both of them call (`state_machines/loop.py`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import pytest
 
 from state_machines import directory as directory_module
-from state_machines import engine as engine_module
+from state_machines import loop as loop_module
 from state_machines import partition as partition_module
 from state_machines.engine import Engine
 from state_machines.events import parse_line
@@ -67,7 +67,7 @@ def test_a_directory_step_that_raises_dead_letters_the_event_and_the_job_goes_on
         reached.append(args[at])
         return original(*args)
 
-    monkeypatch.setattr(engine_module, where, probe)
+    monkeypatch.setattr(loop_module, where, probe)
     engine_run(lines)
     target = reached[len(reached) // 2]
 
@@ -76,8 +76,8 @@ def test_a_directory_step_that_raises_dead_letters_the_event_and_the_job_goes_on
             raise Boom(f"injected in {where}")
         return original(*args)
 
-    for module in (engine_module, pipeline):
-        monkeypatch.setattr(module, where, faulty)
+    # one loop serves the engine and the job: one patch reaches both
+    monkeypatch.setattr(loop_module, where, faulty)
     expected, errors = engine_run(lines)
     assert [offset for offset, _ in errors] == [target]
     assert "Boom" in errors[0][1]

@@ -1,0 +1,331 @@
+"""The controller's event loop: what happens to one event, written once.
+
+Kafka's controller is one thread over one `ControllerContext`. Here the context is split by
+owner so that Spark can key it (see `directory.py` and `partition.py`), and this module is
+the loop that joins the owners again. The in-process `Engine` and the Spark job drive the
+same three functions; they differ only in where the pieces run and when reports come back.
+
+1. **Sequencing** (`Sequencer`, the directory's owner). Events are applied in offset order.
+   For one event (a *cause*) the directory step decides the controller-wide facts and
+   sends each partition it concerns a `Command`; a bounce (a failure then a startup) and
+   similar follow-ups run in turn under the same cause. Each piece of work is a `Work`
+   item, numbered by (cause, round, index) so that its order survives any shuffle.
+   Commands to partitions of a topic queued for deletion make those partitions report
+   back (Kafka's TopicDeletionManager decides on all replicas of a topic at once): the
+   cause then waits as a `Pending` until the reports are in, and later events wait behind
+   it. The engine feeds the reports back at once; the Spark job, which cannot loop inside
+   a micro-batch, feeds them in the next one.
+2. **The partitions' fold** (`fold_partition`, the partitions' owner). A partition applies
+   its commands in (cause, round, index) order and numbers its records per (cause, key):
+   the contract's `seq`. Its replies (a deletion report, a controlled shutdown's
+   `StillLeads` share, a shadow comparison's outcome) come back as typed values.
+3. **The directory's own records and the merge** (`number_directory_records`,
+   `merge_shutdown_shares`). Records the directory step writes itself are numbered the same
+   way; a `ControlledShutdownResult` receives the shares of the partitions its broker still
+   leads.
+
+Nothing here raises on input. `parse_line` turns any record into an event or a dead letter;
+an exception inside a step (a bug of this project) becomes a `DeadLetter` as well (see
+`guarded_partition_step`), and the engine and the job lose exactly the same decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple, Union
+
+from .commands import Command, DeletionReport
+from .directory import Continuation, DirectoryResult, after_reports, directory_step
+from .errors import InvalidEvent
+from .events import DEFAULT_LIMITS, Envelope, Event, InputLimits, parse_line
+from .model import ControllerConfig
+from .outputs import ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads
+from .partition import PartitionRecord, describe_error, guarded_partition_step
+
+# The target of work that is not a partition's: the directory's own records and dead letters.
+DIRECT = "__direct__"
+
+
+@dataclass(frozen=True, slots=True)
+class RawEvent:
+    """One input record as the source delivers it."""
+
+    offset: int
+    value: bytes | None  # None: a Kafka record with a null value (a tombstone)
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A record that could not be applied, or the part of a cause a bug stopped.
+    `command` is set when one partition's step raised: the command it could not apply."""
+
+    offset: int
+    source: str
+    reason: str
+    value: bytes | None = None
+    command: Command | None = None
+
+
+class Work(NamedTuple):
+    """One piece of a cause's work: a command to a partition (`target` "<topic>-<partition>"),
+    or, for `DIRECT`, a record the directory wrote or a dead letter. (A named tuple: a
+    fan-out makes tens of thousands per event.)"""
+
+    target: str
+    cause_offset: int
+    round: int
+    idx: int
+    item: Union[Command, Record, ObservationOutcome, DeadLetter]
+    cause_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A cause waiting for deletion reports."""
+
+    cause_offset: int
+    cause_id: str | None
+    round: int
+    expected: int
+    continuation: Continuation | None
+    followups: tuple[Event, ...] = ()
+    reports: tuple[DeletionReport, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------
+# 1. sequencing
+
+
+@dataclass
+class Sequencer:
+    """The directory's side of the loop, over a working copy of the directory records
+    (changed in place; `changed` names the keys written)."""
+
+    directory: MutableMapping[str, Any]
+    config: ControllerConfig
+    limits: InputLimits = DEFAULT_LIMITS
+    changed: set[str] = field(default_factory=set)
+    work: list[Work] = field(default_factory=list)
+    # the record of the cause being run, for the dead letter of an exception it causes
+    _cause: RawEvent | None = None
+
+    def run(
+        self, pending: Pending | None, buffered: Sequence[RawEvent], events: Iterable[RawEvent],
+        reports: Iterable[DeletionReport],
+    ) -> tuple[Pending | None, list[RawEvent]]:
+        """Resume a waiting cause with `reports`, then apply events in offset order until
+        one waits. Returns the waiting cause (or None) and the events held behind it."""
+        if pending is not None:
+            got = pending.reports + tuple(reports)
+            if len(got) < pending.expected:
+                return replace(pending, reports=got), sorted([*buffered, *events], key=lambda e: e.offset)
+            pending = self.resume(pending, got)
+        queue = sorted([*buffered, *events], key=lambda e: e.offset)
+        position = 0
+        while position < len(queue) and pending is None:
+            raw = queue[position]
+            position += 1
+            try:
+                env = parse_line(raw.value, raw.offset, self.limits)
+            except InvalidEvent as exc:
+                self.work.append(Work(DIRECT, raw.offset, 0, 0, DeadLetter(raw.offset, raw.source, str(exc), raw.value)))
+                continue
+            except Exception as exc:  # noqa: BLE001 - parse_line raises only InvalidEvent; never crash on input
+                reason = f"not decodable: {type(exc).__name__}"
+                self.work.append(Work(DIRECT, raw.offset, 0, 0, DeadLetter(raw.offset, raw.source, reason, raw.value)))
+                continue
+            self._cause = raw
+            pending = self.start(env)
+        return pending, queue[position:]
+
+    def start(self, env: Envelope) -> Pending | None:
+        """Apply one parsed event (one cause)."""
+        return self._events(env.offset, env.id, [env.event], 0)
+
+    def resume(self, pending: Pending, reports: Iterable[DeletionReport]) -> Pending | None:
+        """A waiting cause with its round's reports in (they are taken in partition order)."""
+        ordered = sorted(reports, key=lambda r: (r.topic, r.partition))
+        result = self._step(pending.cause_offset, after_reports, ordered, pending.continuation, self.config,
+                            pending.cause_offset, pending.cause_id)
+        if result is None:
+            return None
+        return self._settle(pending.cause_offset, pending.cause_id, pending.round + 1,
+                            replace(result, continuation=None), pending.followups)
+
+    # -- one cause -------------------------------------------------------------------------
+
+    def _step(self, offset: int, step: Any, *args: Any) -> DirectoryResult | None:
+        """A directory step, applied. An exception ends the cause: its record goes to the
+        dead letters and what earlier steps of the cause did stands."""
+        try:
+            result: DirectoryResult = step(self.directory, *args)
+        except Exception as exc:  # noqa: BLE001 - the loop's boundary: a bug must not stop the controller
+            raw = self._cause if self._cause is not None and self._cause.offset == offset else None
+            letter = DeadLetter(offset, raw.source if raw else "", describe_error(exc, "the directory step"),
+                                raw.value if raw else None)
+            self.work.append(Work(DIRECT, offset, 0, 0, letter))
+            return None
+        for key, record in result.changes.items():
+            self.changed.add(key)
+            if record is None:
+                self.directory.pop(key, None)
+            else:
+                self.directory[key] = record
+        return result
+
+    def _events(self, offset: int, cause_id: str | None, events: list[Event], round_: int) -> Pending | None:
+        """Run the events of one cause (the input event, then any follow-ups) in order."""
+        if not events:
+            return None
+        result = self._step(offset, directory_step, events[0], self.config, offset, cause_id)
+        if result is None:
+            return None
+        return self._settle(offset, cause_id, round_, result, (*result.followups, *events[1:]))
+
+    def _settle(self, offset: int, cause_id: str | None, round_: int, result: DirectoryResult,
+                followups: tuple[Event, ...]) -> Pending | None:
+        while True:
+            for i, rec in enumerate(result.outputs):
+                self.work.append(Work(DIRECT, offset, round_, i, rec, cause_id))
+            commands = result.commands
+            for i, cmd in enumerate(commands):
+                self.work.append(Work(f"{cmd.topic}-{cmd.partition}", offset, round_, i, cmd, cause_id))
+            expected = sum(1 for cmd in commands if cmd.ctx.queued_for_deletion)
+            if expected:
+                return Pending(offset, cause_id, round_, expected, result.continuation, followups)
+            if result.continuation is None:
+                break
+            # no partition reports back: the continuation runs on at once
+            nxt = self._step(offset, after_reports, (), result.continuation, self.config, offset, cause_id)
+            if nxt is None:
+                return None
+            result = replace(nxt, continuation=None)
+            round_ += 1
+        if followups:
+            return self._events(offset, cause_id, list(followups), round_ + 1)
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# 2. the partitions' fold
+
+
+class PartitionSlot(NamedTuple):
+    """What a partition keeps between steps: its record and its `seq` counter, which
+    continues across micro-batches while a cause waits for reports."""
+
+    record: PartitionRecord | None
+    seq_cause: int = -1
+    seq_next: int = 0
+
+
+class Decision(NamedTuple):
+    """A record numbered for the contract: (cause_offset, key, seq) is its place."""
+
+    cause_offset: int
+    key: str
+    seq: int
+    record: Record
+    cause_id: str | None
+
+
+@dataclass(slots=True)
+class Replies:
+    """What a fold sends on, besides decisions: controlled-shutdown shares (with their
+    cause), shadow outcomes, deletion reports (with the target that sent them) and dead
+    letters."""
+
+    decisions: list[Decision] = field(default_factory=list)
+    still: list[tuple[int, StillLeads]] = field(default_factory=list)
+    outcomes: list[str] = field(default_factory=list)
+    reports: list[tuple[str, DeletionReport]] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+
+
+def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: ControllerConfig,
+                   replies: Replies) -> PartitionSlot:
+    """Apply one partition's commands in (cause, round, index) order; its records go to
+    `replies.decisions`, numbered per (cause, key)."""
+    record, seq_cause, seq_next = slot
+    decisions = replies.decisions
+    for w in sorted(work, key=lambda w: (w.cause_offset, w.round, w.idx)):
+        cmd: Command = w.item  # type: ignore[assignment]
+        result, error = guarded_partition_step(record, cmd, config)
+        record = result.state
+        cause = cmd.cause_offset
+        if cause != seq_cause:
+            seq_cause, seq_next = cause, 0
+        if error is not None:
+            replies.dead_letters.append(DeadLetter(cause, f"partition:{w.target}", error, None, cmd))
+        for o in result.outputs:
+            if isinstance(o, StillLeads):
+                replies.still.append((cause, o))
+            elif isinstance(o, ObservationOutcome):
+                replies.outcomes.append(o.outcome)
+            else:
+                decisions.append(Decision(cause, o.key(), seq_next, o, cmd.cause_id))
+                seq_next += 1
+        if result.report is not None:
+            replies.reports.append((w.target, result.report))
+    return PartitionSlot(record, seq_cause, seq_next)
+
+
+def fold_partitions(slots: MutableMapping[str, PartitionSlot], work: Iterable[Work], config: ControllerConfig,
+                    replies: Replies) -> None:
+    """Fold each partition's commands on its own slot (updated in place; a removed
+    partition leaves), partitions in key order."""
+    by_target: dict[str, list[Work]] = {}
+    for w in work:
+        by_target.setdefault(w.target, []).append(w)
+    for target in sorted(by_target):
+        slot = fold_partition(slots.get(target, EMPTY_SLOT), by_target[target], config, replies)
+        if slot.record is None:
+            slots.pop(target, None)
+        else:
+            slots[target] = slot
+
+
+EMPTY_SLOT = PartitionSlot(None)
+
+
+# ---------------------------------------------------------------------------------------
+# 3. the directory's own records, and the merge
+
+
+def number_directory_records(work: Iterable[Work], replies: Replies) -> None:
+    """The directory's records and dead letters: records numbered per (cause, key) in
+    production order."""
+    counters: dict[tuple[int, str], int] = {}
+    for w in sorted(work, key=lambda w: (w.cause_offset, w.round, w.idx)):
+        item = w.item
+        if isinstance(item, DeadLetter):
+            replies.dead_letters.append(item)
+        elif isinstance(item, ObservationOutcome):
+            replies.outcomes.append(item.outcome)
+        else:
+            key = item.key()  # type: ignore[union-attr]
+            seq = counters.get((w.cause_offset, key), 0)
+            counters[(w.cause_offset, key)] = seq + 1
+            replies.decisions.append(Decision(w.cause_offset, key, seq, item, w.cause_id))  # type: ignore[arg-type]
+
+
+def merge_shutdown_shares(decisions: Iterable[Decision], still: Iterable[tuple[int, StillLeads]]) -> Iterator[Decision]:
+    """Each accepted `ControlledShutdownResult` with the partitions its broker still leads
+    (Kafka's `partitionLeadersOnBroker`, a set; the contract sorts it by topic, then
+    partition number)."""
+    shares: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for cause, s in still:
+        shares.setdefault((cause, s.broker_id), []).append((s.topic, s.partition))
+    for d in decisions:
+        rec = d.record
+        if isinstance(rec, ControlledShutdownResultRecord) and rec.error is None:
+            remaining = tuple(f"{t}-{p}" for t, p in sorted(shares.get((d.cause_offset, rec.broker_id), ())))
+            d = d._replace(record=ControlledShutdownResultRecord(rec.broker_id, remaining, None))
+        yield d
+
+
+def decision_order(d: Decision) -> tuple[int, str, int]:
+    """The contract's order of records: (cause_offset, key, seq)."""
+    return (d.cause_offset, d.key, d.seq)
