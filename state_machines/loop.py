@@ -233,9 +233,14 @@ class Decision(NamedTuple):
 
 @dataclass(slots=True)
 class Replies:
-    """What a fold sends on, besides decisions: controlled-shutdown shares (with their
-    cause), shadow outcomes, deletion reports (with the target that sent them) and dead
-    letters."""
+    """What the fold and the directory send on: numbered decisions, controlled-shutdown
+    shares (with their cause), shadow outcomes, deletion reports (with the target that
+    sent them) and dead letters.
+
+    Decisions arrive through `decision`, which keeps them as `Decision` values. A shell
+    that only ships them on may override it to encode each one as it comes (the Spark
+    job's partition stage does): a fan-out then never holds hundreds of thousands of
+    record objects at once, which the cyclic collector would have to walk."""
 
     decisions: list[Decision] = field(default_factory=list)
     still: list[tuple[int, StillLeads]] = field(default_factory=list)
@@ -243,13 +248,16 @@ class Replies:
     reports: list[tuple[str, DeletionReport]] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
 
+    def decision(self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None) -> None:
+        self.decisions.append(Decision(cause_offset, key, seq, record, cause_id))
+
 
 def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: ControllerConfig,
                    replies: Replies) -> PartitionSlot:
     """Apply one partition's commands in (cause, round, index) order; its records go to
     `replies.decisions`, numbered per (cause, key)."""
     record, seq_cause, seq_next = slot
-    decisions = replies.decisions
+    decision = replies.decision
     for w in sorted(work, key=lambda w: (w.cause_offset, w.round, w.idx)):
         cmd: Command = w.item  # type: ignore[assignment]
         result, error = guarded_partition_step(record, cmd, config)
@@ -265,7 +273,7 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
             elif isinstance(o, ObservationOutcome):
                 replies.outcomes.append(o.outcome)
             else:
-                decisions.append(Decision(cause, o.key(), seq_next, o, cmd.cause_id))
+                decision(cause, o.key(), seq_next, o, cmd.cause_id)
                 seq_next += 1
         if result.report is not None:
             replies.reports.append((w.target, result.report))
@@ -308,7 +316,7 @@ def number_directory_records(work: Iterable[Work], replies: Replies) -> None:
             key = item.key()  # type: ignore[union-attr]
             seq = counters.get((w.cause_offset, key), 0)
             counters[(w.cause_offset, key)] = seq + 1
-            replies.decisions.append(Decision(w.cause_offset, key, seq, item, w.cause_id))  # type: ignore[arg-type]
+            replies.decision(w.cause_offset, key, seq, item, w.cause_id)  # type: ignore[arg-type]
 
 
 def merge_shutdown_shares(decisions: Iterable[Decision], still: Iterable[tuple[int, StillLeads]]) -> Iterator[Decision]:

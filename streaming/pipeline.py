@@ -158,29 +158,44 @@ def unpack_outputs(packed: Iterable[str]) -> list[OutputRow]:
 # the partition stage: the core's fold, its replies encoded as output rows
 
 
-def _reply_rows(replies: Replies, dlq_max_value_bytes: int) -> list[OutputRow]:
-    """Decisions leave as runs: a partition's records for one cause are consecutive in the
-    contract's order (cause, key, seq), so they travel as one row whose `seq` is the first
-    one's and whose payload is their JSON documents joined by newlines (`assemble_batch`
-    splits them). A fan-out to thousands of partitions moves one row per partition.
-    A `ControlledShutdownResult` travels typed, to receive its shares at the sink."""
-    out: list[OutputRow] = []
-    run: list[str] = []
-    key = ""
-    run_cause = run_seq = 0
-    decision_json = codec.decision_json
-    for d in replies.decisions:
-        if isinstance(d.record, ControlledShutdownResultRecord):
-            out.append(("shutdown", d.cause_offset, d.key, d.seq, f"{json.dumps(d.cause_id)}\t{codec.dumps(d.record)}"))
-            continue
-        if run and (run_cause != d.cause_offset or d.key != key):
-            out.append(("decision", run_cause, key, run_seq, "\n".join(run)))
-            run = []
+class EncodedReplies(Replies):
+    """The core's replies with each decision encoded as it arrives. Decisions leave as
+    runs: a partition's records for one cause are consecutive in the contract's order
+    (cause, key, seq), so they travel as one row whose `seq` is the first one's and whose
+    payload is their JSON documents joined by newlines (`assemble_batch` splits them). A
+    fan-out to thousands of partitions moves one row per partition. A
+    `ControlledShutdownResult` travels typed, to receive its shares at the sink."""
+
+    __slots__ = ("rows", "_run", "_key", "_cause", "_seq")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[OutputRow] = []
+        self._run: list[str] = []
+        self._key = ""
+        self._cause = self._seq = 0
+
+    def decision(self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None) -> None:
+        if isinstance(record, ControlledShutdownResultRecord):
+            self.rows.append(("shutdown", cause_offset, key, seq, f"{json.dumps(cause_id)}\t{codec.dumps(record)}"))
+            return
+        run = self._run
+        if run and (self._cause != cause_offset or self._key != key):
+            self.rows.append(("decision", self._cause, self._key, self._seq, "\n".join(run)))
+            run = self._run = []
         if not run:
-            key, run_cause, run_seq = d.key, d.cause_offset, d.seq
-        run.append(decision_json(d.record, d.cause_offset, d.cause_id, d.seq))
-    if run:
-        out.append(("decision", run_cause, key, run_seq, "\n".join(run)))
+            self._key, self._cause, self._seq = key, cause_offset, seq
+        run.append(codec.decision_json(record, cause_offset, cause_id, seq))
+
+    def finish(self) -> list[OutputRow]:
+        if self._run:
+            self.rows.append(("decision", self._cause, self._key, self._seq, "\n".join(self._run)))
+            self._run = []
+        return self.rows
+
+
+def _reply_rows(replies: EncodedReplies, dlq_max_value_bytes: int) -> list[OutputRow]:
+    out = replies.finish()
     for cause, s in replies.still:
         out.append(("still", cause, f"broker-{s.broker_id}", 0, f"{s.topic}\t{s.partition}"))
     for outcome in replies.outcomes:
@@ -195,7 +210,7 @@ def _reply_rows(replies: Replies, dlq_max_value_bytes: int) -> list[OutputRow]:
 def partition_stage_rows(slot: PartitionSlot, work: Iterable[Work], config: ControllerConfig,
                          dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES) -> tuple[PartitionSlot, list[OutputRow]]:
     """Per-partition keying: one partition's work."""
-    replies = Replies()
+    replies = EncodedReplies()
     slot = fold_partition(slot, work, config, replies)
     return slot, _reply_rows(replies, dlq_max_value_bytes)
 
@@ -203,7 +218,7 @@ def partition_stage_rows(slot: PartitionSlot, work: Iterable[Work], config: Cont
 def bucket_stage(slots: dict[str, PartitionSlot], work: Iterable[Work], config: ControllerConfig,
                  dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES) -> list[OutputRow]:
     """Scale mode: each partition of a bucket on its own slot (updated in place)."""
-    replies = Replies()
+    replies = EncodedReplies()
     fold_partitions(slots, work, config, replies)
     return _reply_rows(replies, dlq_max_value_bytes)
 
@@ -216,7 +231,7 @@ def direct_stage(work: Iterable[Work]) -> list[OutputRow]:
             out.append(("dlq", w.cause_offset, "", 0, str(w.item)))
         else:
             records.append(w)
-    replies = Replies()
+    replies = EncodedReplies()
     number_directory_records(records, replies)
     return _reply_rows(replies, DEFAULT_DLQ_MAX_VALUE_BYTES) + out
 
