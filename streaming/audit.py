@@ -1,12 +1,32 @@
 """`shadow-controller audit DECISIONS`: the controller's invariants as a Great Expectations
-suite over a decisions dataset, with a Data Docs report.
+suite over a decisions dataset, with a Data Docs report that renders offline.
 
 The rules are computed per partition over its LeaderAndIsr records in (cause_offset, seq)
-order, then each rule becomes a boolean column that must be all true. Two Kafka facts shape
-them: one request batch keeps only the last state per broker, so within one cause a broker
-can be sent an older state than another (rules compare a cause's newest state with the
-previous cause's); and a deleted and re-created topic starts again at epoch 0 (an
+order, then each rule becomes a column that must hold `ok` on every record; a record that
+breaks the rule holds where it broke instead (`orders-0 at cause_offset 14`), so the
+report's unexpected values name the partitions and cause offsets. Two Kafka facts shape
+the rules: one request batch keeps only the last state per broker, so within one cause a
+broker can be sent an older state than another (rules compare a cause's newest state with
+the previous cause's); and a deleted and re-created topic starts again at epoch 0 (an
 `initial` election starts a new generation).
+
+Outcomes, by `exits` code:
+
+- 0: every rule held.
+- 1 (`CHECK_FAILED`): a rule broke. `main` returns the code after printing one line per
+  rule, a broken one with how many records broke it and its first partitions with their
+  cause offsets (`--json`: the same as one JSON object).
+- 2 (`UsageError`): there is nothing trustworthy to audit, so nothing was checked: the path
+  does not exist, it holds no decision record (an empty file, a directory without
+  `decisions-*.jsonl`), or a line is not a decision record (the message names the file
+  and line). Not `CheckFailed`: no invariant was found broken, and a script that treats
+  1 as "the controller is wrong" must not page anyone over an empty or truncated file.
+  Unlike `simulate`, a bad line is not skipped: a rule that holds over part of a log says
+  nothing about the whole of it.
+
+On a terminal (stderr a TTY), loading a big input and checking its partitions show progress
+bars, each only once its step has taken a moment; anything else gets no progress output,
+from us or from Great Expectations.
 """
 
 from __future__ import annotations
@@ -14,10 +34,17 @@ from __future__ import annotations
 import glob
 import json
 import os
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import unquote, urlparse
 
+import numpy as np
 import pandas as pd
+
+from .exits import CHECK_FAILED, OK, UsageError
 
 RULES = {
     "leader_in_isr_unless_unclean": "the leader (when not -1) is in the ISR unless the election is unclean",
@@ -26,18 +53,114 @@ RULES = {
     "one_leader_per_epoch": "one leader per (partition, leader epoch)",
     "partition_epoch_increases_on_change": "a changed partition state has a strictly larger partition epoch",
 }
+HELD = "ok"  # the value of a rule's column on a record that keeps it
+
+# the fields the rules read, and their JSON types (contract: ../shared/contract/events-v1.md §2)
+_INT_FIELDS = ("partition", "seq", "leader", "leader_epoch", "partition_epoch")
+_INT_LIST_FIELDS = ("isr", "replicas")
 
 
-def load_decisions(path: str) -> pd.DataFrame:
+def decision_files(path: str) -> list[str]:
+    """A decisions file, or the `decisions-*.jsonl` files of a file-output directory."""
+    if os.path.isdir(path):
+        return sorted(glob.glob(os.path.join(path, "decisions-*.jsonl")))
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such decisions file or directory")
+    return [path]
+
+
+def load_decisions(path: str, progress: TextIO | None | bool = True, progress_delay: float = 0.5) -> pd.DataFrame:
     """A decisions file, a directory of `decisions-*.jsonl` files (file output), or a dump
-    of the decisions topic (one JSON record a line)."""
-    files = sorted(glob.glob(os.path.join(path, "decisions-*.jsonl"))) if os.path.isdir(path) else [path]
-    rows = [json.loads(line) for f in files for line in open(f, encoding="utf-8") if line.strip()]
-    return pd.DataFrame(rows)
+    of the decisions topic (one JSON record a line), as one row per record. A line that is
+    not a decision record raises `UsageError` naming its file and 1-based line number.
+    `progress`: a stream for a progress bar, True for stderr when it is a terminal, or
+    False/None for none; it is drawn only once loading has taken `progress_delay` seconds."""
+    files = decision_files(path)
+    return pd.DataFrame(list(_records(files, _progress_stream(progress), progress_delay)))
 
 
-def invariant_frame(decisions: pd.DataFrame) -> pd.DataFrame:
-    """One row per LeaderAndIsr record with one boolean column per rule."""
+def _progress_stream(progress: TextIO | None | bool) -> TextIO | None:
+    return (sys.stderr if sys.stderr.isatty() else None) if progress is True else (progress or None)
+
+
+def _bar(stream: TextIO | None, total: int, desc: str, delay: float, **kwargs: Any) -> Any:
+    """A tqdm bar on `stream` that a step over in under `delay` seconds never draws; None
+    without a stream."""
+    if stream is None:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, file=stream, delay=delay, leave=False, dynamic_ncols=True, **kwargs)
+
+
+def _records(files: list[str], stream: TextIO | None, delay: float) -> Iterator[dict[str, Any]]:
+    total = sum(os.path.getsize(f) for f in files) if stream is not None else 0
+    bar = _bar(stream, total, "loading decisions", delay, unit="B", unit_scale=True)
+    try:
+        for f in files:
+            pending = 0
+            with open(f, "rb") as fh:
+                for number, raw in enumerate(fh, 1):
+                    pending += len(raw)
+                    if bar is not None and pending >= 1 << 20:
+                        bar.update(pending)
+                        pending = 0
+                    if raw.strip():
+                        yield _decision(raw, f, number)
+            if bar is not None:
+                bar.update(pending)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _decision(raw: bytes, file: str, number: int) -> dict[str, Any]:
+    try:
+        record = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        reason = f"not JSON ({exc.msg} at column {exc.colno})" if isinstance(exc, json.JSONDecodeError) \
+            else f"not UTF-8 JSON ({exc})"
+        raise UsageError(f"{file}:{number}: {reason}") from None
+    problem = _problem(record)
+    if problem:
+        raise UsageError(f"{file}:{number}: {problem}")
+    decision: dict[str, Any] = record
+    return decision
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _problem(record: Any) -> str | None:
+    """Why `record` is not a decision record the rules can read, or None."""
+    if not isinstance(record, dict):
+        return f"not a decision record (a JSON {type(record).__name__}, not an object)"
+    if not isinstance(record.get("type"), str):
+        return "not a decision record (no string 'type')"
+    if not _is_int(record.get("cause_offset")):
+        return f"{record['type']} record without an integer 'cause_offset'"
+    if record["type"] != "LeaderAndIsr":
+        return None
+    if not isinstance(record.get("topic"), str):
+        return "LeaderAndIsr record without a string 'topic'"
+    for field in _INT_FIELDS:
+        if not _is_int(record.get(field)):
+            return f"LeaderAndIsr record without an integer '{field}'"
+    for field in _INT_LIST_FIELDS:
+        value = record.get(field)
+        if not isinstance(value, list) or not all(_is_int(x) for x in value):
+            return f"LeaderAndIsr record without a list of integers '{field}'"
+    if not isinstance(record.get("leader_recovery_state"), str):
+        return "LeaderAndIsr record without a string 'leader_recovery_state'"
+    if "election" not in record or not isinstance(record["election"], (str, type(None))):
+        return "LeaderAndIsr record without 'election' (a string or null)"
+    return None
+
+
+def invariant_frame(decisions: pd.DataFrame, progress: TextIO | None = None, progress_delay: float = 0.5) -> pd.DataFrame:
+    """One row per LeaderAndIsr record with one boolean column per rule; with a `progress`
+    stream, a bar over the partitions (the per-cause rules are the slow part)."""
     lair = decisions[decisions["type"] == "LeaderAndIsr"].copy() if "type" in decisions else pd.DataFrame()
     if lair.empty:
         return pd.DataFrame({rule: pd.Series(dtype=bool) for rule in RULES})
@@ -50,7 +173,11 @@ def invariant_frame(decisions: pd.DataFrame) -> pd.DataFrame:
     lair["generation"] = (lair["election"] == "initial").groupby([lair["topic"], lair["partition"]]).cumsum()
     keys = ["topic", "partition", "generation"]
     ok_isr, ok_le, ok_pe = [], [], []
-    for _, part in lair.groupby(keys, sort=False):
+    groups = lair.groupby(keys, sort=False)
+    bar = _bar(progress, groups.ngroups, "checking partitions", progress_delay, unit=" partitions")
+    for _, part in groups:
+        if bar is not None:
+            bar.update()
         prev_state = None
         prev_le = prev_pe = -1
         for _, cause in part.groupby("cause_offset", sort=True):
@@ -64,6 +191,8 @@ def invariant_frame(decisions: pd.DataFrame) -> pd.DataFrame:
                 ok_le.append(bool(le_ok))
                 ok_pe.append(bool(pe_ok))
             prev_state, prev_le, prev_pe = state, cause["leader_epoch"].max(), newest["partition_epoch"]
+    if bar is not None:
+        bar.close()
     # the per-group loops visit rows in (keys, cause_offset) order; align them to that order
     ordered = lair.sort_values(keys + ["cause_offset", "seq"], kind="stable")
     for rule in ("isr_within_replicas", "leader_epoch_never_decreases", "partition_epoch_increases_on_change"):
@@ -80,20 +209,88 @@ def invariant_frame(decisions: pd.DataFrame) -> pd.DataFrame:
     return lair
 
 
-@dataclass
-class AuditResult:
-    success: bool
-    failed_rules: dict[str, int]
+@dataclass(frozen=True, slots=True)
+class BrokenPartition:
+    topic: str
+    partition: int
+    cause_offsets: tuple[int, ...]  # ascending, each once
     records: int
-    docs_index: str | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
 
 
-def run_audit(decisions_path: str, report_dir: str) -> AuditResult:
+@dataclass(frozen=True, slots=True)
+class RuleOutcome:
+    rule: str
+    description: str
+    broken_records: int
+    broken: tuple[BrokenPartition, ...]  # the earliest break first
+
+    @property
+    def success(self) -> bool:
+        return self.broken_records == 0
+
+    @property
+    def partitions(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        return tuple((b.name, b.cause_offsets) for b in self.broken)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    decisions: str
+    decision_records: int
+    records: int  # LeaderAndIsr records audited
+    rules: tuple[RuleOutcome, ...]
+    success: bool
+    docs_index: str | None  # file:// URL of the report's index.html
+    run_page: str | None  # this run's validation result page, relative to the index
+
+    @property
+    def failed_rules(self) -> dict[str, int]:
+        return {o.rule: o.broken_records for o in self.rules if not o.success}
+
+
+def evidence_frame(lair: pd.DataFrame) -> pd.DataFrame:
+    """The frame Great Expectations validates: one column per rule, `ok` where the record
+    keeps it and `<topic>-<partition> at cause_offset <n>` where it breaks it."""
+    if lair.empty:
+        return pd.DataFrame({rule: pd.Series(dtype=object) for rule in RULES})
+    # int64 first: partition is a float column when other record types leave it empty
+    where = lair["topic"].astype(str) + "-" + lair["partition"].astype("int64").astype(str) + " at cause_offset " \
+        + lair["cause_offset"].astype("int64").astype(str)
+    return pd.DataFrame({rule: np.where(lair[rule].to_numpy(dtype=bool), HELD, where) for rule in RULES})
+
+
+def rule_outcomes(lair: pd.DataFrame) -> tuple[RuleOutcome, ...]:
+    outcomes = []
+    for rule, description in RULES.items():
+        broken = lair[~lair[rule]]
+        parts = []
+        for (topic, partition), rows in (broken.groupby(["topic", "partition"], sort=False) if len(broken) else ()):
+            offsets = tuple(sorted({int(x) for x in rows["cause_offset"]}))
+            parts.append(BrokenPartition(str(topic), int(partition), offsets, len(rows)))
+        parts.sort(key=lambda b: (b.cause_offsets[0], b.topic, b.partition))
+        outcomes.append(RuleOutcome(rule, description, len(broken), tuple(parts)))
+    return tuple(outcomes)
+
+
+def run_audit(decisions_path: str, report_dir: str, progress: TextIO | None | bool = True) -> AuditResult:
+    decisions = load_decisions(decisions_path, progress)
+    if decisions.empty:
+        raise UsageError(f"no decision records in {decisions_path}")
     import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    frame = invariant_frame(load_decisions(decisions_path))
+    from .audit_report import add_summary, make_offline
+
+    lair = invariant_frame(decisions, _progress_stream(progress))
+    outcomes = rule_outcomes(lair)
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     context = gx.get_context(mode="file", project_root_dir=report_dir)
+    # GE draws its own bars on stderr even when it is not a terminal
+    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     source = context.data_sources.add_or_update_pandas("decisions")
     asset = source.add_dataframe_asset("leader_and_isr") if "leader_and_isr" not in [a.name for a in source.assets] \
         else source.get_asset("leader_and_isr")
@@ -101,30 +298,90 @@ def run_audit(decisions_path: str, report_dir: str) -> AuditResult:
     suite = gx.ExpectationSuite(name="controller-invariants")
     for rule, description in RULES.items():
         suite.add_expectation(gx.expectations.ExpectColumnValuesToBeInSet(
-            column=rule, value_set=[True], meta={"rule": rule, "description": description}))
+            column=rule, value_set=[HELD], description=description,
+            meta={"rule": rule, "description": description}))
     suite = context.suites.add_or_update(suite)
     validation = context.validation_definitions.add_or_update(
         gx.ValidationDefinition(name="controller-invariants", data=batch_definition, suite=suite))
     checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
         name="audit", validation_definitions=[validation],
-        actions=[gx.checkpoint.UpdateDataDocsAction(name="data-docs")], result_format={"result_format": "SUMMARY"}))
-    run = checkpoint.run(batch_parameters={"dataframe": frame[list(RULES)]})
-    failed: dict[str, int] = {}
-    for validation_result in run.run_results.values():
-        for r in validation_result.results:
-            if not r.success:
-                failed[r.expectation_config.kwargs["column"]] = int(r.result.get("unexpected_count", 0))
+        actions=[gx.checkpoint.UpdateDataDocsAction(name="data-docs")],
+        result_format={"result_format": "SUMMARY", "partial_unexpected_count": 20}))
+    run = checkpoint.run(batch_parameters={"dataframe": evidence_frame(lair)})
+    failed_in_ge = {r.expectation_config.kwargs["column"] for v in run.run_results.values() for r in v.results
+                    if not r.success and r.expectation_config is not None}
+    if failed_in_ge != {o.rule for o in outcomes if not o.success}:  # the same frame, so never
+        raise AssertionError(f"Great Expectations failed {sorted(failed_in_ge)}, the frame broke "
+                             f"{[o.rule for o in outcomes if not o.success]}")
     docs = context.get_docs_sites_urls()
-    index = docs[0]["site_url"] if docs else None
-    return AuditResult(run.success, failed, len(frame), index)
+    index: str | None = docs[0]["site_url"] if docs else None
+    run_page = None
+    if index:
+        site = Path(_path_of(index)).parent
+        for key in run.run_results:
+            pages = context.get_docs_sites_urls(resource_identifier=key)
+            url = pages[0].get("site_url") if pages else None
+            if url:
+                run_page = Path(os.path.relpath(_path_of(url), site)).as_posix()
+        make_offline(site)
+        add_summary(site / "index.html", outcomes, decisions=decisions_path, decision_records=len(decisions),
+                    records=len(lair), success=bool(run.success), run_page=run_page)
+    return AuditResult(decisions_path, len(decisions), len(lair), outcomes, bool(run.success), index, run_page)
 
 
-def main(decisions: str, report_dir: str) -> int:
+def _path_of(url: str) -> str:
+    return unquote(urlparse(url).path) if url.startswith("file:") else url
+
+
+def where_broken(outcome: RuleOutcome, partitions: int = 3, offsets: int = 3) -> str:
+    """`orders-0 at cause_offset 14, 15; payments-2 at cause_offset 30; and 4 more partitions`"""
+    parts = []
+    for b in outcome.broken[:partitions]:
+        shown = ", ".join(str(x) for x in b.cause_offsets[:offsets])
+        more = f" and {len(b.cause_offsets) - offsets} more" if len(b.cause_offsets) > offsets else ""
+        parts.append(f"{b.name} at cause_offset {shown}{more}")
+    if len(outcome.broken) > partitions:
+        parts.append(f"and {len(outcome.broken) - partitions} more partitions")
+    return "; ".join(parts)
+
+
+def result_json(result: AuditResult) -> dict[str, Any]:
+    return {
+        "decisions": result.decisions,
+        "decision_records": result.decision_records,
+        "leader_and_isr_records": result.records,
+        "success": result.success,
+        "rules": [{
+            "rule": o.rule,
+            "description": o.description,
+            "success": o.success,
+            "broken_records": o.broken_records,
+            "partitions": [{"topic": b.topic, "partition": b.partition, "records": b.records,
+                            "cause_offsets": list(b.cause_offsets)} for b in o.broken],
+        } for o in result.rules],
+        "report": _path_of(result.docs_index) if result.docs_index else None,
+    }
+
+
+def main(decisions: str, report_dir: str, *, json_output: bool = False) -> int:
+    """Audit DECISIONS into a report under REPORT_DIR; print the outcome and return the
+    exit code. Raises `UsageError` when there is nothing to audit (see the module docstring).
+    With `json_output`, stdout is one JSON object and nothing else: `success`,
+    `decision_records`, `leader_and_isr_records`, `report` (index.html's path) and `rules`,
+    each with `rule`, `description`, `success`, `broken_records` and `partitions` (all of
+    them, earliest break first: `topic`, `partition`, `records`, `cause_offsets`)."""
     result = run_audit(decisions, report_dir)
-    print(f"audited {result.records} LeaderAndIsr records against {len(RULES)} rules")
-    for rule, description in RULES.items():
-        status = f"FAILED ({result.failed_rules[rule]} records)" if rule in result.failed_rules else "ok"
-        print(f"  {rule:40} {status:20} {description}")
+    if json_output:
+        print(json.dumps(result_json(result), indent=2))
+        return OK if result.success else CHECK_FAILED
+    print(f"audited {result.records} LeaderAndIsr records of {result.decision_records} decision records "
+          f"against {len(RULES)} rules")
+    for o in result.rules:
+        if o.success:
+            print(f"  {o.rule:40} {'ok':20} {o.description}")
+        else:
+            status = f"FAILED ({o.broken_records} record{'s' if o.broken_records != 1 else ''})"
+            print(f"  {o.rule:40} {status:20} {where_broken(o)}")
     if result.docs_index:
         print(f"Data Docs: {result.docs_index}")
-    return 0 if result.success else 1
+    return OK if result.success else CHECK_FAILED
