@@ -181,10 +181,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.decisions):
         raise UsageError(f"{args.decisions}: no such decisions file or directory")
-    try:
-        return audit_main(args.decisions, args.report)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{args.decisions}: not JSON lines of decision records ({exc})") from None
+    # audit raises UsageError itself for empty input and for a bad line (file and line)
+    return audit_main(args.decisions, args.report, json_output=args.json_output)
 
 
 def _version() -> str:
@@ -236,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud = sub.add_parser("audit", help="check a decisions dataset against the controller's invariants (Great Expectations)")
     aud.add_argument("decisions", help="a decisions JSONL file, a file-output directory, or a topic dump")
     aud.add_argument("--report", default="audit-report", help="where the Data Docs report is rendered")
+    aud.add_argument("--json", action="store_true", dest="json_output", help="print the result as one JSON object on stdout")
     aud.set_defaults(func=cmd_audit)
 
     from .bridge import add_parser as add_bridge_parser
