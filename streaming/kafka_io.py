@@ -5,10 +5,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import threading
 from typing import Any
 
 from .job import JobSettings
 from .kafka_producer import CheckedProducer
+from .kafka_source import clear_outage, outage_file_for, quiet, report_outage
 
 log = logging.getLogger("shadow_controller.kafka")
 
@@ -18,8 +20,12 @@ log = logging.getLogger("shadow_controller.kafka")
 # which consumers already handle (a replayed micro-batch does the same). Idempotence would
 # remove those copies, at a cost: on the embedded broker it makes a 90,000-record batch take
 # 0.65 s instead of 0.2 s. `kafka.options` can set `enable.idempotence = true`.
+# A broker that is away is waited for however long (`message.timeout.ms = 0`: librdkafka
+# retries without a limit); what ends the wait is a stop or `job.on_broker_outage = "exit"`,
+# through the writer's `cancel` event (streaming.runner).
 WRITER_DEFAULTS: dict[str, Any] = {
     "acks": "all", "enable.idempotence": False, "max.in.flight.requests.per.connection": 1, "linger.ms": 5,
+    "message.timeout.ms": 0,
 }
 
 
@@ -58,21 +64,33 @@ class DecisionWriter:
     metadata round trip (and with idempotence a producer id) each time. `write` raises
     `DeliveryFailed` (failing the batch, which Spark replays) unless every record of the
     batch was confirmed; after a failure the producer is discarded with anything it still
-    queues, and the next batch starts a new one."""
+    queues, and the next batch starts a new one.
 
-    def __init__(self, settings: JobSettings) -> None:
+    While the broker confirms nothing, the writer reports an outage (the file the runner
+    watches, `kafka_source.outage_file_for`) and goes on waiting; setting `cancel` ends the
+    wait within half a second with `WriteAbandoned` (the batch does not commit)."""
+
+    def __init__(self, settings: JobSettings, cancel: threading.Event | None = None) -> None:
         self.settings = settings
+        self.cancel = cancel if cancel is not None else threading.Event()
         self._producer: CheckedProducer | None = None
+        self._outage_file = outage_file_for(settings.pause_file)
+        self._stalled = False
+
+    def _on_stall(self, since: float) -> None:
+        self._stalled = True
+        report_outage(self._outage_file, since, self.settings.bootstrap_servers,
+                      f"writing decisions to {self.settings.decisions_topic}", "no record confirmed")
 
     def _config(self) -> dict[str, Any]:
         conf = _client_config(self.settings)
         for k, v in WRITER_DEFAULTS.items():
             conf.setdefault(k, v)
-        return conf
+        return quiet(conf)
 
     def write(self, decisions: list[tuple[str, str]], dlq: list[dict[str, Any]]) -> None:
         if self._producer is None:
-            self._producer = CheckedProducer(self._config())
+            self._producer = CheckedProducer(self._config(), cancel=self.cancel, on_stall=self._on_stall)
         producer = self._producer
         try:
             producer.send_all(self.settings.decisions_topic, decisions)
@@ -84,6 +102,10 @@ class DecisionWriter:
         except BaseException:
             self.close()
             raise
+        finally:
+            if self._stalled:
+                self._stalled = False
+                clear_outage(self._outage_file)
 
     def _dlq_value_limit(self) -> int:
         """What of a dead record's bytes fits one produce request: the setting, and never

@@ -6,11 +6,14 @@ Options (Spark's names): `kafka.bootstrap.servers`; one of `subscribe` (comma li
 (`earliest` | `latest` | `{"topic": {"0": offset}}` naming every partition, -2 earliest, -1
 latest; default latest, earliest for batch reads); `endingOffsets` (batch only, default
 latest); `maxOffsetsPerTrigger`; `failOnDataLoss` (default true); `kafkaConsumer.pollTimeoutMs`
-(no-progress deadline of a read, default 120000). Every other `kafka.*` option goes to
+(no-progress deadline of a read while the broker answers, default 120000; see "Broker
+outages"). Every other `kafka.*` option goes to
 confluent-kafka as is, so it must be a librdkafka property (`kafka.security.protocol`,
 `kafka.sasl.mechanism`, `kafka.sasl.username`, `kafka.ssl.ca.location`, ...; Java-only
 settings such as `sasl.jaas.config` are rejected by librdkafka). Extra: `endOffsetProbeTimeoutMs`
-(default 10000). Refused: `minOffsetsPerTrigger`, `maxTriggerDelay`, `includeHeaders`,
+(default 10000; also the limit of each metadata and offset query); `shadow.pauseFile` (while
+this file exists no new data is admitted: the job's stop) and `shadow.outageFile` (where an
+outage is reported; default `BROKER_OUTAGE` next to the pause file). Refused: `minOffsetsPerTrigger`, `maxTriggerDelay`, `includeHeaders`,
 `minPartitions`, the `*ByTimestamp` offsets.
 
 Theory of operation
@@ -47,6 +50,29 @@ tail of the last batch. Every value taken is an offset some broker response vouc
 the maximum never points past committed data. If the probe gets no answer before its
 deadline the ListOffsets answer is used: nothing is lost, the tail just waits for a later
 batch.
+
+Broker outages
+--------------
+A broker that does not answer (a timeout, a refused or dropped connection) is waited for,
+however long, and never fails the query; only answers that cannot change by waiting
+(authorisation, authentication, a bad setting, data loss) do.
+
+- Planning (`latestOffset`, on the driver): a query that gets no answer admits nothing new,
+  so Spark plans no batch, and is retried with backoff (1 s doubling to 30 s) on later
+  triggers. `initialOffset` and `prepareForTriggerAvailableNow` must return offsets, so they
+  wait in place, until the broker answers or the pause file appears.
+- Reading (`read`, on an executor): a planned range must be read as planned (a task that
+  fails is retried a few times at most, then the query fails), so a read waits as long as
+  the broker is away. After `min(pollTimeoutMs, 10 s)` without a record it asks the broker
+  for the partition's offsets: no answer is an outage, re-asked with backoff; an answer
+  means the broker is there, and the read fails once it has gone `pollTimeoutMs` without a
+  record (counted afresh from the end of an outage).
+
+Whoever waits writes the outage file (JSON: `since`, `servers`, `where`, `error`; the
+earliest `since` is kept) and removes it once the broker answers; the job's runner reads
+it to log the outage once a minute and to apply `job.on_broker_outage`. Without an outage
+file the connector logs a warning once a minute instead. A stop stays quick: the planning
+waits check the pause file, and a waiting read is a task Spark cancels.
 """
 
 from __future__ import annotations
@@ -55,6 +81,7 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -109,12 +136,29 @@ def _permanent_errors() -> frozenset[int]:
 
 PERMANENT_ERRORS = _permanent_errors()
 
+
+def _outage_errors() -> frozenset[int]:
+    from confluent_kafka import KafkaError as E
+
+    return frozenset({E._TIMED_OUT, E._TIMED_OUT_QUEUE, E._TRANSPORT, E._ALL_BROKERS_DOWN, E._RESOLVE,
+                      E.REQUEST_TIMED_OUT, E.NETWORK_EXCEPTION, E.BROKER_NOT_AVAILABLE, E.LEADER_NOT_AVAILABLE,
+                      E.NOT_LEADER_FOR_PARTITION})
+
+
+# what a query gets from a broker that is away (or has no leader yet): waited out
+OUTAGE_ERRORS = _outage_errors()
+
 TopicPartition = tuple[str, int]
 Offsets = dict[TopicPartition, int]
 
 
 class KafkaSourceError(ShadowControllerError):
     """Bad options, or a Kafka read that cannot return the range it was asked for."""
+
+
+class BrokerUnavailable(KafkaSourceError):
+    """The broker did not answer in time (a timeout, a transport error): an outage, which
+    is waited out, never a reason to fail."""
 
 
 class DataLossError(KafkaSourceError):
@@ -147,6 +191,8 @@ class SourceOptions:
     probe_timeout_s: float = 10.0
     # the job's stop request (streaming.runner): while this file exists, no new data is admitted
     pause_file: str | None = None
+    # where a broker outage is reported for the job (see "Broker outages")
+    outage_file: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -184,15 +230,38 @@ class SourceOptions:
             fail_on_data_loss=opts.get("failondataloss", "true").strip().lower() != "false",
             poll_timeout_s=int(opts.get("kafkaconsumer.polltimeoutms", "120000")) / 1000.0,
             pause_file=opts.get("shadow.pausefile"),
+            outage_file=opts.get("shadow.outagefile") or (
+                outage_file_for(opts["shadow.pausefile"]) if opts.get("shadow.pausefile") else None),
             probe_timeout_s=int(opts.get("endoffsetprobetimeoutms", "10000")) / 1000.0,
         )
+
+    @property
+    def servers(self) -> str:
+        return dict(self.kafka_config)["bootstrap.servers"]
+
+    def paused(self) -> bool:
+        return bool(self.pause_file) and os.path.exists(self.pause_file)  # type: ignore[arg-type]
 
     def consumer_config(self, **overrides: Any) -> dict[str, Any]:
         config: dict[str, Any] = {"group.id": f"spark-kafka-py-{uuid.uuid4()}", **dict(self.kafka_config)}
         config.update({"enable.auto.commit": False, "enable.auto.offset.store": False,
                        "enable.partition.eof": True, "auto.offset.reset": "error"})
         config.update(overrides)
-        return config
+        return quiet(config)
+
+
+# librdkafka logs every failed connection attempt and timed-out request (many lines a
+# second while a broker is away) on stderr; the connector reports an outage itself
+# ("Broker outages"), so the clients' log goes to this logger, silent unless lowered.
+# A client configured with `debug` keeps librdkafka's own log.
+CLIENT_LOG = logging.getLogger("kafka_py.librdkafka")
+CLIENT_LOG.setLevel(logging.CRITICAL)
+CLIENT_LOG.propagate = False
+
+
+def quiet(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with librdkafka's log sent to CLIENT_LOG."""
+    return config if "debug" in config or "logger" in config else {**config, "logger": CLIENT_LOG}
 
 
 def _json_option(name: str, raw: str) -> dict[str, Any]:
@@ -212,8 +281,125 @@ def report_data_loss(options: SourceOptions, message: str) -> None:
     log.warning("%s; continuing because failOnDataLoss=false", message)
 
 
+# -- broker outages (see the module docstring) ---------------------------------------------
+
+OUTAGE_FILE = "BROKER_OUTAGE"
+# retries after an unanswered query: the first after this long, doubling up to the cap
+BACKOFF_S = (1.0, 30.0)
+# a read that gets no record for this long (or pollTimeoutMs if shorter) asks the broker,
+# and gives it this long (or endOffsetProbeTimeoutMs if shorter) to answer
+READ_PROBE_AFTER_S = 10.0
+READ_PROBE_TIMEOUT_S = 5.0
+# without an outage file, one warning this often while waiting
+OUTAGE_LOG_EVERY_S = 60.0
+
+
+def outage_file_for(pause_file: str) -> str:
+    """Where the connector reports an outage for a job whose pause file is `pause_file`."""
+    return os.path.join(os.path.dirname(pause_file) or ".", OUTAGE_FILE)
+
+
+def read_outage(path: str) -> dict[str, Any] | None:
+    """The outage reported in `path`, or None (no file, or one being replaced)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("since"), (int, float)) else None
+
+
+def report_outage(path: str, since: float, servers: str, where: str, error: str) -> None:
+    """Write (atomically) that `servers` has not answered since `since` (epoch seconds);
+    an outage already reported keeps its earlier start."""
+    known = read_outage(path)
+    if known is not None:
+        since = min(since, float(known["since"]))
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"since": since, "servers": servers, "where": where, "error": error}, fh)
+        os.replace(tmp, path)
+    except OSError as exc:  # a report is a courtesy; never fail a read over it
+        log.warning("cannot write the outage report %s: %s", path, exc)
+
+
+def clear_outage(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+class Outage:
+    """One client's wait for a broker that does not answer: since when, when to ask again
+    (backoff), and the report (the outage file, or a warning a minute without one)."""
+
+    def __init__(self, options: SourceOptions, where: str) -> None:
+        self.options = options
+        self.where = where
+        self.since: float | None = None  # epoch seconds
+        self.next_try = 0.0  # monotonic
+        self._delay = BACKOFF_S[0]
+        self._logged = 0.0
+
+    @property
+    def waiting(self) -> bool:
+        return self.since is not None
+
+    def due(self) -> bool:
+        return self.since is None or time.monotonic() >= self.next_try
+
+    def failed(self, error: object, since: float | None = None) -> None:
+        """A query got no answer; `since` (epoch seconds, default now) is when it was
+        asked, the start of the outage unless one is already under way."""
+        now = time.monotonic()
+        if self.since is None:
+            self.since = time.time() if since is None else since
+            self._delay = BACKOFF_S[0]
+        else:
+            self._delay = min(self._delay * 2, BACKOFF_S[1])
+        self.next_try = now + self._delay
+        if self.options.outage_file:
+            report_outage(self.options.outage_file, self.since, self.options.servers, self.where, str(error))
+        elif now - self._logged >= OUTAGE_LOG_EVERY_S or not self._logged:
+            self._logged = now
+            log.warning("broker %s unreachable for %.0f s while %s (%s); waiting", self.options.servers,
+                        time.time() - self.since, self.where, error)
+
+    def recovered(self) -> None:
+        if self.since is None:
+            return
+        if self.options.outage_file:
+            clear_outage(self.options.outage_file)
+        else:
+            log.warning("broker %s answers again after %.0f s", self.options.servers, time.time() - self.since)
+        self.since, self._logged = None, 0.0
+
+
+def _answer(what: str, call: Any) -> Any:
+    """`call()`, its client errors sorted: no answer is BrokerUnavailable, anything else
+    KafkaSourceError."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return call()
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else exc
+        raise _sorted_error(what, error) from None
+
+
+def _sorted_error(what: str, error: Any) -> KafkaSourceError:
+    code = error.code() if hasattr(error, "code") else None
+    fatal = error.fatal() if hasattr(error, "fatal") else False
+    if not fatal and code in OUTAGE_ERRORS:
+        return BrokerUnavailable(f"{what}: {error}")
+    return KafkaSourceError(f"{what}: {error}")
+
+
 class OffsetReader:
-    """Driver-side metadata and offset queries over one long-lived consumer."""
+    """Driver-side metadata and offset queries over one long-lived consumer. A query the
+    broker does not answer raises BrokerUnavailable."""
 
     def __init__(self, options: SourceOptions) -> None:
         from confluent_kafka import Consumer
@@ -227,7 +413,7 @@ class OffsetReader:
     def topic_partitions(self) -> list[TopicPartition]:
         if self.options.assign:
             return list(self.options.assign)
-        metadata = self._consumer.list_topics(timeout=self.options.probe_timeout_s)
+        metadata = _answer("Metadata", lambda: self._consumer.list_topics(timeout=self.options.probe_timeout_s))
         if self.options.subscribe:
             topics = [t for t in self.options.subscribe if t in metadata.topics]
         else:
@@ -241,12 +427,12 @@ class OffsetReader:
         if not tps:
             return {}
         # ListOffsets takes -2 (earliest) and -1 (latest) as timestamps, batched per leader.
-        answers = self._consumer.offsets_for_times([KafkaTP(t, p, spec) for t, p in tps],
-                                                   timeout=self.options.probe_timeout_s)
+        answers = _answer("ListOffsets", lambda: self._consumer.offsets_for_times(
+            [KafkaTP(t, p, spec) for t, p in tps], timeout=self.options.probe_timeout_s))
         out: Offsets = {}
         for tp in answers:
             if tp.error is not None:
-                raise KafkaSourceError(f"ListOffsets failed for {tp.topic}-{tp.partition}: {tp.error}")
+                raise _sorted_error(f"ListOffsets for {tp.topic}-{tp.partition}", tp.error)
             out[(tp.topic, tp.partition)] = tp.offset
         return out
 
@@ -356,8 +542,9 @@ def plan_partitions(start: Offsets, end: Offsets, options: SourceOptions) -> lis
 
 def read_range(options: SourceOptions, split: KafkaInputPartition) -> Iterator[Any]:
     """Yield Arrow record batches holding exactly the records of `split`'s `[start, end)`.
-    Offsets without a record (compaction, transaction markers) are skipped. Fails when the
-    consumer makes no progress for `kafkaConsumer.pollTimeoutMs`."""
+    Offsets without a record (compaction, transaction markers) are skipped. Waits out a
+    broker that does not answer; fails when the consumer makes no progress for
+    `kafkaConsumer.pollTimeoutMs` while the broker answers (module docstring, "Broker outages")."""
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError
     from confluent_kafka import TopicPartition as KafkaTP
@@ -381,16 +568,35 @@ def read_range(options: SourceOptions, split: KafkaInputPartition) -> Iterator[A
 
     position = split.start
     last_error = None
+    outage = Outage(options, f"reading {split.topic}-{split.partition}")
+    probe_after = min(options.poll_timeout_s, READ_PROBE_AFTER_S)
     consumer = Consumer(options.consumer_config())
     try:
         consumer.assign([KafkaTP(split.topic, split.partition, position)])
         last_progress = time.monotonic()
+        next_probe = last_progress + probe_after
         while position < split.end:
-            if time.monotonic() - last_progress > options.poll_timeout_s:
-                raise KafkaSourceError(
-                    f"{split.topic}-{split.partition}: no records for {options.poll_timeout_s:.0f}s while "
-                    f"reading [{split.start}, {split.end}); stuck at offset {position}; last client error: "
-                    f"{last_error} (raise kafkaConsumer.pollTimeoutMs if the broker is just slow)")
+            now = time.monotonic()
+            if now >= next_probe:
+                try:
+                    _answer("ListOffsets", lambda: consumer.get_watermark_offsets(
+                        KafkaTP(split.topic, split.partition), timeout=min(options.probe_timeout_s,
+                                                                           READ_PROBE_TIMEOUT_S), cached=False))
+                except BrokerUnavailable as exc:
+                    outage.failed(last_error or exc, since=time.time() - (now - last_progress))
+                    next_probe = outage.next_try
+                    continue
+                now = time.monotonic()
+                if outage.waiting:
+                    outage.recovered()
+                    last_progress = now  # the no-progress deadline starts afresh after an outage
+                elif now - last_progress > options.poll_timeout_s:
+                    raise KafkaSourceError(
+                        f"{split.topic}-{split.partition}: no records for {options.poll_timeout_s:.0f}s while "
+                        f"reading [{split.start}, {split.end}) although the broker answers; stuck at offset "
+                        f"{position}; last client error: {last_error} (raise kafkaConsumer.pollTimeoutMs if "
+                        "the broker is just slow)")
+                next_probe = now + min(probe_after, max(0.5, last_progress + options.poll_timeout_s - now))
             for msg in next_messages(consumer, 1.0):
                 error = msg.error()
                 if error is not None:
@@ -423,6 +629,9 @@ def read_range(options: SourceOptions, split: KafkaInputPartition) -> Iterator[A
                 timestamps.append(ts * 1000 if ts_type != 0 and ts >= 0 else None)
                 position = offset + 1
                 last_progress = time.monotonic()
+                next_probe = last_progress + probe_after
+                if outage.waiting:
+                    outage.recovered()
                 if len(timestamps) >= READ_BATCH_ROWS:
                     yield flush()
     finally:
@@ -463,10 +672,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._offsets: OffsetReader | None = None
         self._target: Offsets | None = None  # pinned by Trigger.AvailableNow
+        self._outage = Outage(options, "planning a micro-batch")
+        self._available: Offsets | None = None  # the end offsets last seen (reportLatestOffset)
 
     def __getstate__(self) -> dict[str, Any]:
         # `read` is shipped to executors with this object; clients stay on the driver.
-        return {"options": self.options, "_offsets": None, "_target": None}
+        return {"options": self.options, "_offsets": None, "_target": None, "_outage": None, "_available": None}
 
     @property
     def offsets(self) -> OffsetReader:
@@ -474,10 +685,26 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._offsets = OffsetReader(self.options)
         return self._offsets
 
+    def _until_answered(self, query: Any) -> Any:
+        """`query()`, asked again with backoff while the broker does not answer, for the
+        calls that must return offsets. A stop (the pause file) ends the wait."""
+        while True:
+            asked = time.time()
+            try:
+                answer = query()
+            except BrokerUnavailable as exc:
+                self._outage.failed(exc, since=asked)
+            else:
+                self._outage.recovered()
+                return answer
+            while not self._outage.due():
+                if self.options.paused():
+                    raise KafkaSourceError(f"stopped while waiting for the broker {self.options.servers}")
+                time.sleep(0.2)  # backoff between queries, watching the pause file
+
     def initialOffset(self) -> dict:
-        tps = self.offsets.topic_partitions()
-        return offsets_to_json(resolve_offsets(self.options.starting_offsets, tps, self.offsets,
-                                               what="startingOffsets"))
+        return offsets_to_json(self._until_answered(lambda: resolve_offsets(
+            self.options.starting_offsets, self.offsets.topic_partitions(), self.offsets, what="startingOffsets")))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:
@@ -485,16 +712,27 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = self.offsets.latest(self.offsets.topic_partitions())
+        self._target = self._until_answered(lambda: self.offsets.latest(self.offsets.topic_partitions()))
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        if self.options.pause_file and os.path.exists(self.options.pause_file):
+        if self.options.paused():
             return start  # the job is stopping (streaming.runner): admit nothing new
         begin = offsets_from_json(start)
         if self._target is not None:
             available = dict(self._target)
+        elif not self._outage.due():
+            return start  # the broker did not answer lately: no batch until the next try
         else:
-            available = self.offsets.latest(self.offsets.topic_partitions())
+            asked = time.time()
+            try:
+                available = self.offsets.latest(self.offsets.topic_partitions())
+            except BrokerUnavailable as exc:
+                self._outage.failed(exc, since=asked)  # unanswered since it was asked
+                return start  # nothing new is admitted; the next trigger asks again
+            self._outage.recovered()
+            if self.options.paused():
+                return start  # the stop came while the broker was asked
+        self._available = available
         for tp in sorted(set(begin) - set(available)):
             report_data_loss(self.options, f"{tp[0]}-{tp[1]} is gone from the subscription")
         # Never step back on a partition Spark has read: a lower answer means data loss,
@@ -510,7 +748,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets_to_json(end)
 
     def reportLatestOffset(self) -> dict | None:
-        return None
+        # the progress's `latestOffset`: with `endOffset`, the job's lag
+        return None if self._available is None else offsets_to_json(self._available)
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         return plan_partitions(offsets_from_json(start), offsets_from_json(end), self.options)
