@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -363,7 +364,12 @@ def decisions_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
 class BatchSink:
     """foreachBatch: write the batch's decisions and dead letters, then the deletion reports
     the next batch will read. A failed write fails the batch, which Spark then retries from
-    the checkpoint; file outputs are named by batch id, so a retried batch overwrites them."""
+    the checkpoint; file outputs are named by batch id, so a retried batch overwrites them.
+
+    A stop (streaming.runner) may end a batch before it commits: `stopping()`, then, past
+    the stop's bound, `abandon()`, which makes a write waiting for the broker give up
+    within half a second. The batch then ends as a batch that `query.stop()` interrupted
+    (see `_await_interrupt`), which a restart replays, rather than as a failed one."""
 
     def __init__(self, settings: JobSettings):
         self.settings = settings
@@ -371,8 +377,28 @@ class BatchSink:
         # shadow mode: observed states that matched ours or diverged, by severity, this run
         self.observations: dict[str, int] = {}
         self._kafka: Any = None  # kafka_io.DecisionWriter, made on the first Kafka write
+        self._stopping = threading.Event()
+        self._cancel = threading.Event()  # the Kafka writer's: give up waiting for the broker
+
+    def stopping(self) -> None:
+        self._stopping.set()
+
+    def abandon(self) -> None:
+        self._stopping.set()
+        self._cancel.set()
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        try:
+            self._write_batch(df, batch_id)
+        except Exception as exc:
+            if not self._stopping.is_set():
+                raise
+            log.debug("batch %d abandoned by the stop: %s", batch_id,
+                     (str(exc).strip().splitlines() or [type(exc).__name__])[0])
+            _await_interrupt(df, self.settings.stop_timeout_s)
+            raise
+
+    def _write_batch(self, df: DataFrame, batch_id: int) -> None:
         collect_less()
         out = assemble_batch(_collect(df))
         for d in out.dlq:
@@ -389,7 +415,7 @@ class BatchSink:
             if self._kafka is None:
                 from .kafka_io import DecisionWriter
 
-                self._kafka = DecisionWriter(self.settings)
+                self._kafka = DecisionWriter(self.settings, cancel=self._cancel)
             self._kafka.write(out.decisions, out.dlq)
         if out.reports:
             os.makedirs(self.settings.feedback_dir, exist_ok=True)
@@ -409,6 +435,34 @@ def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> N
             if d.get("type") == "Divergence" and d.get("severity") == "safety":
                 log.warning("safety divergence on %s at cause offset %s (batch %d): %s", key, d["cause_offset"],
                             batch_id, d["reason"])
+
+
+class BatchInterrupted(Exception):
+    """The batch's thread was interrupted by `query.stop()` (see `_await_interrupt`)."""
+
+
+# Spark recognises a Python foreachBatch function interrupted by a stop by this text in
+# the error the function returns (StreamExecution.PROXY_ERROR, SPARK-39218). Its regex
+# recurses once per character after the match's start, so the JVM's own error (the whole
+# stack of the query's thread follows it) overflows the stack; this short text does not.
+INTERRUPTED = ("py4j.protocol.Py4JJavaError: An error occurred while calling Thread.sleep: "
+               "java.lang.InterruptedException (the query was stopped)")
+
+
+def _await_interrupt(df: DataFrame, timeout_s: float) -> None:
+    """Wait, in the JVM, for `query.stop()` to interrupt the query's thread, then raise
+    BatchInterrupted. The batch's Python code runs on that thread (py4j's pinned threads),
+    so the JVM's sleep is what the stop interrupts; Spark then counts the batch as
+    interrupted by the stop: the query ends stopped, not failed, and logs no error.
+    Returns if no stop comes within `timeout_s`."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        df.sparkSession._jvm.java.lang.Thread.sleep(int(timeout_s * 1000))  # type: ignore[union-attr]
+    except Py4JJavaError as exc:
+        if "java.lang.InterruptedException" not in str(exc.java_exception):
+            raise
+        raise BatchInterrupted(INTERRUPTED) from None
 
 
 def _collect(df: DataFrame) -> list[tuple[str, int, str, int, str]]:
