@@ -19,14 +19,36 @@ from .commands import Command
 from .directory import CONTROLLER_KEY, BrokerRecord, ControllerRecord, TopicRecord, topic_key
 from .events import Envelope
 from .loop import (
-    DIRECT, PartitionSlot, Replies, Sequencer, Work, decision_order, fold_partition, merge_shutdown_shares,
+    DIRECT, PartitionSlot, Replies, Sequencer, Work, fold_partition, merge_shutdown_shares,
     number_directory_records,
 )
 from .model import ControllerConfig
-from .outputs import to_contract
+from .outputs import ControlledShutdownResultRecord, Record, to_contract
 from .partition import PartitionRecord
 
 TopicPartition = tuple[str, int]
+
+
+def _key_seq(item: tuple[str, int, dict[str, Any]]) -> tuple[str, int]:
+    return item[0], item[1]
+
+
+class _ContractReplies(Replies):
+    """Each decision becomes its contract document as it arrives, so a fan-out does not
+    hold a `Decision` per record as well (more objects for the cyclic collector to walk).
+    A `ControlledShutdownResult` stays typed until its shares are merged in."""
+
+    __slots__ = ("contract",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.contract: list[tuple[str, int, dict[str, Any]]] = []
+
+    def decision(self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None) -> None:
+        if isinstance(record, ControlledShutdownResultRecord):
+            super().decision(cause_offset, key, seq, record, cause_id)
+        else:
+            self.contract.append((key, seq, to_contract(record, cause_offset, cause_id, seq)))
 
 
 @dataclass
@@ -43,7 +65,7 @@ class Engine:
         """Apply one event; return its decision records (contract dicts, canonical order)."""
         sequencer = Sequencer(self.directory, self.config)
         pending = sequencer.start(envelope)
-        replies = Replies()
+        replies = _ContractReplies()
         seq_next: dict[str, int] = {}  # each partition's `seq` counter for this cause
         while True:
             work, sequencer.work = sequencer.work, []
@@ -55,23 +77,26 @@ class Engine:
             pending = sequencer.resume(pending, [r for _, r in replies.reports[reported:]])
         self.errors.extend((d.offset, d.reason) for d in replies.dead_letters)
         self.observations.update(replies.outcomes)
-        decisions = sorted(merge_shutdown_shares(replies.decisions, replies.still), key=decision_order)
-        return [to_contract(d.record, d.cause_offset, d.cause_id, d.seq) for d in decisions]
+        out = replies.contract
+        for d in merge_shutdown_shares(replies.decisions, replies.still):
+            out.append((d.key, d.seq, to_contract(d.record, d.cause_offset, d.cause_id, d.seq)))
+        out.sort(key=_key_seq)  # one cause: the contract's order is (key, seq)
+        return [doc for _, _, doc in out]
 
     def _fold(self, work: Iterable[Work], offset: int, seq_next: dict[str, int], replies: Replies) -> None:
-        by_target: dict[str, list[Work]] = {}
+        # The work comes in the loop's order, (round, index); partitions are independent,
+        # so each command is folded as it comes, with no grouping by partition.
+        config, partitions = self.config, self.partitions
         for w in work:
-            by_target.setdefault(w.target, []).append(w)
-        for target in sorted(by_target):
-            cmd: Command = by_target[target][0].item  # type: ignore[assignment]
+            cmd: Command = w.item  # type: ignore[assignment]
             tp = (cmd.topic, cmd.partition)
-            slot = PartitionSlot(self.partitions.get(tp), offset, seq_next.get(target, 0))
-            slot = fold_partition(slot, by_target[target], self.config, replies)
-            seq_next[target] = slot.seq_next
+            slot = fold_partition(PartitionSlot(partitions.get(tp), offset, seq_next.get(w.target, 0)), [w], config,
+                                  replies)
+            seq_next[w.target] = slot.seq_next
             if slot.record is None:
-                self.partitions.pop(tp, None)
+                partitions.pop(tp, None)
             else:
-                self.partitions[tp] = slot.record
+                partitions[tp] = slot.record
 
     def run(self, envelopes: Iterable[Envelope]) -> Iterator[dict[str, Any]]:
         for envelope in envelopes:

@@ -258,7 +258,9 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
     `replies.decisions`, numbered per (cause, key)."""
     record, seq_cause, seq_next = slot
     decision = replies.decision
-    for w in sorted(work, key=lambda w: (w.cause_offset, w.round, w.idx)):
+    if not isinstance(work, list) or len(work) > 1:  # one command, the common case, needs no sort
+        work = sorted(work, key=lambda w: (w.cause_offset, w.round, w.idx))
+    for w in work:
         cmd: Command = w.item  # type: ignore[assignment]
         result, error = guarded_partition_step(record, cmd, config)
         record = result.state
