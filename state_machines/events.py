@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -397,11 +398,17 @@ _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 
+@cache
+def _digit_run(length: int) -> re.Pattern[str]:
+    """Digits, at least `length` of them (compiled once per bound)."""
+    return re.compile(r"\d{%d,}" % length)
+
+
 def _check_shape(text: str, limits: InputLimits) -> None:
     """Depth and number length, on the text with its strings removed. The quick counts
     settle almost every record; only one that could break a bound is scanned exactly."""
     opened = text.count("[") + text.count("{")
-    long_digits = re.search(r"\d{%d}" % (limits.max_number_digits + 1), text)
+    long_digits = _digit_run(limits.max_number_digits + 1).search(text)
     if opened <= limits.max_depth and long_digits is None:
         return
     bare = _STRING.sub('""', text)
@@ -415,7 +422,7 @@ def _check_shape(text: str, limits: InputLimits) -> None:
             else:
                 depth -= 1
     if long_digits is not None:
-        number = re.search(r"\d{%d,}" % (limits.max_number_digits + 1), bare)
+        number = _digit_run(limits.max_number_digits + 1).search(bare)
         if number is not None:
             raise InvalidEvent(
                 f"a number has {len(number.group())} digits, over the limit of {limits.max_number_digits}")

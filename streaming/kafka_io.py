@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import logging
 import threading
 from typing import Any
 
 from .job import JobSettings
+from .pipeline import truncated
 from .kafka_producer import CheckedProducer
 from .kafka_source import clear_outage, outage_file_for, quiet, report_outage
 
@@ -42,9 +42,10 @@ def dlq_record(doc: dict[str, Any], limit: int) -> tuple[bytes | None, list[tupl
     headers = [("dlq.reason", doc["reason"].encode()), ("dlq.source", str(doc["source"]).encode()),
                ("dlq.offset", str(doc["offset"]).encode())]
     size, digest = doc.get("original_size"), doc.get("original_sha256")
-    if value is not None and len(value) > limit:
-        size, digest = len(value), hashlib.sha256(value).hexdigest()
-        value = value[:limit]
+    if value is not None:
+        value, original = truncated(value, limit)
+        if original is not None and size is None:  # a letter already cut keeps its original's facts
+            size, digest = original
     if size is not None:
         headers += [("dlq.truncated", b"true"), ("dlq.original.size", str(size).encode()),
                     ("dlq.original.sha256", str(digest).encode())]

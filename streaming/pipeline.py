@@ -65,12 +65,19 @@ def dead_letter(letter: DeadLetter, max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE
     doc: dict[str, Any] = {"reason": letter.reason[:MAX_REASON_CHARS], "source": letter.source, "offset": letter.offset}
     if value is None:
         doc["value_base64"] = None
-    elif len(value) > max_value_bytes:
-        doc.update(value_base64=base64.b64encode(value[:max_value_bytes]).decode("ascii"), truncated=True,
-                   original_size=len(value), original_sha256=hashlib.sha256(value).hexdigest())
-    else:
-        doc["value_base64"] = base64.b64encode(value).decode("ascii")
+        return doc
+    kept, original = truncated(value, max_value_bytes)
+    doc["value_base64"] = base64.b64encode(kept).decode("ascii")
+    if original is not None:
+        doc.update(truncated=True, original_size=original[0], original_sha256=original[1])
     return doc
+
+
+def truncated(value: bytes, limit: int) -> tuple[bytes, tuple[int, str] | None]:
+    """`value`, or its first `limit` bytes with the whole value's size and SHA-256."""
+    if len(value) <= limit:
+        return value, None
+    return value[:limit], (len(value), hashlib.sha256(value).hexdigest())
 
 
 class LetterText(str):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from state_machines.engine import Engine
-from state_machines.events import parse_event, parse_line
+from state_machines.events import parse_line
 from tests.property.generator import generate_log
 
 ROOT = Path(__file__).resolve().parents[2]
