@@ -334,8 +334,3 @@ def merge_shutdown_shares(decisions: Iterable[Decision], still: Iterable[tuple[i
             remaining = tuple(f"{t}-{p}" for t, p in sorted(shares.get((d.cause_offset, rec.broker_id), ())))
             d = d._replace(record=ControlledShutdownResultRecord(rec.broker_id, remaining, None))
         yield d
-
-
-def decision_order(d: Decision) -> tuple[int, str, int]:
-    """The contract's order of records: (cause_offset, key, seq)."""
-    return (d.cause_offset, d.key, d.seq)

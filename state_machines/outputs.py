@@ -3,12 +3,11 @@
 Records are values without their envelope; the engine adds `v`, `cause_offset`, `cause_id`
 and `seq` (the index among the records one cause produced for one record key).
 `StillLeads` is internal: the partition step's share of a `ControlledShutdownResult`, merged
-into the result by `assemble_controlled_shutdown_results`.
+into the result by `loop.merge_shutdown_shares`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any, ClassVar, Union
@@ -184,28 +183,3 @@ def to_contract(record: Record, cause_offset: int, cause_id: str | None, seq: in
     out: dict[str, Any] = {"v": 1, "type": record.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq}
     out.update(record.body())
     return out
-
-
-def assemble_controlled_shutdown_results(outputs: Iterable[Output]) -> list[Record]:
-    """Fold `StillLeads` shares into the `ControlledShutdownResult` of the same broker.
-
-    Both come from one cause, so this runs over the outputs of a single cause. Kafka returns
-    `partitionLeadersOnBroker(id)`, a set; the contract asks for it sorted (here by topic, then
-    partition number).
-    """
-    still: dict[int, list[tuple[str, int]]] = {}
-    records: list[Record] = []
-    for out in outputs:
-        if isinstance(out, StillLeads):
-            still.setdefault(out.broker_id, []).append((out.topic, out.partition))
-        elif not isinstance(out, ObservationOutcome):
-            records.append(out)
-    if not still:
-        return records
-    merged: list[Record] = []
-    for rec in records:
-        if isinstance(rec, ControlledShutdownResultRecord) and rec.error is None:
-            remaining = tuple(f"{t}-{p}" for t, p in sorted(still.get(rec.broker_id, ())))
-            rec = ControlledShutdownResultRecord(rec.broker_id, remaining, None)
-        merged.append(rec)
-    return merged
