@@ -9,6 +9,11 @@ The wrappers are `Election.scala`: they pick the candidate list, compute the new
 leader epoch and recovery state (`LeaderAndIsr.scala`) and the LeaderAndIsr recipients.
 They take liveness as predicates and return what the election decided; they never record
 metrics (counting unclean elections is the shell's job).
+
+The strategies are values, as Kafka's sealed `PartitionLeaderElectionStrategy` is
+(PartitionStateMachine.scala): `OfflineElection(allow_unclean)`, `ReassignElection`,
+`PreferredElection` and `ControlledShutdownElection`. Each names the label its LeaderAndIsr
+record carries (`election` in the contract).
 """
 
 from __future__ import annotations
@@ -21,6 +26,44 @@ from .states import LeaderRecoveryState
 from .values import quick_init
 
 BrokerPredicate = Callable[[int], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class OfflineElection:
+    """`OfflinePartitionLeaderElectionStrategy(allowUnclean)`: `allow_unclean` is the admin
+    API's UNCLEAN election; otherwise the topic's unclean setting decides."""
+
+    allow_unclean: bool = False
+    label = "offline"
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignElection:
+    """`ReassignPartitionLeaderElectionStrategy`."""
+
+    label = "reassign"
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredElection:
+    """`PreferredReplicaPartitionLeaderElectionStrategy`."""
+
+    label = "preferred"
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownElection:
+    """`ControlledShutdownPartitionLeaderElectionStrategy`."""
+
+    label = "controlled_shutdown"
+
+
+ElectionStrategy = OfflineElection | ReassignElection | PreferredElection | ControlledShutdownElection
+
+OFFLINE = OfflineElection()
+REASSIGN = ReassignElection()
+PREFERRED = PreferredElection()
+CONTROLLED_SHUTDOWN = ControlledShutdownElection()
 
 
 def offline_partition_leader_election(
@@ -146,7 +189,16 @@ def elect_for_controlled_shutdown(
 
 
 __all__ = [
+    "CONTROLLED_SHUTDOWN",
+    "ControlledShutdownElection",
     "ElectionOutcome",
+    "ElectionStrategy",
+    "OFFLINE",
+    "OfflineElection",
+    "PREFERRED",
+    "PreferredElection",
+    "REASSIGN",
+    "ReassignElection",
     "LeaderRecoveryState",
     "controlled_shutdown_partition_leader_election",
     "elect_for_controlled_shutdown",

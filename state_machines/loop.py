@@ -36,7 +36,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Union
 
 from .commands import Command, DeletionReport
-from .directory import Continuation, DirectoryResult, after_reports, directory_step
+from .controller_events import directory_step
+from .directory import Continuation, DirectoryResult
+from .topic_deletion import after_reports
 from .errors import InvalidEvent
 from .events import DEFAULT_LIMITS, Envelope, Event, InputLimits, parse_line
 from .model import ControllerConfig

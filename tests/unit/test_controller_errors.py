@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from state_machines import directory as directory_module
 from state_machines import loop as loop_module
 from state_machines import partition as partition_module
 from state_machines.engine import Engine
@@ -57,7 +56,7 @@ def test_a_partition_step_that_raises_loses_that_command_only(monkeypatch, bucke
 @pytest.mark.parametrize("where", ["directory_step", "after_reports"])
 def test_a_directory_step_that_raises_dead_letters_the_event_and_the_job_goes_on(monkeypatch, where: str) -> None:
     lines = [json.dumps(e).encode() for e in generate_log(11, n_events=80)]
-    original = getattr(directory_module, where)
+    original = getattr(loop_module, where)
     # the fault hits the last cause that reaches this step, so later events see its effect
     reached: list[int] = []
 

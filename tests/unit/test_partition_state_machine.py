@@ -18,7 +18,7 @@ How Kafka's mocks map onto this API:
   rows list every request; UpdateMetadata is not modelled).
 - A failed or invalid transition (only logged by Kafka) -> a `StateChangeFailedRecord`.
 - Live brokers -> `BrokerFact(registered=True)`; `shuttingDownBrokerIds` -> `shutting_down=True`.
-- `OfflinePartitionLeaderElectionStrategy(allowUnclean)` -> `strategy=OFFLINE, allow_unclean=...`;
+- `OfflinePartitionLeaderElectionStrategy(allowUnclean)` -> `strategy=OfflineElection(allow_unclean)`;
   the topic's `LogConfig` (default: unclean election disabled) -> `PartitionContext.unclean_leader_election_enable`.
 - IBP 3.2 / 3.1 (`isLeaderRecoverySupported`) -> `ControllerConfig.leader_recovery_supported`.
 
@@ -60,9 +60,8 @@ import pytest
 
 from state_machines.model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment
 from state_machines.outputs import LeaderAndIsrRecord, PartitionStateChangeRecord, StateChangeFailedRecord
-from state_machines.partition import (
-    CONTROLLED_SHUTDOWN, OFFLINE, PREFERRED, PartitionRecord, handle_partition_state_changes,
-)
+from state_machines.election import CONTROLLED_SHUTDOWN, OFFLINE, PREFERRED, ElectionStrategy, OfflineElection
+from state_machines.partition import PartitionRecord, handle_partition_state_changes
 from state_machines.commands import PartitionContext
 from state_machines.states import LeaderRecoveryState, PartitionState, is_valid_partition_transition
 
@@ -104,8 +103,7 @@ class Case:
     from_state: PartitionState | None  # None: no recorded state
     target: PartitionState
     expect_state: PartitionState
-    strategy: str | None = None
-    allow_unclean: bool = False
+    strategy: ElectionStrategy | None = None
     replicas: tuple[int, ...] = ()
     leadership: LeaderAndIsr | None = None
     brokers: tuple[tuple[int, BrokerFact], ...] = ()
@@ -115,7 +113,7 @@ class Case:
     failed: bool = False
 
 
-def invalid(name: str, from_state: PartitionState | None, target: PartitionState, strategy: str | None = None) -> Case:
+def invalid(name: str, from_state: PartitionState | None, target: PartitionState, strategy: ElectionStrategy | None = None) -> Case:
     return Case(name, from_state, target, expect_state=from_state or P.NonExistentPartition, strategy=strategy,
                 failed=True)
 
@@ -127,7 +125,7 @@ def unclean_case(leader_recovery_supported: bool) -> Case:
     return Case(
         f"testOfflinePartitionToUncleanOnlinePartitionTransition[isLeaderRecoverySupported={str(leader_recovery_supported).lower()}]",
         P.OfflinePartition, P.OnlinePartition, expect_state=P.OnlinePartition,
-        strategy=OFFLINE, allow_unclean=True,
+        strategy=OfflineElection(allow_unclean=True),
         replicas=(OTHER_BROKER_ID, BROKER_ID), leadership=leader_and_isr(OTHER_BROKER_ID, (OTHER_BROKER_ID,)),
         brokers=((BROKER_ID, LIVE),), config=ControllerConfig(leader_recovery_supported=leader_recovery_supported),
         expect_leadership=elected,
@@ -231,7 +229,7 @@ def test_partition_state_change(case: Case) -> None:
         brokers=case.brokers,
     )
     result = handle_partition_state_changes(
-        record, case.target, _ctx(case.brokers), case.strategy, case.allow_unclean, case.config)
+        record, case.target, _ctx(case.brokers), case.strategy, case.config)
     assert result.state is not None
     assert result.state.state == case.expect_state
     expect_leadership = case.leadership if case.expect_leadership is _UNCHANGED else case.expect_leadership
@@ -268,7 +266,7 @@ def test_testUpdatingOfflinePartitionsCount() -> None:
     ]
     offline_count = 0
 
-    def step(target: PartitionState, strategy: str | None = None) -> None:
+    def step(target: PartitionState, strategy: ElectionStrategy | None = None) -> None:
         nonlocal records, offline_count
         results = [handle_partition_state_changes(r, target, ctx, strategy) for r in records]
         for res in results:

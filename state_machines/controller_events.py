@@ -1,0 +1,322 @@
+"""The directory step: one input event against the controller-wide facts, and its fan-out.
+
+Theory of operation
+-------------------
+`directory_step` is `KafkaController.process` for one `ControllerEvent`, up to the point
+where Kafka's controller walks partitions: each handler below updates the directory's
+records (brokers, topics, the controller's own), answers what needs no partition (an
+unknown partition, a stale broker epoch, a request to an inactive controller), and sends
+one `Command` to every partition the event concerns. The partitions run the rest
+(`partition.partition_step`); topic deletion's events are in `topic_deletion.py`.
+
+Deviation, named: Kafka re-runs `triggerOnlinePartitionStateChange` over every New/Offline
+partition of the cluster on each broker change. The directory sends the trigger only to the
+partitions the event concerns (and, on a failure, to those hosted on shutting-down brokers,
+whose leaders Kafka would also find offline). An election for any other partition has the
+same inputs as its last failed attempt, so it fails again and changes nothing; Kafka only
+logs it again, which here would be one more `StateChangeFailed` per offline partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from . import events as ev
+from .commands import (
+    AlterIsr, BrokersFailed, BrokersStarted, CreatePartition, Elect, Failover, LoadPartition, Observe, Op, Reassign,
+    ShutdownBroker, TriggerOnline,
+)
+from .directory import (
+    CONTROLLER_KEY, Continuation, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, topic_key,
+)
+from .model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment
+from .outputs import (
+    AlterPartitionResultRecord, ControlledShutdownResultRecord, DivergenceRecord, ElectionResultRecord,
+    ObservationOutcome, StateChangeFailedRecord,
+)
+from .states import LeaderRecoveryState
+from .topic_deletion import on_stop_replica_response, on_topic_deletion
+
+
+def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continuation | None:
+    c = d.controller
+    if c.active and e.controller_epoch <= c.controller_epoch:
+        return None  # a stale or repeated election: this controller already holds that epoch
+    d.put(CONTROLLER_KEY, replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch))
+    # initializeControllerContext clears shuttingDownBrokerIds
+    for b in sorted(c.brokers):
+        brec = d.broker(b)
+        if brec.fact.shutting_down:
+            d.put_broker(b, replace(brec, fact=replace(brec.fact, shutting_down=False)))
+    if not d.config.delete_topic_enable:
+        # TopicDeletionManager.init with deletion disabled drops the pending deletions
+        for t in sorted(c.queued_topics):
+            rec = d.topic(t)
+            if rec is not None:
+                d.put(topic_key(t), replace(rec, queued=False, started=False, ineligible=False, mirror=()))
+        d.put(CONTROLLER_KEY, replace(d.controller, queued_topics=frozenset()))
+    for t in sorted(d.controller.topics):
+        rec = d.topic(t)
+        assert rec is not None
+        for p, brokers in rec.partitions:
+            d.send(t, p, Failover(), brokers)
+    return Continuation(failover_init=True, resume=True)
+
+
+def _broker_startup(d: DirectoryView, e: ev.BrokerStartup) -> tuple[Continuation | None, tuple[ev.Event, ...]]:
+    rec = d.broker(e.broker_id)
+    fact = rec.fact
+    if fact.registered:
+        cached = fact.broker_epoch
+        if e.broker_epoch is not None and cached is not None and e.broker_epoch > cached and d.controller.active:
+            # A bounce (processBrokerChange): failure, then startup with the new epoch.
+            return _broker_failure(d, ev.BrokerFailure(e.broker_id)), (e,)
+        if e.broker_epoch is not None and (cached is None or e.broker_epoch > cached):
+            d.put_broker(e.broker_id, replace(rec, fact=replace(fact, broker_epoch=e.broker_epoch)))
+        return None, ()
+    d.put_broker(e.broker_id, replace(rec, fact=BrokerFact(True, False, e.broker_epoch)))
+    if not d.controller.active:
+        return None, ()
+    hosted = d.hosted(e.broker_id)
+    for t, p in hosted:
+        d.send(t, p, BrokersStarted((e.broker_id,)), (e.broker_id,))
+    queued = frozenset(t for t, _ in hosted if t in d.controller.queued_topics)
+    return (Continuation(resume_topics=queued) if queued else None), ()
+
+
+def _broker_failure(d: DirectoryView, e: ev.BrokerFailure) -> Continuation | None:
+    rec = d.broker(e.broker_id)
+    if not rec.fact.registered:
+        return None
+    # onBrokerFailure also removes the broker from shuttingDownBrokerIds
+    d.put_broker(e.broker_id, replace(rec, fact=BrokerFact(False, False, None)))
+    if not d.controller.active:
+        return None
+    targets = dict.fromkeys(d.hosted(e.broker_id))
+    # partitionsWithOfflineLeader is cluster-wide: leaders on shutting-down brokers are
+    # offline too, so their partitions are reached as well.
+    for b in sorted(d.controller.brokers):
+        if d.fact(b).registered and d.fact(b).shutting_down:
+            targets.update(dict.fromkeys(d.hosted(b)))
+    for t, p in sorted(targets):
+        d.send(t, p, BrokersFailed((e.broker_id,)), (e.broker_id,))
+    queued = frozenset(t for t, p in d.hosted(e.broker_id) if t in d.controller.queued_topics)
+    return Continuation(mark_topics=queued, resume=True) if queued else None
+
+
+def _controlled_shutdown(d: DirectoryView, e: ev.ControlledShutdown) -> None:
+    if not d.controller.active:
+        return
+    rec = d.broker(e.broker_id)
+
+    def refuse(error: str) -> None:
+        d.outputs.append(ControlledShutdownResultRecord(e.broker_id, (), error))
+
+    if e.broker_epoch is not None and e.broker_epoch != -1:
+        if not rec.fact.registered:
+            # liveBrokerIdAndEpochs(id) throws for an unknown id before the availability check
+            refuse("UNKNOWN_SERVER_ERROR")
+            return
+        if rec.fact.broker_epoch is not None and e.broker_epoch < rec.fact.broker_epoch:
+            refuse("STALE_BROKER_EPOCH")
+            return
+    if not rec.fact.registered:
+        refuse("BROKER_NOT_AVAILABLE")
+        return
+    d.put_broker(e.broker_id, replace(rec, fact=replace(rec.fact, shutting_down=True)))
+    # the result's partitions_remaining is filled from the partitions' StillLeads
+    d.outputs.append(ControlledShutdownResultRecord(e.broker_id, (), None))
+    for t, p in d.hosted(e.broker_id):
+        d.send(t, p, ShutdownBroker(e.broker_id), (e.broker_id,))
+
+
+def _new_partitions(d: DirectoryView, topic: str, partitions: tuple[tuple[int, tuple[int, ...]], ...]) -> None:
+    active = d.controller.active
+    for p, replicas in partitions:
+        d.remember_brokers(topic, p, replicas)
+        op: Op = CreatePartition(replicas) if active else LoadPartition(ReplicaAssignment(replicas))
+        d.send(topic, p, op, replicas)
+
+
+def _topic_creation(d: DirectoryView, e: ev.TopicCreation) -> None:
+    if d.topic(e.topic) is not None:
+        return  # processTopicChange only acts on topics it has not seen
+    d.put(topic_key(e.topic), TopicRecord(configs=e.configs))
+    c = d.controller
+    d.put(CONTROLLER_KEY, replace(c, topics=c.topics | {e.topic}))
+    _new_partitions(d, e.topic, e.partitions)
+
+
+def _partition_expansion(d: DirectoryView, e: ev.PartitionExpansion) -> None:
+    rec = d.topic(e.topic)
+    if rec is None or rec.queued:
+        return  # unknown topic; or being deleted: Kafka restores the old assignment
+    known = set(rec.partition_ids())
+    _new_partitions(d, e.topic, tuple((p, r) for p, r in e.partitions if p not in known))
+
+
+def _partition_reassignment(d: DirectoryView, e: ev.PartitionReassignment) -> None:
+    if not d.controller.active:
+        return
+    rec = d.topic(e.topic)
+    if rec is None or e.partition not in rec.partition_ids():
+        error = _unknown_partition_reassignment_error(d, e.target_replicas)
+        d.outputs.append(StateChangeFailedRecord(e.topic, e.partition, None, "PartitionReassignment", error))
+        return
+    targets = [r for r in (e.target_replicas or ()) if isinstance(r, int) and r >= 0]
+    d.remember_brokers(e.topic, e.partition, targets)
+    d.send(e.topic, e.partition, Reassign(e.target_replicas), targets)
+
+
+def _unknown_partition_reassignment_error(d: DirectoryView, target: tuple[int, ...] | None) -> str:
+    # validateReplicas runs first against an empty current assignment, so every target
+    # replica is "adding" and must be live; then maybeBuildReassignment, then the lookup.
+    if target is not None:
+        if not target:
+            return "INVALID_REPLICA_ASSIGNMENT: empty replica list specified in partition reassignment"
+        if len(set(target)) != len(target):
+            return f"INVALID_REPLICA_ASSIGNMENT: duplicate replica ids in partition reassignment replica list: {list(target)}"
+        if any(r < 0 for r in target):
+            return f"INVALID_REPLICA_ASSIGNMENT: invalid broker id in replica list: {list(target)}"
+        if not all(d.fact(r).live for r in target):
+            return f"INVALID_REPLICA_ASSIGNMENT: replica assignment has brokers that are not alive: {list(target)}"
+        return "UNKNOWN_TOPIC_OR_PARTITION: the partition does not exist"
+    return "NO_REASSIGNMENT_IN_PROGRESS"
+
+
+def _alter_partition(d: DirectoryView, e: ev.AlterPartition) -> None:
+    if not d.controller.active:
+        return
+    fact = d.fact(e.broker_id)
+
+    def refuse(error: str) -> None:
+        d.outputs.append(AlterPartitionResultRecord(e.topic, e.partition, e.broker_id, error, None, None, None, None))
+
+    # the request-level check: unknown broker or a broker epoch other than the cached one
+    if not fact.registered:
+        refuse("STALE_BROKER_EPOCH")
+        return
+    if e.broker_epoch is not None and fact.broker_epoch is not None and e.broker_epoch != fact.broker_epoch:
+        refuse("STALE_BROKER_EPOCH")
+        return
+    rec = d.topic(e.topic)
+    if rec is None or e.partition not in rec.partition_ids():
+        refuse("UNKNOWN_TOPIC_OR_PARTITION")
+        return
+    mentioned = (e.broker_id, *e.isr)
+    d.remember_brokers(e.topic, e.partition, mentioned)
+    d.send(e.topic, e.partition,
+           AlterIsr(e.broker_id, e.leader_epoch, e.partition_epoch, e.isr, e.leader_recovery_state), mentioned)
+
+
+def _replica_leader_election(d: DirectoryView, e: ev.ReplicaLeaderElection) -> None:
+    if not d.controller.active:
+        return
+    if e.partitions is None:
+        wanted = [(t, p) for t in sorted(d.controller.topics) for p in d.topic(t).partition_ids()]  # type: ignore[union-attr]
+    else:
+        wanted = list(e.partitions)
+    # Kafka allows an unclean election without reading the topic config only when an admin
+    # asked for it (AdminClientTriggered).
+    allow_unclean = e.election_type == "UNCLEAN" and e.trigger == "admin"
+    for t, p in wanted:
+        rec = d.topic(t)
+        if rec is None or p not in rec.partition_ids():
+            d.outputs.append(ElectionResultRecord(t, p, e.election_type, "UNKNOWN_TOPIC_OR_PARTITION", None))
+        elif rec.queued:
+            d.outputs.append(ElectionResultRecord(t, p, e.election_type, "INVALID_TOPIC_EXCEPTION", None))
+        else:
+            d.send(t, p, Elect(e.election_type, allow_unclean))
+
+
+def _topic_config_change(d: DirectoryView, e: ev.TopicConfigChange) -> None:
+    rec = d.topic(e.topic)
+    if rec is None:
+        return
+    # The topic's config znode holds the whole override set: a change replaces it.
+    d.put(topic_key(e.topic), replace(rec, configs=e.configs))
+    # TopicConfigHandler: unclean.leader.election.enable=true on a topic triggers
+    # triggerOnlinePartitionStateChange(topic).
+    if d.controller.active and dict(e.configs).get("unclean.leader.election.enable", "").strip().lower() == "true":
+        for p in rec.partition_ids():
+            d.send(e.topic, p, TriggerOnline())
+
+
+def _partition_state_snapshot(d: DirectoryView, e: ev.PartitionStateSnapshot) -> None:
+    if d.controller.active:
+        d.outputs.append(StateChangeFailedRecord(
+            e.topic, e.partition, None, "PartitionStateSnapshot",
+            "ignored: snapshots load context while the controller is inactive"))
+        return
+    rec = d.topic(e.topic)
+    if rec is None:
+        d.put(topic_key(e.topic), TopicRecord())
+        c = d.controller
+        d.put(CONTROLLER_KEY, replace(c, topics=c.topics | {e.topic}))
+    d.remember_brokers(e.topic, e.partition, (*e.replicas, *e.isr))
+    leadership = LeaderAndIsr(
+        e.leader, e.leader_epoch, e.isr, e.partition_epoch, LeaderRecoveryState(e.leader_recovery_state),
+        e.controller_epoch,
+    )
+    assignment = ReplicaAssignment(e.replicas, e.adding_replicas, e.removing_replicas)
+    d.send(e.topic, e.partition, LoadPartition(assignment, leadership, overwrite=True), e.replicas)
+
+
+def _observed_partition_state(d: DirectoryView, e: ev.ObservedPartitionState) -> None:
+    """Shadow mode (see shadow.py): the partition compares the cluster's state with its own."""
+    if not d.controller.active:
+        return
+    rec = d.topic(e.topic)
+    if rec is None or e.partition not in rec.partition_ids():
+        observed = {"leader": e.leader, "leader_epoch": e.leader_epoch, "isr": list(e.isr)}
+        d.outputs.append(DivergenceRecord(e.topic, e.partition, {"leader": -1, "leader_epoch": None, "isr": []},
+                                          observed, "benign", "the shadow does not know this partition"))
+        d.outputs.append(ObservationOutcome("benign"))
+        return
+    d.send(e.topic, e.partition,
+           Observe(e.leader, e.leader_epoch, e.isr, e.partition_epoch, e.controller_epoch),
+           (e.leader, *e.isr))
+
+
+def directory_step(
+    view: Mapping[str, DirectoryRecord], event: ev.Event, config: ControllerConfig, offset: int,
+    cause_id: str | None = None,
+) -> DirectoryResult:
+    """One input event against the directory: (records, event) -> (changed records, commands, outputs)."""
+    d = DirectoryView(view, config, offset, cause_id)
+    cont: Continuation | None = None
+    followups: tuple[ev.Event, ...] = ()
+    if isinstance(event, ev.ControllerFailover):
+        cont = _controller_failover(d, event)
+    elif isinstance(event, ev.BrokerStartup):
+        cont, followups = _broker_startup(d, event)
+    elif isinstance(event, ev.BrokerFailure):
+        cont = _broker_failure(d, event)
+    elif isinstance(event, ev.ControlledShutdown):
+        _controlled_shutdown(d, event)
+    elif isinstance(event, ev.TopicCreation):
+        _topic_creation(d, event)
+    elif isinstance(event, ev.PartitionExpansion):
+        _partition_expansion(d, event)
+    elif isinstance(event, ev.TopicDeletion):
+        cont = on_topic_deletion(d, event)
+    elif isinstance(event, ev.StopReplicaResponse):
+        cont = on_stop_replica_response(d, event)
+    elif isinstance(event, ev.PartitionReassignment):
+        _partition_reassignment(d, event)
+    elif isinstance(event, ev.AlterPartition):
+        _alter_partition(d, event)
+    elif isinstance(event, ev.ReplicaLeaderElection):
+        _replica_leader_election(d, event)
+    elif isinstance(event, ev.TopicConfigChange):
+        _topic_config_change(d, event)
+    elif isinstance(event, ev.PartitionStateSnapshot):
+        _partition_state_snapshot(d, event)
+    elif isinstance(event, ev.ObservedPartitionState):
+        _observed_partition_state(d, event)
+    else:  # pragma: no cover - programming error
+        raise TypeError(f"unknown event {event!r}")
+    d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))
+    return d.result(cont, followups)
+

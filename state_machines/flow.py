@@ -1,0 +1,62 @@
+"""One command's run over one partition: the thread that ties a flow's machine calls together.
+
+A flow (flows.py, reassignment.py, topic_deletion.py) is the slice of a `KafkaController`
+method that touches one partition. It calls the two state machines in Kafka's order;
+each call returns a new record and its outputs, and `Run` keeps the latest record and the
+outputs in order. A flow changes the record only through a machine or a named write of the
+record (`PartitionRecord.with_*`), never by assigning its fields.
+
+`Run` also carries what the partition tells Kafka's TopicDeletionManager when its topic is
+queued for deletion (`DeletionReport`): whether a reassignment ran (the topic becomes
+ineligible), completed (deletion resumes), or the partition was removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import partition_state_machine as psm
+from . import replica_state_machine as rsm
+from .election import ElectionStrategy
+from .outputs import Output, StateChangeFailedRecord
+from .partition_record import Facts, PartitionRecord
+from .partition_state_machine import Refusal
+from .requests import RequestBatch
+from .states import PartitionState, ReplicaState
+
+
+class Run:
+    __slots__ = ("rec", "facts", "out", "mark_ineligible", "resume_deletion", "removed")
+
+    def __init__(self, rec: PartitionRecord, facts: Facts) -> None:
+        self.rec = rec
+        self.facts = facts
+        self.out: list[Output] = []
+        # onPartitionReassignment ran for a topic queued for deletion: markTopicIneligibleForDeletion
+        self.mark_ineligible = False
+        # a reassignment completed for a topic queued for deletion: resumeDeletionForTopics
+        self.resume_deletion = False
+        # completeDeleteTopic: the partition is gone
+        self.removed = False
+
+    def replicas(self, brokers: Sequence[int], target: ReplicaState) -> None:
+        """`replicaStateMachine.handleStateChanges(replicas on brokers, target)`."""
+        if brokers:
+            step = rsm.handle_state_changes(self.rec, self.facts, brokers, target)
+            self.rec = step.record
+            self.out.extend(step.outputs)
+
+    def partition(self, target: PartitionState, strategy: ElectionStrategy | None = None) -> Refusal | None:
+        """`partitionStateMachine.handleStateChanges(Seq(partition), target, strategy)`."""
+        step = psm.handle_state_changes(self.rec, self.facts, target, strategy)
+        self.rec = step.record
+        self.out.extend(step.outputs)
+        return step.refusal
+
+    def send(self, batch: RequestBatch) -> None:
+        """`sendRequestsToBrokers` of a batch a flow opened itself."""
+        self.out.extend(batch.records(self.rec.topic, self.rec.partition))
+
+    def failed(self, target: str, reason: str) -> None:
+        """A failure Kafka logs (or answers an admin request with) outside the machines."""
+        self.out.append(StateChangeFailedRecord(self.rec.topic, self.rec.partition, None, target, reason))

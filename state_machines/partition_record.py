@@ -1,0 +1,125 @@
+"""What the controller holds for one partition, and what one command lets it read.
+
+`PartitionRecord` is the partition's share of Kafka's `ControllerContext` and of the
+store: the replica assignment (with the KIP-455 adding and removing sets), the partition
+state, the stored leader-and-ISR (the partition-state znode, whose version is the
+partition epoch), the state of each replica, and a view of the brokers hosting its
+replicas. It is immutable: the state machines (`replica_state_machine.py`,
+`partition_state_machine.py`) and the flows' named writes (`with_*`) return new records.
+
+`Facts` is what one command may read of the rest of the controller: the brokers' liveness,
+the controller epoch, the topic's unclean setting and whether it is queued for deletion.
+
+`Step` is what a state machine returns: the new record and its outputs, in Kafka's order
+(the state-change log first, then the requests of the batch it sent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .commands import PartitionContext
+from .model import EPOCH_DURING_DELETE, NO_EPOCH, UNKNOWN_BROKER, BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment
+from .outputs import Output
+from .states import PartitionState, ReplicaState
+from .values import quick_init
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class PartitionRecord:
+    topic: str
+    partition: int
+    assignment: ReplicaAssignment
+    state: PartitionState | None = None
+    leadership: LeaderAndIsr | None = None
+    replica_states: tuple[tuple[int, ReplicaState], ...] = ()
+    brokers: tuple[tuple[int, BrokerFact], ...] = ()
+    being_reassigned: bool = False
+
+    # Named writes: the constructor rather than dataclasses.replace, which looks the
+    # fields up on every call (these run for every decision).
+
+    def with_assignment(self, assignment: ReplicaAssignment) -> PartitionRecord:
+        """`updateReplicaAssignmentForPartition`: the assignment znode and the context."""
+        return PartitionRecord(self.topic, self.partition, assignment, self.state, self.leadership,
+                               self.replica_states, self.brokers, self.being_reassigned)
+
+    def with_leadership(self, leadership: LeaderAndIsr | None) -> PartitionRecord:
+        """A successful conditional write of the partition-state znode (or, in shadow mode,
+        the state adopted from the cluster)."""
+        return PartitionRecord(self.topic, self.partition, self.assignment, self.state, leadership,
+                               self.replica_states, self.brokers, self.being_reassigned)
+
+    def with_state(self, state: PartitionState | None) -> PartitionRecord:
+        return PartitionRecord(self.topic, self.partition, self.assignment, state, self.leadership,
+                               self.replica_states, self.brokers, self.being_reassigned)
+
+    def with_replica_states(self, replica_states: tuple[tuple[int, ReplicaState], ...]) -> PartitionRecord:
+        return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
+                               replica_states, self.brokers, self.being_reassigned)
+
+    def with_being_reassigned(self, being_reassigned: bool) -> PartitionRecord:
+        """`controllerContext.partitionsBeingReassigned` gains or loses this partition."""
+        return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
+                               self.replica_states, self.brokers, being_reassigned)
+
+    def replica_state(self, broker: int) -> ReplicaState | None:
+        for b, s in self.replica_states:
+            if b == broker:
+                return s
+        return None
+
+
+class Facts:
+    """What one command may read beyond its partition: its context and the brokers' facts
+    (the partition's own view, updated by the command's)."""
+
+    __slots__ = ("ctx", "config", "brokers")
+
+    def __init__(self, ctx: PartitionContext, config: ControllerConfig, brokers: dict[int, BrokerFact]) -> None:
+        self.ctx = ctx
+        self.config = config
+        self.brokers = brokers
+
+    def fact(self, broker: int) -> BrokerFact:
+        return self.brokers.get(broker, UNKNOWN_BROKER)
+
+    def is_online(self, broker: int) -> bool:
+        """`controllerContext.isReplicaOnline` (a shutting-down broker is not online)."""
+        return self.brokers.get(broker, UNKNOWN_BROKER).live
+
+    def is_online_or_shutting_down(self, broker: int) -> bool:
+        return self.brokers.get(broker, UNKNOWN_BROKER).registered
+
+    def shutting_down(self) -> frozenset[int]:
+        return frozenset(b for b, f in self.brokers.items() if f.registered and f.shutting_down)
+
+    @property
+    def queued(self) -> bool:
+        """`topicDeletionManager.isTopicQueuedUpForDeletion`."""
+        return self.ctx.queued_for_deletion
+
+    @property
+    def controller_epoch(self) -> int:
+        return self.ctx.controller_epoch
+
+    def stop_replica_epoch(self, leadership: LeaderAndIsr | None) -> int:
+        """`ControllerContext.leaderEpoch`: -2 overrides everything while the topic is queued
+        for deletion; -1 when there is no leadership info."""
+        if self.ctx.queued_for_deletion:
+            return EPOCH_DURING_DELETE
+        return leadership.leader_epoch if leadership else NO_EPOCH
+
+    def newer_controller_wrote(self, leadership: LeaderAndIsr | None) -> bool:
+        """The stored state was written by a controller with a higher epoch: Kafka's
+        conditional write fails and the controller resigns."""
+        return leadership is not None and leadership.controller_epoch > self.ctx.controller_epoch
+
+
+class Step(NamedTuple):
+    """What one state machine call returns: the new record and its outputs in order."""
+
+    record: PartitionRecord
+    outputs: list[Output]

@@ -1,0 +1,132 @@
+"""The controller's requests to brokers, and one request batch, for one partition.
+
+Theory of operation
+-------------------
+In Kafka a state transition does not send requests: it adds them to the open
+`ControllerBrokerRequestBatch` (ControllerChannelManager.scala), and whoever opened the
+batch sends it when the whole state change is done (`sendRequestsToBrokers`). Here a
+transition goes one step further and only returns its requests, as values
+(`LeaderAndIsrRequest`, `StopReplicaRequest`); the state machine that ran it adds them to a
+`RequestBatch` in order, and `RequestBatch.records` turns the sent batch into output
+records.
+
+The batch keeps Kafka's merge rules, restricted to one partition:
+
+* `addLeaderAndIsrRequestForBrokers`: one LeaderAndIsr partition state per broker; a later
+  one replaces an earlier one, and `isNew` stays true once set;
+* `addStopReplicaRequestForBrokers`: one StopReplica per broker; a later one replaces an
+  earlier one, and `deletePartition` stays true once set;
+* `sendRequestsToBrokers`: each broker gets its LeaderAndIsr requests, then its StopReplica
+  requests. Brokers sent the same LeaderAndIsr partition state share one record.
+
+Kafka queues an UpdateMetadata request beside every LeaderAndIsr
+(`addUpdateMetadataRequestForBrokers`); this project does not emit UpdateMetadata yet
+(README, deviations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .model import LeaderAndIsr
+from .outputs import LeaderAndIsrRecord, Output, StopReplicaRecord
+from .values import quick_init
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrPartitionState:
+    """What a LeaderAndIsr request carries for this partition (`LeaderAndIsrPartitionState`
+    of LeaderAndIsrRequest.json): the leadership, the assignment and the election's label."""
+
+    leadership: LeaderAndIsr
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+    election: str | None
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrRequest:
+    """A LeaderAndIsr request to `brokers` (`addLeaderAndIsrRequestForBrokers`)."""
+
+    brokers: tuple[int, ...]
+    state: LeaderAndIsrPartitionState
+    is_new: bool
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class StopReplicaRequest:
+    """A StopReplica request to `broker` (`addStopReplicaRequestForBrokers`)."""
+
+    broker: int
+    delete_partition: bool
+    leader_epoch: int
+
+
+Request = LeaderAndIsrRequest | StopReplicaRequest
+
+
+class RequestBatch:
+    """One `ControllerBrokerRequestBatch`, restricted to one partition."""
+
+    __slots__ = ("leader_and_isr", "stop_replica")
+
+    def __init__(self) -> None:
+        self.leader_and_isr: dict[int, tuple[LeaderAndIsrPartitionState, bool]] = {}
+        self.stop_replica: dict[int, tuple[bool, int]] = {}
+
+    def add(self, request: Request) -> None:
+        if isinstance(request, StopReplicaRequest):
+            self.add_stop_replica(request.broker, request.delete_partition, request.leader_epoch)
+        else:
+            self.add_leader_and_isr(request.brokers, request.state, request.is_new)
+
+    def add_all(self, requests: Iterable[Request]) -> None:
+        for request in requests:
+            self.add(request)
+
+    def add_leader_and_isr(self, brokers: Iterable[int], state: LeaderAndIsrPartitionState, is_new: bool) -> None:
+        # brokerIds.filter(_ >= 0): the -1 of a leaderless ISR is never a recipient
+        entries = self.leader_and_isr
+        for b in brokers:
+            if b < 0:
+                continue
+            previous = entries.get(b)
+            entries[b] = (state, is_new or (previous is not None and previous[1]))
+
+    def add_stop_replica(self, broker: int, delete_partition: bool, leader_epoch: int) -> None:
+        if broker < 0:
+            return
+        previous = self.stop_replica.get(broker)
+        self.stop_replica[broker] = (delete_partition or (previous is not None and previous[0]), leader_epoch)
+
+    def records(self, topic: str, partition: int) -> list[Output]:
+        """`sendRequestsToBrokers`: the batch as output records, LeaderAndIsr first."""
+        out: list[Output] = []
+        items = list(self.leader_and_isr.items())
+        groups: list[tuple[LeaderAndIsrPartitionState, bool, list[int]]] = []
+        if items:
+            # Usually every broker holds the same state object, and grouping by value
+            # (which hashes it) can be skipped.
+            first_state, first_new = items[0][1]
+            if all(s is first_state and n == first_new for _, (s, n) in items):
+                groups.append((first_state, first_new, [b for b, _ in items]))
+            else:
+                by_value: dict[tuple[LeaderAndIsrPartitionState, bool], list[int]] = {}
+                for broker, key in items:
+                    by_value.setdefault(key, []).append(broker)
+                groups.extend((s, n, recipients) for (s, n), recipients in by_value.items())
+        for state, is_new, recipients in groups:
+            la = state.leadership
+            out.append(LeaderAndIsrRecord(
+                topic, partition, la.leader, la.leader_epoch, la.isr, la.partition_epoch, la.controller_epoch,
+                state.replicas, state.adding_replicas, state.removing_replicas, la.leader_recovery_state.value,
+                is_new, tuple(recipients), state.election,
+            ))
+        for broker, (delete, epoch) in self.stop_replica.items():
+            out.append(StopReplicaRecord(topic, partition, broker, delete, epoch))
+        return out
