@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from . import events as ev
+from . import event_types as ev
 from .commands import (
     AlterIsr, BrokersFailed, BrokersStarted, CreatePartition, Elect, Failover, LoadPartition, Observe, Op, Reassign,
     ShutdownBroker, TriggerOnline,

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Union, cast
 
-from . import events as ev
+from . import event_types as ev
 from .commands import Command, Op, PartitionContext
 from .model import UNKNOWN_BROKER, BrokerFact, ControllerConfig
 from .outputs import ObservationOutcome, Record

@@ -1,4 +1,4 @@
-"""Typed input events of contract events-v1 and their validation.
+"""Decoding and validation of the input events of contract events-v1 (the values: event_types.py).
 
 `parse_event` turns one decoded JSON object into an event value or raises `InvalidEvent`
 with a one-line reason (the dead-letter reason). It checks shape and impossible values only;
@@ -17,9 +17,12 @@ import json
 import re
 from functools import cache
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from .errors import InvalidEvent
+from .event_types import (
+    AlterPartition, BrokerFailure, BrokerStartup, ControlledShutdown, ControllerFailover, Envelope, Event, ObservedPartitionState, PartitionExpansion, PartitionReassignment, PartitionStateSnapshot, ReplicaLeaderElection, StopReplicaResponse, TopicConfigChange, TopicCreation, TopicDeletion,
+)
 
 CONTRACT_VERSION = 1
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
@@ -47,131 +50,6 @@ DEFAULT_LIMITS = InputLimits()
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}... ({len(text)} chars)"
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerFailover:
-    controller_id: int
-    controller_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerStartup:
-    broker_id: int
-    broker_epoch: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerFailure:
-    broker_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class ControlledShutdown:
-    broker_id: int
-    broker_epoch: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TopicCreation:
-    topic: str
-    partitions: tuple[tuple[int, tuple[int, ...]], ...]
-    configs: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionExpansion:
-    topic: str
-    partitions: tuple[tuple[int, tuple[int, ...]], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class TopicDeletion:
-    topic: str
-
-
-@dataclass(frozen=True, slots=True)
-class StopReplicaResponse:
-    topic: str
-    partition: int
-    broker_id: int
-    error: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionReassignment:
-    topic: str
-    partition: int
-    target_replicas: tuple[int, ...] | None
-
-
-@dataclass(frozen=True, slots=True)
-class AlterPartition:
-    topic: str
-    partition: int
-    broker_id: int
-    broker_epoch: int | None
-    leader_epoch: int
-    partition_epoch: int
-    isr: tuple[int, ...]
-    leader_recovery_state: str = "RECOVERED"
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaLeaderElection:
-    election_type: str
-    partitions: tuple[tuple[str, int], ...] | None
-    trigger: str = "admin"
-
-
-@dataclass(frozen=True, slots=True)
-class TopicConfigChange:
-    topic: str
-    configs: tuple[tuple[str, str], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionStateSnapshot:
-    topic: str
-    partition: int
-    replicas: tuple[int, ...]
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    partition_epoch: int
-    controller_epoch: int
-    adding_replicas: tuple[int, ...] = ()
-    removing_replicas: tuple[int, ...] = ()
-    leader_recovery_state: str = "RECOVERED"
-
-
-@dataclass(frozen=True, slots=True)
-class ObservedPartitionState:
-    topic: str
-    partition: int
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    partition_epoch: int | None = None
-    controller_epoch: int | None = None
-    replicas: tuple[int, ...] | None = None
-
-
-Event = Union[
-    ControllerFailover, BrokerStartup, BrokerFailure, ControlledShutdown, TopicCreation,
-    PartitionExpansion, TopicDeletion, StopReplicaResponse, PartitionReassignment, AlterPartition,
-    ReplicaLeaderElection, TopicConfigChange, PartitionStateSnapshot, ObservedPartitionState,
-]
-
-
-@dataclass(frozen=True, slots=True)
-class Envelope:
-    """An event with its place in the log: `offset` is the cause_offset of its outputs."""
-
-    offset: int
-    event: Event
-    id: str | None = None
-    ts: int | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -452,3 +330,29 @@ def parse_line(line: str | bytes | None, offset: int, limits: InputLimits = DEFA
     except (RecursionError, ValueError) as exc:  # bounds above make these unreachable; belt and braces
         raise InvalidEvent(f"not decodable: {type(exc).__name__}") from None
     return parse_event(obj, offset, limits)
+
+
+# the values are re-exported: callers read one module for the input side of the contract
+__all__ = [
+    "AlterPartition",
+    "BrokerFailure",
+    "BrokerStartup",
+    "CONTRACT_VERSION",
+    "ControlledShutdown",
+    "ControllerFailover",
+    "DEFAULT_LIMITS",
+    "Envelope",
+    "Event",
+    "InputLimits",
+    "ObservedPartitionState",
+    "PartitionExpansion",
+    "PartitionReassignment",
+    "PartitionStateSnapshot",
+    "ReplicaLeaderElection",
+    "StopReplicaResponse",
+    "TopicConfigChange",
+    "TopicCreation",
+    "TopicDeletion",
+    "parse_event",
+    "parse_line",
+]

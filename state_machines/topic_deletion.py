@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from . import events as ev
+from . import event_types as ev
 from .commands import CompleteTopicDeletion, DeletionReport, MarkQueued, ReplicaDeletionResponse, ResumeDeletion
 from .directory import (
     CONTROLLER_KEY, Continuation, DeletionMirror, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord,

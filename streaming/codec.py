@@ -21,13 +21,13 @@ from enum import Enum
 from functools import cache
 from typing import Any, Union
 
-from state_machines import commands, directory, events, model, outputs, partition
+from state_machines import commands, directory, event_types, events, model, outputs, partition, partition_record
 
 SCHEMA_VERSION = 1
 
 # Every dataclass that may appear inside a tagged union, by name.
 _TAGGED: dict[str, type] = {}
-for _module in (commands, directory, model, outputs, partition, events):
+for _module in (commands, directory, model, outputs, partition, partition_record, events, event_types):
     for _name in dir(_module):
         _obj = getattr(_module, _name)
         if isinstance(_obj, type) and dataclasses.is_dataclass(_obj) and _obj.__module__ == _module.__name__:
