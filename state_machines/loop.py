@@ -1,7 +1,7 @@
 """The controller's event loop: what happens to one event, written once.
 
 Kafka's controller is one thread over one `ControllerContext`. Here the context is split by
-owner so that Spark can key it (see `directory.py` and `partition.py`), and this module is
+owner so that Spark can key it (`directory.py`, `partition_record.py`), and this module is
 the loop that joins the owners again. The in-process `Engine` and the Spark job drive the
 same three functions; they differ only in where the pieces run and when reports come back.
 
@@ -38,12 +38,12 @@ from typing import Any, NamedTuple, Union
 from .commands import Command, DeletionReport
 from .controller_events import directory_step
 from .directory import Continuation, DirectoryResult
-from .topic_deletion import after_reports
 from .errors import InvalidEvent
 from .events import DEFAULT_LIMITS, Envelope, Event, InputLimits, parse_line
 from .model import ControllerConfig
 from .outputs import ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads
 from .partition import PartitionRecord, describe_error, guarded_partition_step
+from .topic_deletion import after_reports
 
 # The target of work that is not a partition's: the directory's own records and dead letters.
 DIRECT = "__direct__"

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .election import REASSIGN
+from .errors import ShadowControllerError
 from .flow import Run
 from .model import NO_LEADER, ReplicaAssignment
 from .replica_state_machine import partition_state_for
@@ -31,7 +32,7 @@ P = PartitionState
 R = ReplicaState
 
 
-class _LeaderEpochNotUpdated(Exception):
+class _LeaderEpochNotUpdated(ShadowControllerError):
     """Kafka's `updateLeaderEpoch` fails (IllegalStateException): caught by `run_reassignment`."""
 
 
