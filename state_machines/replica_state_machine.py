@@ -78,8 +78,9 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
         leadership, assignment = t.leadership, t.assignment
         batch.add_all(t.requests)
         if t.failure is not None:
-            # Kafka logs a refused NewReplica naming OfflineReplica as the target state.
-            logged = R.NewReplica.value if target is R.NewReplica else target.value
+            # ZkReplicaStateMachine.doHandleStateChanges logs a refused NewReplica naming
+            # OfflineReplica as the target state (logFailedStateChange(..., OfflineReplica, ...)).
+            logged = R.OfflineReplica.value if target is R.NewReplica else target.value
             out.append(StateChangeFailedRecord(topic, partition, broker, logged, t.failure))
         elif t.state is None:
             del states[broker]

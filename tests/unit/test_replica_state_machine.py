@@ -329,3 +329,20 @@ def test_transition_matrix(current: ReplicaState, target: ReplicaState, valid: b
         assert _stops(result.outputs) == []
         assert result.state.leadership == leadership
         assert result.state.assignment == record.assignment
+
+
+def test_new_replica_refused_for_the_leader_is_logged_with_offline_replica_as_target() -> None:
+    # ZkReplicaStateMachine.doHandleStateChanges, case NewReplica: the replica that leads
+    # cannot become NewReplica; Kafka logs the failure naming OfflineReplica as the target
+    # (logFailedStateChange(replica, currentState, OfflineReplica, exception)), queues no
+    # request and leaves the replica's state as it was.
+    record = PartitionRecord(
+        TOPIC, PARTITION, ReplicaAssignment((BROKER_ID, OTHER_BROKER_ID)),
+        leadership=leader_and_isr(BROKER_ID, (BROKER_ID, OTHER_BROKER_ID)),
+        brokers=((BROKER_ID, LIVE), (OTHER_BROKER_ID, LIVE)),
+    )
+    result = handle_replica_state_changes(record, [BROKER_ID], R.NewReplica, _ctx((BROKER_ID, OTHER_BROKER_ID)))
+    assert result.outputs == (StateChangeFailedRecord(
+        TOPIC, PARTITION, BROKER_ID, "OfflineReplica", "replica is being requested to become leader"),)
+    assert result.state is not None
+    assert dict(result.state.replica_states) == {BROKER_ID: R.NonExistentReplica}
