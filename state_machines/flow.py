@@ -55,7 +55,7 @@ class Run:
 
     def send(self, batch: RequestBatch) -> None:
         """`sendRequestsToBrokers` of a batch a flow opened itself."""
-        self.out.extend(batch.records(self.rec.topic, self.rec.partition))
+        self.out.extend(batch.records(self.rec.topic, self.rec.partition, self.facts.is_online_or_shutting_down))
 
     def failed(self, target: str, reason: str) -> None:
         """A failure Kafka logs (or answers an admin request with) outside the machines."""

@@ -89,7 +89,7 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, target: PartitionSt
             out.append(PartitionStateChangeRecord(topic, partition, current.value, P.OnlinePartition.value))
         new = PartitionRecord(topic, partition, rec.assignment, P.OnlinePartition, leadership, rec.replica_states,
                               rec.brokers, rec.being_reassigned)
-    out.extend(batch.records(topic, partition))
+    out.extend(batch.records(topic, partition, facts.is_online_or_shutting_down))
     return PartitionStep(new, out, None if failure is None else Refusal(failure))
 
 

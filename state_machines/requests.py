@@ -17,7 +17,8 @@ The batch keeps Kafka's merge rules, restricted to one partition:
 * `addStopReplicaRequestForBrokers`: one StopReplica per broker; a later one replaces an
   earlier one, and `deletePartition` stays true once set;
 * `sendRequestsToBrokers`: each broker gets its LeaderAndIsr requests, then its StopReplica
-  requests. Brokers sent the same LeaderAndIsr partition state share one record.
+  requests, if it is live or shutting down at that moment (a request queued for a dead
+  broker is dropped). Brokers sent the same LeaderAndIsr partition state share one record.
 
 Kafka queues an UpdateMetadata request beside every LeaderAndIsr
 (`addUpdateMetadataRequestForBrokers`); this project does not emit UpdateMetadata yet
@@ -26,7 +27,7 @@ Kafka queues an UpdateMetadata request beside every LeaderAndIsr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .model import LeaderAndIsr
@@ -104,10 +105,15 @@ class RequestBatch:
         previous = self.stop_replica.get(broker)
         self.stop_replica[broker] = (delete_partition or (previous is not None and previous[0]), leader_epoch)
 
-    def records(self, topic: str, partition: int) -> list[Output]:
-        """`sendRequestsToBrokers`: the batch as output records, LeaderAndIsr first."""
+    def records(self, topic: str, partition: int, reachable: Callable[[int], bool]) -> list[Output]:
+        """`sendRequestsToBrokers`: the batch as output records, LeaderAndIsr first.
+
+        `sendLeaderAndIsrRequest` and `sendStopReplicaRequests` send only to brokers that are
+        live or shutting down when the batch is sent (`liveOrShuttingDownBrokerIds.contains`):
+        what was queued for any other broker is dropped, and a request left with no
+        recipient is no record."""
         out: list[Output] = []
-        items = list(self.leader_and_isr.items())
+        items = [(b, entry) for b, entry in self.leader_and_isr.items() if reachable(b)]
         groups: list[tuple[LeaderAndIsrPartitionState, bool, list[int]]] = []
         if items:
             # Usually every broker holds the same state object, and grouping by value
@@ -128,5 +134,6 @@ class RequestBatch:
                 is_new, tuple(recipients), state.election,
             ))
         for broker, (delete, epoch) in self.stop_replica.items():
-            out.append(StopReplicaRecord(topic, partition, broker, delete, epoch))
+            if reachable(broker):
+                out.append(StopReplicaRecord(topic, partition, broker, delete, epoch))
         return out

@@ -14,7 +14,11 @@ How Kafka's mocks map onto this API:
 - `addLeaderAndIsrRequestForBrokers` / `addStopReplicaRequestForBrokers` on the mocked batch
   -> `LeaderAndIsrRecord` / `StopReplicaRecord` outputs. Kafka's mocks only `verify` the calls
   they expect; the rows here list the complete set of requests, which is what the real
-  `doHandleStateChanges` queues (UpdateMetadata requests are not modelled).
+  `doHandleStateChanges` queues (UpdateMetadata requests are not modelled). The batch sends
+  only to brokers live or shutting down at send time (`sendLeaderAndIsrRequest`,
+  `sendStopReplicaRequests`), which a mocked batch never does; where Kafka's test registers
+  no live broker, its row registers the request's recipients live (`live_brokers`), so that
+  the record shows the request Kafka's `verify` sees queued.
 - A failed or invalid transition (only logged by Kafka) -> a `StateChangeFailedRecord`.
 
 `testStartup*` exercise `ReplicaStateMachine.startup()`, which `handle_replica_state_changes`
@@ -110,13 +114,13 @@ CASES = [
     invalid("testInvalidOnlineReplicaToNonexistentReplicaTransition", R.OnlineReplica, R.NonExistentReplica),
     invalid("testInvalidOnlineReplicaToNewReplicaTransition", R.OnlineReplica, R.NewReplica),
     Case("testOnlineReplicaToOnlineReplicaTransition", R.OnlineReplica, R.OnlineReplica,
-         expect_state=R.OnlineReplica, replicas=(BROKER_ID,), leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
+         expect_state=R.OnlineReplica, replicas=(BROKER_ID,), live_brokers=(BROKER_ID,), leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
          lair=(Lair((BROKER_ID,), leader_and_isr(BROKER_ID, (BROKER_ID,)), (BROKER_ID,), False),)),
     # The leader goes offline: the stored state becomes leader -1, ISR [other], LE+1, and the
     # write moves the partition epoch (znode version) from 0 to 1. The StopReplica is queued
     # before the write, so it carries the leader epoch read at that time (0).
     Case("testOnlineReplicaToOfflineReplicaTransition", R.OnlineReplica, R.OfflineReplica,
-         expect_state=R.OfflineReplica, replicas=(BROKER_ID, OTHER_BROKER_ID),
+         expect_state=R.OfflineReplica, replicas=(BROKER_ID, OTHER_BROKER_ID), live_brokers=(BROKER_ID, OTHER_BROKER_ID),
          leadership=leader_and_isr(BROKER_ID, (BROKER_ID, OTHER_BROKER_ID)),
          expect_leadership=leader_and_isr(-1, (OTHER_BROKER_ID,), leader_epoch=1, partition_epoch=1),
          stop=(Stop(BROKER_ID, False, 0),),
@@ -130,11 +134,11 @@ CASES = [
     invalid("testInvalidOfflineReplicaToNonexistentReplicaTransition", R.OfflineReplica, R.NonExistentReplica),
     invalid("testInvalidOfflineReplicaToNewReplicaTransition", R.OfflineReplica, R.NewReplica),
     Case("testOfflineReplicaToOnlineReplicaTransition", R.OfflineReplica, R.OnlineReplica,
-         expect_state=R.OnlineReplica, replicas=(BROKER_ID,), leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
+         expect_state=R.OnlineReplica, replicas=(BROKER_ID,), live_brokers=(BROKER_ID,), leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
          lair=(Lair((BROKER_ID,), leader_and_isr(BROKER_ID, (BROKER_ID,)), (BROKER_ID,), False),)),
     # StopReplica(delete=true); no leadership info and the topic is not queued: epoch -1.
     Case("testOfflineReplicaToReplicaDeletionStartedTransition", R.OfflineReplica, R.ReplicaDeletionStarted,
-         expect_state=R.ReplicaDeletionStarted, stop=(Stop(BROKER_ID, True, -1),)),
+         expect_state=R.ReplicaDeletionStarted, live_brokers=(BROKER_ID,), stop=(Stop(BROKER_ID, True, -1),)),
     Case("testOfflineReplicaToReplicaDeletionIneligibleTransition", R.OfflineReplica, R.ReplicaDeletionIneligible,
          expect_state=R.ReplicaDeletionIneligible),
     invalid("testInvalidOfflineReplicaToReplicaDeletionSuccessfulTransition", R.OfflineReplica,
@@ -165,7 +169,7 @@ CASES = [
             R.NonExistentReplica),
     invalid("testInvalidReplicaDeletionIneligibleToNewReplicaTransition", R.ReplicaDeletionIneligible, R.NewReplica),
     Case("testReplicaDeletionIneligibleToOnlineReplicaTransition", R.ReplicaDeletionIneligible, R.OnlineReplica,
-         expect_state=R.OnlineReplica, replicas=(BROKER_ID,), leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
+         expect_state=R.OnlineReplica, replicas=(BROKER_ID,), live_brokers=(BROKER_ID,), leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
          lair=(Lair((BROKER_ID,), leader_and_isr(BROKER_ID, (BROKER_ID,)), (BROKER_ID,), False),)),
     invalid("testInvalidReplicaDeletionIneligibleToReplicaDeletionStartedTransition", R.ReplicaDeletionIneligible,
             R.ReplicaDeletionStarted),
