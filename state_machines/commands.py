@@ -5,9 +5,11 @@ snapshot of the controller-wide facts the partition needs at that moment, and on
 The partition step never reads anything global: liveness, the controller epoch, the
 topic's effective unclean setting and its deletion status all arrive here.
 
-`DeletionReport` is the only thing that flows back: a partition of a topic queued for
-deletion reports its replica states after every command, because Kafka's
-TopicDeletionManager decides on all replicas of a topic at once.
+Two things flow back. A partition of a topic queued for deletion reports its replica
+states after every command (`DeletionReport`), because Kafka's TopicDeletionManager decides
+on all replicas of a topic at once. And a partition whose state, preferred replica or
+leader changed reports its new `PartitionSummary` (`SummaryReport`), because some of
+Kafka's rules read those of every partition (partition_summaries.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from .model import BrokerFact, LeaderAndIsr, ReplicaAssignment
-from .states import ReplicaState
+from .states import PartitionState, ReplicaState
 from .values import quick_init
 
 
@@ -128,6 +130,24 @@ class Observe:
 
 
 @dataclass(frozen=True, slots=True)
+class LogDirFailure:
+    """The partition's share of a log-dir failure of `broker_id` (`onBrokerLogDirFailure`,
+    then `processLeaderAndIsrResponseReceived`): `newly_failed` when this partition's replica
+    on it is newly on a failed dir; `offline_step` when `onReplicasBecomeOffline` ran (some
+    replica of the broker newly failed), which reaches partitions cluster-wide."""
+
+    broker_id: int
+    newly_failed: bool
+    offline_step: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AutoRebalance:
+    """`checkAndTriggerAutoLeaderRebalance` chose this partition: its leader is not its
+    preferred replica, on a broker over the imbalance ratio."""
+
+
+@dataclass(frozen=True, slots=True)
 class CompleteTopicDeletion:
     """`completeDeleteTopic`: successful replicas become NonExistent and the partition goes."""
 
@@ -135,7 +155,7 @@ class CompleteTopicDeletion:
 Op = Union[
     LoadPartition, Failover, CreatePartition, BrokersStarted, BrokersFailed, ShutdownBroker, Reassign,
     AlterIsr, Elect, TriggerOnline, ReplicaDeletionResponse, MarkQueued, ResumeDeletion,
-    CompleteTopicDeletion, Observe,
+    CompleteTopicDeletion, Observe, LogDirFailure, AutoRebalance,
 ]
 
 
@@ -162,3 +182,32 @@ class DeletionReport:
     # a reassignment completed: resumeDeletionForTopics
     resume_deletion: bool = False
     removed: bool = False
+
+
+_MAY_BE_ELECTED = frozenset({PartitionState.NewPartition, PartitionState.OfflinePartition})
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class PartitionSummary:
+    """One partition's state, preferred replica (the head of its assignment, -1 without
+    replicas) and leader (None: no stored leader-and-ISR)."""
+
+    state: PartitionState | None
+    preferred: int
+    leader: int | None
+
+    @property
+    def offline(self) -> bool:
+        """In New or Offline state: `triggerOnlinePartitionStateChange` tries to elect it."""
+        return self.state in _MAY_BE_ELECTED
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
+class SummaryReport:
+    """A partition's new summary, or None: the partition is gone."""
+
+    topic: str
+    partition: int
+    summary: PartitionSummary | None

@@ -9,12 +9,10 @@ unknown partition, a stale broker epoch, a request to an inactive controller), a
 one `Command` to every partition the event concerns. The partitions run the rest
 (`partition.partition_step`); topic deletion's events are in `topic_deletion.py`.
 
-Deviation, named: Kafka re-runs `triggerOnlinePartitionStateChange` over every New/Offline
-partition of the cluster on each broker change. The directory sends the trigger only to the
-partitions the event concerns (and, on a failure, to those hosted on shutting-down brokers,
-whose leaders Kafka would also find offline). An election for any other partition has the
-same inputs as its last failed attempt, so it fails again and changes nothing; Kafka only
-logs it again, which here would be one more `StateChangeFailed` per offline partition.
+A broker change reaches every partition Kafka's `triggerOnlinePartitionStateChange` would
+try to elect (New or Offline, of a topic not queued for deletion), as the partitions'
+summaries tell the directory (partition_summaries.py), and every partition the cause
+already reached; a partition that is not offline ignores the retry.
 """
 
 from __future__ import annotations
@@ -23,14 +21,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from . import event_types as ev
+from . import leader_balance
 from .commands import (
-    AlterIsr, BrokersFailed, BrokersStarted, CreatePartition, Elect, Failover, LoadPartition, Observe, Op, Reassign,
-    ShutdownBroker, TriggerOnline,
+    AlterIsr, BrokersFailed, BrokersStarted, CreatePartition, Elect, Failover, LoadPartition, LogDirFailure, Observe,
+    Op, Reassign, ShutdownBroker, TriggerOnline,
 )
 from .directory import (
-    CONTROLLER_KEY, Continuation, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, topic_key,
+    CONTROLLER_KEY, BrokerRecord, Continuation, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, topic_key,
 )
 from .model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment
+from .partition_summaries import offline_partitions
 from .outputs import (
     AlterPartitionResultRecord, ControlledShutdownResultRecord, DivergenceRecord, ElectionResultRecord,
     ObservationOutcome, StateChangeFailedRecord,
@@ -44,11 +44,13 @@ def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continua
     if c.active and e.controller_epoch <= c.controller_epoch:
         return None  # a stale or repeated election: this controller already holds that epoch
     d.put(CONTROLLER_KEY, replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch))
-    # initializeControllerContext clears shuttingDownBrokerIds
+    # initializeControllerContext clears shuttingDownBrokerIds, and a new controller knows
+    # no failed log dirs
     for b in sorted(c.brokers):
         brec = d.broker(b)
-        if brec.fact.shutting_down:
-            d.put_broker(b, replace(brec, fact=replace(brec.fact, shutting_down=False)))
+        if brec.fact.shutting_down or brec.offline_dirs:
+            d.put_broker(b, replace(brec, fact=replace(brec.fact, shutting_down=False), offline_dirs=()))
+    leader_balance.schedule_at_failover(d)
     if not d.config.delete_topic_enable:
         # TopicDeletionManager.init with deletion disabled drops the pending deletions
         for t in sorted(c.queued_topics):
@@ -75,11 +77,14 @@ def _broker_startup(d: DirectoryView, e: ev.BrokerStartup) -> tuple[Continuation
         if e.broker_epoch is not None and (cached is None or e.broker_epoch > cached):
             d.put_broker(e.broker_id, replace(rec, fact=replace(fact, broker_epoch=e.broker_epoch)))
         return None, ()
-    d.put_broker(e.broker_id, replace(rec, fact=BrokerFact(True, False, e.broker_epoch)))
+    # onBrokerStartup: replicasOnOfflineDirs.remove(broker)
+    d.put_broker(e.broker_id, BrokerRecord(BrokerFact(True, False, e.broker_epoch)))
     if not d.controller.active:
         return None, ()
     hosted = d.hosted(e.broker_id)
-    for t, p in hosted:
+    # onBrokerStartup: the new broker's replicas go online, then triggerOnlinePartitionStateChange
+    # elects every New or Offline partition of the cluster
+    for t, p in _with_retries(d, hosted):
         d.send(t, p, BrokersStarted((e.broker_id,)), (e.broker_id,))
     queued = frozenset(t for t, _ in hosted if t in d.controller.queued_topics)
     return (Continuation(resume_topics=queued) if queued else None), ()
@@ -90,19 +95,29 @@ def _broker_failure(d: DirectoryView, e: ev.BrokerFailure) -> Continuation | Non
     if not rec.fact.registered:
         return None
     # onBrokerFailure also removes the broker from shuttingDownBrokerIds
-    d.put_broker(e.broker_id, replace(rec, fact=BrokerFact(False, False, None)))
+    # onBrokerFailure also removes it from replicasOnOfflineDirs
+    d.put_broker(e.broker_id, BrokerRecord(BrokerFact(False, False, None)))
     if not d.controller.active:
         return None
-    targets = dict.fromkeys(d.hosted(e.broker_id))
-    # partitionsWithOfflineLeader is cluster-wide: leaders on shutting-down brokers are
-    # offline too, so their partitions are reached as well.
+    targets = d.hosted(e.broker_id)
+    # onReplicasBecomeOffline: partitionsWithOfflineLeader is cluster-wide (leaders on
+    # shutting-down brokers are offline too), then triggerOnlinePartitionStateChange elects
+    # every New or Offline partition of the cluster.
     for b in sorted(d.controller.brokers):
         if d.fact(b).registered and d.fact(b).shutting_down:
-            targets.update(dict.fromkeys(d.hosted(b)))
-    for t, p in sorted(targets):
+            targets.extend(d.hosted(b))
+    for t, p in _with_retries(d, targets):
         d.send(t, p, BrokersFailed((e.broker_id,)), (e.broker_id,))
     queued = frozenset(t for t, p in d.hosted(e.broker_id) if t in d.controller.queued_topics)
     return Continuation(mark_topics=queued, resume=True) if queued else None
+
+
+def _with_retries(d: DirectoryView, targets: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """`targets`, with every partition `triggerOnlinePartitionStateChange` elects, in
+    (topic, partition) order."""
+    queued = d.controller.queued_topics
+    more = [tp for tp in d.touched if tp[0] not in queued]
+    return sorted({*targets, *offline_partitions(d), *more})
 
 
 def _controlled_shutdown(d: DirectoryView, e: ev.ControlledShutdown) -> None:
@@ -279,14 +294,75 @@ def _observed_partition_state(d: DirectoryView, e: ev.ObservedPartitionState) ->
            (e.leader, *e.isr))
 
 
+def _broker_config_change(d: DirectoryView, e: ev.BrokerConfigChange) -> None:
+    """The cluster-wide dynamic defaults (`DynamicBrokerConfig`). Of the controller's
+    settings only `unclean.leader.election.enable` is dynamic in 3.9.0; turning it from false
+    to true runs `processUncleanLeaderElectionEnable`: triggerOnlinePartitionStateChange()."""
+    c = d.controller
+    configs = dict(c.dynamic_configs)
+    for key, value in e.configs:
+        if value is None:
+            configs.pop(key, None)
+        else:
+            configs[key] = value
+    merged = tuple(sorted(configs.items()))
+    if merged == c.dynamic_configs:
+        return
+    enabled_before = d.config.cluster_unclean_enabled(c.dynamic_configs)
+    d.put(CONTROLLER_KEY, replace(c, dynamic_configs=merged))
+    if c.active and not enabled_before and d.config.cluster_unclean_enabled(merged):
+        for t, p in _with_retries(d, []):
+            d.send(t, p, TriggerOnline())
+
+
+def _replica_dir_failure(d: DirectoryView, e: ev.ReplicaDirFailure) -> Continuation | None:
+    """`processLogDirEventNotification` -> `onBrokerLogDirFailure(broker)`: LeaderAndIsr to
+    every replica on the broker; then `processLeaderAndIsrResponseReceived` for its answer,
+    KAFKA_STORAGE_ERROR for `e.partitions`: the new ones join `replicasOnOfflineDirs` and
+    `onReplicasBecomeOffline` runs for them."""
+    if not d.controller.active:
+        return None
+    brec = d.broker(e.broker_id)
+    hosted = d.hosted(e.broker_id)
+    if not brec.fact.registered:
+        # a broker that is not live never answers: only the notification's LeaderAndIsr
+        # round is run (and its requests are dropped at send)
+        for t, p in hosted:
+            d.send(t, p, LogDirFailure(e.broker_id, False, False), (e.broker_id,))
+        return None
+    answered = set(hosted)
+    failed = {tp for tp in e.partitions if tp in answered}
+    new = failed - set(brec.offline_dirs)
+    if new:
+        d.put_broker(e.broker_id, replace(brec, offline_dirs=tuple(sorted({*brec.offline_dirs, *new}))))
+    targets = list(hosted)
+    if new:
+        # onReplicasBecomeOffline: partitionsWithOfflineLeader is cluster-wide (leaders on
+        # shutting-down brokers), then every New or Offline partition is elected
+        for b in sorted(d.controller.brokers):
+            if d.fact(b).registered and d.fact(b).shutting_down:
+                targets.extend(d.hosted(b))
+        targets = _with_retries(d, targets)
+    for t, p in targets:
+        d.send(t, p, LogDirFailure(e.broker_id, (t, p) in new, bool(new)), (e.broker_id,))
+    # failReplicaDeletion for the new offline replicas of topics queued for deletion
+    queued = frozenset(t for t, _ in new if t in d.controller.queued_topics)
+    return Continuation(mark_topics=queued, resume=True) if queued else None
+
+
 def directory_step(
-    view: Mapping[str, DirectoryRecord], event: ev.Event, config: ControllerConfig, offset: int,
-    cause_id: str | None = None,
+    view: Mapping[str, DirectoryRecord], event: ev.CauseStep, config: ControllerConfig, offset: int,
+    cause_id: str | None = None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None,
 ) -> DirectoryResult:
-    """One input event against the directory: (records, event) -> (changed records, commands, outputs)."""
-    d = DirectoryView(view, config, offset, cause_id)
+    """One input event against the directory: (records, event) -> (changed records, commands,
+    outputs). `touched`: the partitions earlier steps of the same cause reached; `ts`: the
+    cause's event time."""
+    d = DirectoryView(view, config, offset, cause_id, touched, ts)
+    if not isinstance(event, ev.RebalanceCheck) and leader_balance.due_check(d):
+        # a due check runs first, under this event's cause; the event comes back after it
+        return d.result(None, (ev.RebalanceCheck(), event))
     cont: Continuation | None = None
-    followups: tuple[ev.Event, ...] = ()
+    followups: tuple[ev.CauseStep, ...] = ()
     if isinstance(event, ev.ControllerFailover):
         cont = _controller_failover(d, event)
     elif isinstance(event, ev.BrokerStartup):
@@ -315,6 +391,14 @@ def directory_step(
         _partition_state_snapshot(d, event)
     elif isinstance(event, ev.ObservedPartitionState):
         _observed_partition_state(d, event)
+    elif isinstance(event, ev.BrokerConfigChange):
+        _broker_config_change(d, event)
+    elif isinstance(event, ev.ReplicaDirFailure):
+        cont = _replica_dir_failure(d, event)
+    elif isinstance(event, ev.ControllerTick):
+        pass  # time passed: what was due ran before this step
+    elif isinstance(event, ev.RebalanceCheck):
+        leader_balance.check(d)
     else:  # pragma: no cover - programming error
         raise TypeError(f"unknown event {event!r}")
     d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Union, cast
 
 from . import event_types as ev
-from .commands import Command, Op, PartitionContext
+from .commands import Command, Op, PartitionContext, PartitionSummary
 from .model import UNKNOWN_BROKER, BrokerFact, ControllerConfig
 from .outputs import ObservationOutcome, Record
 from .states import ReplicaState
@@ -53,11 +53,17 @@ class ControllerRecord:
     topics: frozenset[str] = frozenset()
     brokers: frozenset[int] = frozenset()
     queued_topics: frozenset[str] = frozenset()
+    # the cluster-wide dynamic broker defaults (BrokerConfigChange), over the job's settings
+    dynamic_configs: tuple[tuple[str, str], ...] = ()
+    # event time (ms) at which the next automatic preferred-leader check is due, if scheduled
+    rebalance_due: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerRecord:
     fact: BrokerFact = UNKNOWN_BROKER
+    # its replicas on failed log dirs (`replicasOnOfflineDirs(broker)`), until it restarts or fails
+    offline_dirs: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,8 @@ class TopicRecord:
     started: bool = False
     ineligible: bool = False
     mirror: tuple[tuple[int, DeletionMirror], ...] = ()
+    # partition -> its last reported summary (partition_summaries.py)
+    summaries: tuple[tuple[int, PartitionSummary], ...] = ()
 
     def partition_ids(self) -> tuple[int, ...]:
         return tuple(p for p, _ in self.partitions)
@@ -117,15 +125,18 @@ class DirectoryResult:
     commands: tuple[Command, ...]
     outputs: tuple[Record | ObservationOutcome, ...]
     continuation: Continuation | None = None
-    followups: tuple[ev.Event, ...] = ()
+    followups: tuple[ev.CauseStep, ...] = ()
 
 
 class DirectoryView:
     """Read-your-writes view over the directory records for one step."""
 
     def __init__(self, view: Mapping[str, DirectoryRecord], config: ControllerConfig, offset: int,
-                 cause_id: str | None):
+                 cause_id: str | None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None):
         self.view = view
+        self._ts = ts
+        # the partitions earlier steps of this cause already reached
+        self.touched = touched
         self.config = config
         self.offset = offset
         self.cause_id = cause_id
@@ -183,7 +194,7 @@ class DirectoryView:
         rec = self.topic(topic)
         configs = rec.configs if rec else ()
         made = self._contexts[key] = PartitionContext(
-            c.active, c.controller_epoch, self.config.unclean_enabled_for(configs),
+            c.active, c.controller_epoch, self.config.unclean_enabled_for(configs, c.dynamic_configs),
             bool(rec and rec.queued),
             tuple((b, self.fact(b)) for b in sorted(set(key[1])) if b >= 0),
         )
@@ -204,7 +215,12 @@ class DirectoryView:
             out.extend((topic, p) for p, brokers in rec.partitions if broker_id in brokers)
         return out
 
-    def result(self, continuation: Continuation | None = None, followups: tuple[ev.Event, ...] = ()) -> DirectoryResult:
+    @property
+    def ts(self) -> int | None:
+        """The event time of the cause (its envelope's `ts`), if it has one."""
+        return self._ts
+
+    def result(self, continuation: Continuation | None = None, followups: tuple[ev.CauseStep, ...] = ()) -> DirectoryResult:
         return DirectoryResult(self.changes, tuple(self.commands), tuple(self.outputs), continuation, followups)
 
 

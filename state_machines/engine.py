@@ -67,14 +67,19 @@ class Engine:
         pending = sequencer.start(envelope)
         replies = _ContractReplies()
         seq_next: dict[str, int] = {}  # each partition's `seq` counter for this cause
+        applied = 0
         while True:
             work, sequencer.work = sequencer.work, []
             number_directory_records((w for w in work if w.target == DIRECT), replies)
             reported = len(replies.reports)
             self._fold([w for w in work if w.target != DIRECT], envelope.offset, seq_next, replies)
+            # the partitions' summaries, before anything reads them again
+            sequencer.apply_summaries(envelope.offset, replies.summaries[applied:])
+            applied = len(replies.summaries)
             if pending is None:
                 break
             pending = sequencer.resume(pending, [r for _, r in replies.reports[reported:]])
+        number_directory_records(sequencer.work, replies)
         self.errors.extend((d.offset, d.reason) for d in replies.dead_letters)
         self.observations.update(replies.outcomes)
         out = replies.contract

@@ -119,10 +119,35 @@ class ObservedPartitionState:
     replicas: tuple[int, ...] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerConfigChange:
+    """The cluster-wide dynamic broker defaults changed (`/config/brokers/<default>`,
+    Kafka's `DynamicBrokerConfig`): each key carried takes the new value, None returns it
+    to the job's static setting, a key left out keeps its value."""
+
+    configs: tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaDirFailure:
+    """A broker answered a LeaderAndIsr with KAFKA_STORAGE_ERROR for these partitions (its
+    log dir failed, LogDirEventNotification): their replicas on it are offline while the
+    broker stays alive."""
+
+    broker_id: int
+    partitions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerTick:
+    """Time passes (the envelope's `ts`): scheduled controller tasks that are due run."""
+
+
 Event = Union[
     ControllerFailover, BrokerStartup, BrokerFailure, ControlledShutdown, TopicCreation,
     PartitionExpansion, TopicDeletion, StopReplicaResponse, PartitionReassignment, AlterPartition,
     ReplicaLeaderElection, TopicConfigChange, PartitionStateSnapshot, ObservedPartitionState,
+    BrokerConfigChange, ReplicaDirFailure, ControllerTick,
 ]
 
 
@@ -134,3 +159,14 @@ class Envelope:
     event: Event
     id: str | None = None
     ts: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceCheck:
+    """Internal, never an input (parse_event never makes one): an automatic leader
+    rebalance check that came due, run as a step of the cause whose `ts` reached it
+    (leader_balance.py)."""
+
+
+# What one step of a cause applies: an input event, or a check the controller runs itself.
+CauseStep = Union[Event, RebalanceCheck]

@@ -21,7 +21,7 @@ from typing import Any
 
 from .errors import InvalidEvent
 from .event_types import (
-    AlterPartition, BrokerFailure, BrokerStartup, ControlledShutdown, ControllerFailover, Envelope, Event, ObservedPartitionState, PartitionExpansion, PartitionReassignment, PartitionStateSnapshot, ReplicaLeaderElection, StopReplicaResponse, TopicConfigChange, TopicCreation, TopicDeletion,
+    AlterPartition, BrokerConfigChange, BrokerFailure, BrokerStartup, ControlledShutdown, ControllerFailover, ControllerTick, Envelope, Event, ObservedPartitionState, PartitionExpansion, PartitionReassignment, PartitionStateSnapshot, ReplicaDirFailure, ReplicaLeaderElection, StopReplicaResponse, TopicConfigChange, TopicCreation, TopicDeletion,
 )
 
 CONTRACT_VERSION = 1
@@ -190,8 +190,13 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
         if election_type not in ("PREFERRED", "UNCLEAN"):
             raise InvalidEvent(f"field 'election_type' must be PREFERRED or UNCLEAN, got {_shown(election_type)}")
         trigger = obj.get("trigger") or "admin"
-        if trigger not in ("admin", "zk", "auto"):
-            raise InvalidEvent(f"field 'trigger' must be admin, zk or auto, got {_shown(trigger)}")
+        if trigger == "auto":
+            # the automatic rebalance is the controller's own (ControllerTick drives it):
+            # Kafka never runs one on request
+            raise InvalidEvent("field 'trigger' auto is not an input: the controller runs its own automatic "
+                               "rebalance on ControllerTick; use admin or zk")
+        if trigger not in ("admin", "zk"):
+            raise InvalidEvent(f"field 'trigger' must be admin or zk, got {_shown(trigger)}")
         if "partitions" not in obj:
             raise InvalidEvent("missing required field 'partitions'")
         raw = obj["partitions"]
@@ -235,7 +240,41 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
             _opt_int(obj, "controller_epoch", minimum=0),
             None if observed_replicas is None else _broker_list(observed_replicas, "replicas"),
         )
+    if kind == "BrokerConfigChange":
+        return BrokerConfigChange(_dynamic_configs(_req(obj, "configs")))
+    if kind == "ReplicaDirFailure":
+        return ReplicaDirFailure(_broker_id(_req(obj, "broker_id"), "broker_id"),
+                                 _topic_partitions(_req(obj, "partitions"), "partitions"))
+    if kind == "ControllerTick":
+        return ControllerTick()
     raise InvalidEvent(f"unknown event type {_shown(kind)}")
+
+
+# Kafka's boolean config values (ConfigDef.Type.BOOLEAN parses "true"/"false", any case)
+_BOOLEAN_CONFIGS = frozenset({"unclean.leader.election.enable"})
+
+
+def _dynamic_configs(value: Any) -> tuple[tuple[str, str | None], ...]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, str))
+                                              for k, v in value.items()):
+        raise InvalidEvent("field 'configs' must be an object of string -> string or null")
+    for key in _BOOLEAN_CONFIGS & value.keys():
+        if value[key] is not None and value[key].strip().lower() not in ("true", "false"):
+            raise InvalidEvent(f"config '{key}' must be true or false, got {_shown(value[key])}")
+    return tuple(sorted(value.items()))
+
+
+def _topic_partitions(value: Any, name: str) -> tuple[tuple[str, int], ...]:
+    if not isinstance(value, list) or not value:
+        raise InvalidEvent(f"field '{name}' must be a non-empty list of {{topic, partition}}")
+    out = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise InvalidEvent(f"field '{name}' must be a non-empty list of {{topic, partition}}")
+        out.append((_topic(item), _int(_req(item, "partition"), "partition", minimum=0)))
+    if len(set(out)) != len(out):
+        raise InvalidEvent(f"field '{name}' names a partition twice")
+    return tuple(sorted(out))
 
 
 def _reassignment_target(value: Any) -> tuple[int, ...]:
@@ -267,6 +306,8 @@ def parse_event(obj: Any, offset: int, limits: InputLimits = DEFAULT_LIMITS) -> 
     ts = obj.get("ts")
     if ts is not None:
         ts = _int(ts, "ts")
+    elif kind == "ControllerTick":
+        raise InvalidEvent("a ControllerTick needs the envelope's 'ts' (epoch milliseconds)")
     return Envelope(offset, _parse_body(kind, obj), event_id, ts)
 
 
@@ -335,11 +376,13 @@ def parse_line(line: str | bytes | None, offset: int, limits: InputLimits = DEFA
 # the values are re-exported: callers read one module for the input side of the contract
 __all__ = [
     "AlterPartition",
+    "BrokerConfigChange",
     "BrokerFailure",
     "BrokerStartup",
     "CONTRACT_VERSION",
     "ControlledShutdown",
     "ControllerFailover",
+    "ControllerTick",
     "DEFAULT_LIMITS",
     "Envelope",
     "Event",
@@ -348,6 +391,7 @@ __all__ = [
     "PartitionExpansion",
     "PartitionReassignment",
     "PartitionStateSnapshot",
+    "ReplicaDirFailure",
     "ReplicaLeaderElection",
     "StopReplicaResponse",
     "TopicConfigChange",

@@ -53,9 +53,17 @@ class Run:
         self.out.extend(step.outputs)
         return step.refusal
 
+    def set_offline_dirs(self, offline_dirs: tuple[int, ...]) -> None:
+        """`replicasOnOfflineDirs` changed for this partition: the record and what this run
+        reads of liveness follow."""
+        if offline_dirs != self.rec.offline_dirs:
+            self.rec = self.rec.with_offline_dirs(offline_dirs)
+            f = self.facts
+            self.facts = Facts(f.ctx, f.config, f.brokers, offline_dirs)
+
     def send(self, batch: RequestBatch) -> None:
         """`sendRequestsToBrokers` of a batch a flow opened itself."""
-        self.out.extend(batch.records(self.rec.topic, self.rec.partition, self.facts.is_online_or_shutting_down))
+        self.out.extend(batch.records(self.rec.topic, self.rec.partition, self.facts.is_registered))
 
     def failed(self, target: str, reason: str) -> None:
         """A failure Kafka logs (or answers an admin request with) outside the machines."""

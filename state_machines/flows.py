@@ -14,7 +14,10 @@ calling the state machines in Kafka's order through a `Run` (flow.py):
 * `alter_partition`: `tryProcessAlterPartition`'s per-partition checks, then
   `maybeCompleteReassignment`;
 * `elect`: `processReplicaLeaderElection` -> `onReplicaElection`;
-* `trigger_online`: `triggerOnlinePartitionStateChange`, restricted to this partition.
+* `trigger_online`: `triggerOnlinePartitionStateChange`, restricted to this partition;
+* `log_dir_failure`: `onBrokerLogDirFailure`, then `processLeaderAndIsrResponseReceived` ->
+  `onReplicasBecomeOffline` for replicas on a failed log dir;
+* `auto_rebalance`: `checkAndTriggerAutoLeaderRebalance`'s election for one candidate.
 
 Reassignment is in reassignment.py, topic deletion in topic_deletion.py, the shadow's
 comparison in shadow.py.
@@ -25,7 +28,7 @@ from __future__ import annotations
 from . import partition_state_machine as psm
 from . import replica_state_machine as rsm
 from . import shadow
-from .commands import AlterIsr, Elect, Observe
+from .commands import AlterIsr, Elect, LogDirFailure, Observe
 from .election import CONTROLLED_SHUTDOWN, OFFLINE, PREFERRED, OfflineElection
 from .flow import Run
 from .model import NO_LEADER, LeaderAndIsr
@@ -50,6 +53,8 @@ def failover(run: Run) -> None:
     # reads assignments and leader-and-ISR from the store.
     rec = run.rec
     run.rec = rec.with_replica_states(()).with_state(None).with_being_reassigned(rec.assignment.is_being_reassigned)
+    # a new controller starts with no failed log dirs (replicasOnOfflineDirs is empty)
+    run.set_offline_dirs(())
     replicas = rec.assignment.replicas
     # ReplicaStateMachine.startup: initializeReplicaState, then Online -> Online
     # (LeaderAndIsr to each) and Ineligible -> Offline.
@@ -72,6 +77,8 @@ def create(run: Run, replicas: tuple[int, ...]) -> None:
 
 
 def brokers_started(run: Run, new_brokers: tuple[int, ...]) -> None:
+    # newBrokers.foreach(controllerContext.replicasOnOfflineDirs.remove)
+    run.set_offline_dirs(tuple(b for b in run.rec.offline_dirs if b not in new_brokers))
     run.replicas([b for b in new_brokers if b in run.rec.assignment.replicas], R.OnlineReplica)
     trigger_online(run)
     # maybeResumeReassignments: a reassignment whose target includes a new broker
@@ -81,7 +88,13 @@ def brokers_started(run: Run, new_brokers: tuple[int, ...]) -> None:
 
 
 def brokers_failed(run: Run, dead: tuple[int, ...]) -> None:
-    hosted = [b for b in dead if b in run.rec.assignment.replicas]
+    # deadBrokers.foreach(controllerContext.replicasOnOfflineDirs.remove)
+    run.set_offline_dirs(tuple(b for b in run.rec.offline_dirs if b not in dead))
+    _replicas_become_offline(run, [b for b in dead if b in run.rec.assignment.replicas])
+
+
+def _replicas_become_offline(run: Run, hosted: list[int]) -> None:
+    """`onReplicasBecomeOffline` for this partition, whose replicas on `hosted` went offline."""
     la = run.rec.leadership
     # onReplicasBecomeOffline: partitions whose leader is not online go Offline, then every
     # New/Offline partition is elected *before* the dead replicas leave the ISR.
@@ -94,6 +107,32 @@ def brokers_failed(run: Run, dead: tuple[int, ...]) -> None:
     else:
         # handleStateChanges groups by broker: one ISR write (one epoch bump) per broker
         run.replicas(hosted, R.OfflineReplica)
+
+
+def log_dir_failure(run: Run, op: LogDirFailure) -> None:
+    broker = op.broker_id
+    # onBrokerLogDirFailure: every replica on the broker is sent LeaderAndIsr (OnlineReplica)
+    # to learn which are still online
+    hosted = [broker] if broker in run.rec.assignment.replicas else []
+    run.replicas(hosted, R.OnlineReplica)
+    if not op.offline_step:
+        return
+    # processLeaderAndIsrResponseReceived: the replica that answered KAFKA_STORAGE_ERROR
+    # joins replicasOnOfflineDirs, then onReplicasBecomeOffline(newOfflineReplicas)
+    if op.newly_failed:
+        run.set_offline_dirs(tuple(sorted({*run.rec.offline_dirs, broker})))
+    _replicas_become_offline(run, hosted if op.newly_failed else [])
+
+
+def auto_rebalance(run: Run) -> None:
+    """onReplicaElection(candidates, PREFERRED, AutoTriggered) for one partition that
+    `canPreferredReplicaBeLeader`: its preferred replica is online and in the ISR. No
+    ElectionResult: no client asked (the outcome is only logged)."""
+    la, replicas = run.rec.leadership, run.rec.assignment.replicas
+    if la is None or not replicas or la.leader == replicas[0]:
+        return
+    if run.facts.is_online(replicas[0]) and replicas[0] in la.isr:
+        run.partition(P.OnlinePartition, PREFERRED)
 
 
 def controlled_shutdown(run: Run, broker: int) -> None:
@@ -151,8 +190,9 @@ def alter_partition(run: Run, op: AlterIsr) -> None:
     elif la.leader_recovery_state is LeaderRecoveryState.RECOVERED and requested is LeaderRecoveryState.RECOVERING:
         result("INVALID_REQUEST")
         success = False
-    elif any(not run.facts.is_online(r) for r in op.isr):
-        # AlterPartition v2+ answers INELIGIBLE_REPLICA (v0-1: OPERATION_NOT_ATTEMPTED).
+    elif any(not run.facts.is_live_broker(r) for r in op.isr):
+        # `newLeaderAndIsr.isr.toSet -- controllerContext.liveBrokerIds`: AlterPartition v2+
+        # answers INELIGIBLE_REPLICA (v0-1: OPERATION_NOT_ATTEMPTED).
         result("INELIGIBLE_REPLICA")
         success = False
     else:
@@ -181,7 +221,8 @@ def elect(run: Run, op: Elect) -> None:
     if preferred:
         needed = not rec.assignment.replicas or la.leader != rec.assignment.replicas[0]
     else:
-        needed = la.leader == NO_LEADER or not run.facts.is_online(la.leader)
+        # processReplicaLeaderElection: `!controllerContext.isLiveBroker(currentLeader)`
+        needed = la.leader == NO_LEADER or not run.facts.is_live_broker(la.leader)
     if not needed:
         result("ELECTION_NOT_NEEDED")
         return

@@ -35,14 +35,19 @@ from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Union
 
-from .commands import Command, DeletionReport
+from .commands import Command, DeletionReport, SummaryReport
 from .controller_events import directory_step
-from .directory import Continuation, DirectoryResult
+from .directory import CONTROLLER_KEY, Continuation, ControllerRecord, DirectoryResult
 from .errors import InvalidEvent
-from .events import DEFAULT_LIMITS, Envelope, Event, InputLimits, parse_line
+from .leader_balance import PENDING_START
+from .event_types import (
+    BrokerConfigChange, BrokerFailure, BrokerStartup, CauseStep, RebalanceCheck, ReplicaDirFailure,
+)
+from .events import DEFAULT_LIMITS, Envelope, InputLimits, parse_line
 from .model import ControllerConfig
 from .outputs import ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads
 from .partition import PartitionRecord, describe_error, guarded_partition_step
+from .partition_summaries import apply_summaries, summary_of
 from .topic_deletion import after_reports
 
 # The target of work that is not a partition's: the directory's own records and dead letters.
@@ -85,15 +90,18 @@ class Work(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """A cause waiting for deletion reports."""
+    """A cause waiting: for `expected` deletion reports, or (`barrier`) for the partitions
+    to fold everything it sent so far, so that its next step reads their summaries."""
 
     cause_offset: int
     cause_id: str | None
     round: int
     expected: int
     continuation: Continuation | None
-    followups: tuple[Event, ...] = ()
+    followups: tuple[CauseStep, ...] = ()
     reports: tuple[DeletionReport, ...] = ()
+    barrier: bool = False
+    ts: int | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -112,6 +120,9 @@ class Sequencer:
     work: list[Work] = field(default_factory=list)
     # the record of the cause being run, for the dead letter of an exception it causes
     _cause: RawEvent | None = None
+    # the partitions the cause being run has reached so far, and its event time
+    _touched: set[tuple[str, int]] = field(default_factory=set)
+    _ts: int | None = None
 
     def run(
         self, pending: Pending | None, buffered: Sequence[RawEvent], events: Iterable[RawEvent],
@@ -138,16 +149,43 @@ class Sequencer:
                 reason = f"not decodable: {type(exc).__name__}"
                 self.work.append(Work(DIRECT, raw.offset, 0, 0, DeadLetter(raw.offset, raw.source, reason, raw.value)))
                 continue
+            if self._reads_summaries(env) and any(w.target != DIRECT for w in self.work):
+                # what this run sent has not been folded yet, and this event reads every
+                # partition's summary: it waits for the next run (partition_summaries.py)
+                position -= 1
+                break
             self._cause = raw
             pending = self.start(env)
         return pending, queue[position:]
 
+    def _reads_summaries(self, env: Envelope) -> bool:
+        """Whether the event reads the partitions' summaries: a broker change or a cluster
+        config change may retry every offline partition, and a due rebalance check reads
+        every partition's leader."""
+        if isinstance(env.event, (BrokerStartup, BrokerFailure, BrokerConfigChange, ReplicaDirFailure)):
+            return True
+        controller = self.directory.get(CONTROLLER_KEY)
+        due = controller.rebalance_due if isinstance(controller, ControllerRecord) else None
+        return due is not None and due != PENDING_START and env.ts is not None and env.ts >= due
+
     def start(self, env: Envelope) -> Pending | None:
         """Apply one parsed event (one cause)."""
+        self._touched = set()
+        self._ts = env.ts
         return self._events(env.offset, env.id, [env.event], 0)
 
+    def apply_summaries(self, offset: int, reports: Sequence[SummaryReport]) -> None:
+        """The partitions' summary reports (partition_summaries.py), in the order they were
+        made; `offset` names the cause whose record a failure would dead-letter."""
+        if reports:
+            self._step(offset, apply_summaries, reports, self.config, offset)
+
     def resume(self, pending: Pending, reports: Iterable[DeletionReport]) -> Pending | None:
-        """A waiting cause with its round's reports in (they are taken in partition order)."""
+        """A waiting cause with its round's reports in (they are taken in partition order),
+        or past its barrier (everything it sent is folded, the summaries applied)."""
+        self._ts = pending.ts
+        if pending.barrier:
+            return self._events(pending.cause_offset, pending.cause_id, list(pending.followups), pending.round + 1)
         ordered = sorted(reports, key=lambda r: (r.topic, r.partition))
         result = self._step(pending.cause_offset, after_reports, ordered, pending.continuation, self.config,
                             pending.cause_offset, pending.cause_id)
@@ -177,26 +215,32 @@ class Sequencer:
                 self.directory[key] = record
         return result
 
-    def _events(self, offset: int, cause_id: str | None, events: list[Event], round_: int) -> Pending | None:
-        """Run the events of one cause (the input event, then any follow-ups) in order."""
+    def _events(self, offset: int, cause_id: str | None, events: list[CauseStep], round_: int) -> Pending | None:
+        """Run the steps of one cause (the input event, then any follow-ups) in order."""
         if not events:
             return None
-        result = self._step(offset, directory_step, events[0], self.config, offset, cause_id)
+        if isinstance(events[0], RebalanceCheck) and self._touched:
+            # a check reads every partition's summary: what this cause sent must fold first
+            return Pending(offset, cause_id, round_ - 1, 0, None, tuple(events), barrier=True, ts=self._ts)
+        result = self._step(offset, directory_step, events[0], self.config, offset, cause_id, frozenset(self._touched),
+                            self._ts)
         if result is None:
             return None
         return self._settle(offset, cause_id, round_, result, (*result.followups, *events[1:]))
 
     def _settle(self, offset: int, cause_id: str | None, round_: int, result: DirectoryResult,
-                followups: tuple[Event, ...]) -> Pending | None:
+                followups: tuple[CauseStep, ...]) -> Pending | None:
         while True:
             for i, rec in enumerate(result.outputs):
                 self.work.append(Work(DIRECT, offset, round_, i, rec, cause_id))
             commands = result.commands
+            touched = self._touched
             for i, cmd in enumerate(commands):
                 self.work.append(Work(f"{cmd.topic}-{cmd.partition}", offset, round_, i, cmd, cause_id))
+                touched.add((cmd.topic, cmd.partition))
             expected = sum(1 for cmd in commands if cmd.ctx.queued_for_deletion)
             if expected:
-                return Pending(offset, cause_id, round_, expected, result.continuation, followups)
+                return Pending(offset, cause_id, round_, expected, result.continuation, followups, ts=self._ts)
             if result.continuation is None:
                 break
             # no partition reports back: the continuation runs on at once
@@ -249,6 +293,7 @@ class Replies:
     outcomes: list[str] = field(default_factory=list)
     reports: list[tuple[str, DeletionReport]] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
+    summaries: list[SummaryReport] = field(default_factory=list)
 
     def decision(self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None) -> None:
         self.decisions.append(Decision(cause_offset, key, seq, record, cause_id))
@@ -259,6 +304,7 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
     """Apply one partition's commands in (cause, round, index) order; its records go to
     `replies.decisions`, numbered per (cause, key)."""
     record, seq_cause, seq_next = slot
+    before = summary_of(record)
     decision = replies.decision
     if not isinstance(work, list) or len(work) > 1:  # one command, the common case, needs no sort
         work = sorted(work, key=lambda w: (w.cause_offset, w.round, w.idx))
@@ -281,6 +327,9 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
                 seq_next += 1
         if result.report is not None:
             replies.reports.append((w.target, result.report))
+    after = summary_of(record)
+    if after != before:
+        replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, after))
     return PartitionSlot(record, seq_cause, seq_next)
 
 

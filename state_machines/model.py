@@ -122,6 +122,7 @@ class ControllerConfig:
     unclean_leader_election_enable: bool = False
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_per_broker_percentage: int = 10
+    leader_imbalance_check_interval_seconds: int = 300
     delete_topic_enable: bool = True
     # inter.broker.protocol.version >= 3.2: LeaderAndIsr carries the KIP-704 recovery state
     # and an unclean leader starts RECOVERING.
@@ -140,6 +141,7 @@ class ControllerConfig:
             "unclean.leader.election.enable",
             "auto.leader.rebalance.enable",
             "leader.imbalance.per.broker.percentage",
+            "leader.imbalance.check.interval.seconds",
             "delete.topic.enable",
             "leader.recovery.supported",
             "shadow.follow",
@@ -151,14 +153,24 @@ class ControllerConfig:
             unclean_leader_election_enable=flag("unclean.leader.election.enable", False),
             auto_leader_rebalance_enable=flag("auto.leader.rebalance.enable", True),
             leader_imbalance_per_broker_percentage=int(props.get("leader.imbalance.per.broker.percentage", 10)),  # type: ignore[call-overload]
+            leader_imbalance_check_interval_seconds=int(props.get("leader.imbalance.check.interval.seconds", 300)),  # type: ignore[call-overload]
             delete_topic_enable=flag("delete.topic.enable", True),
             leader_recovery_supported=flag("leader.recovery.supported", True),
             shadow_follow=flag("shadow.follow", True),
         )
 
-    def unclean_enabled_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...]) -> bool:
-        configs = dict(topic_configs)
-        value = configs.get("unclean.leader.election.enable")
+    def unclean_enabled_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...],
+                            cluster_dynamic: tuple[tuple[str, str], ...] = ()) -> bool:
+        """A topic's effective `unclean.leader.election.enable`: its own override, else the
+        cluster-wide dynamic default, else this static setting (LogConfig's precedence)."""
+        value = dict(topic_configs).get("unclean.leader.election.enable")
+        if value is None:
+            return self.cluster_unclean_enabled(cluster_dynamic)
+        return value.strip().lower() == "true"
+
+    def cluster_unclean_enabled(self, cluster_dynamic: tuple[tuple[str, str], ...] = ()) -> bool:
+        """The cluster-wide default: the dynamic value if one is set, else this setting."""
+        value = dict(cluster_dynamic).get("unclean.leader.election.enable")
         if value is None:
             return self.unclean_leader_election_enable
         return value.strip().lower() == "true"

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from . import flows, reassignment, topic_deletion
 from .commands import (
-    AlterIsr, BrokersFailed, BrokersStarted, Command, CompleteTopicDeletion, CreatePartition, DeletionReport, Elect,
-    Failover, LoadPartition, MarkQueued, Observe, PartitionContext, Reassign, ReplicaDeletionResponse,
+    AlterIsr, AutoRebalance, BrokersFailed, BrokersStarted, Command, CompleteTopicDeletion, CreatePartition, DeletionReport, Elect,
+    Failover, LoadPartition, LogDirFailure, MarkQueued, Observe, PartitionContext, Reassign, ReplicaDeletionResponse,
     ResumeDeletion, ShutdownBroker, TriggerOnline,
 )
 from .election import ElectionStrategy
@@ -56,8 +56,8 @@ def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig
         merged = tuple(sorted(brokers.items()))
         if merged != rec.brokers:
             rec = PartitionRecord(rec.topic, rec.partition, rec.assignment, rec.state, rec.leadership,
-                                  rec.replica_states, merged, rec.being_reassigned)
-    return Run(rec, Facts(ctx, config, brokers))
+                                  rec.replica_states, merged, rec.being_reassigned, rec.offline_dirs)
+    return Run(rec, Facts(ctx, config, brokers, rec.offline_dirs))
 
 
 def partition_step(state: PartitionRecord | None, cmd: Command, config: ControllerConfig) -> PartitionResult:
@@ -70,7 +70,7 @@ def partition_step(state: PartitionRecord | None, cmd: Command, config: Controll
         new = PartitionRecord(
             base.topic, base.partition, op.assignment, base.state, op.leadership if op.overwrite else base.leadership,
             base.replica_states, tuple(sorted({**dict(base.brokers), **dict(cmd.ctx.brokers)}.items())),
-            base.being_reassigned,
+            base.being_reassigned, base.offline_dirs,
         )
         return PartitionResult(new, (), None)
 
@@ -112,6 +112,10 @@ def partition_step(state: PartitionRecord | None, cmd: Command, config: Controll
         pass
     elif isinstance(op, Observe):
         flows.observe(run, op)
+    elif isinstance(op, LogDirFailure):
+        flows.log_dir_failure(run, op)
+    elif isinstance(op, AutoRebalance):
+        flows.auto_rebalance(run)
     else:  # pragma: no cover - programming error
         raise TypeError(f"unknown op {op!r}")
 
@@ -170,7 +174,7 @@ def guarded_partition_step(
             if state is None:
                 report = DeletionReport(cmd.topic, cmd.partition, (), (), False, removed=True)
             else:
-                report = topic_deletion.report(Run(state, Facts(cmd.ctx, config, dict(state.brokers))))
+                report = topic_deletion.report(Run(state, Facts(cmd.ctx, config, dict(state.brokers), state.offline_dirs)))
         return PartitionResult(state, (), report), describe_error(exc, f"partition {cmd.topic}-{cmd.partition}")
 
 

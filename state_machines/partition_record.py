@@ -37,6 +37,9 @@ class PartitionRecord:
     replica_states: tuple[tuple[int, ReplicaState], ...] = ()
     brokers: tuple[tuple[int, BrokerFact], ...] = ()
     being_reassigned: bool = False
+    # brokers whose replica of this partition sits on a failed log dir
+    # (`ControllerContext.replicasOnOfflineDirs`): not online while the broker lives
+    offline_dirs: tuple[int, ...] = ()
 
     # Named writes: the constructor rather than dataclasses.replace, which looks the
     # fields up on every call (these run for every decision).
@@ -44,26 +47,30 @@ class PartitionRecord:
     def with_assignment(self, assignment: ReplicaAssignment) -> PartitionRecord:
         """`updateReplicaAssignmentForPartition`: the assignment znode and the context."""
         return PartitionRecord(self.topic, self.partition, assignment, self.state, self.leadership,
-                               self.replica_states, self.brokers, self.being_reassigned)
+                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs)
 
     def with_leadership(self, leadership: LeaderAndIsr | None) -> PartitionRecord:
         """A successful conditional write of the partition-state znode (or, in shadow mode,
         the state adopted from the cluster)."""
         return PartitionRecord(self.topic, self.partition, self.assignment, self.state, leadership,
-                               self.replica_states, self.brokers, self.being_reassigned)
+                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs)
 
     def with_state(self, state: PartitionState | None) -> PartitionRecord:
         return PartitionRecord(self.topic, self.partition, self.assignment, state, self.leadership,
-                               self.replica_states, self.brokers, self.being_reassigned)
+                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs)
 
     def with_replica_states(self, replica_states: tuple[tuple[int, ReplicaState], ...]) -> PartitionRecord:
         return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
-                               replica_states, self.brokers, self.being_reassigned)
+                               replica_states, self.brokers, self.being_reassigned, self.offline_dirs)
 
     def with_being_reassigned(self, being_reassigned: bool) -> PartitionRecord:
         """`controllerContext.partitionsBeingReassigned` gains or loses this partition."""
         return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
-                               self.replica_states, self.brokers, being_reassigned)
+                               self.replica_states, self.brokers, being_reassigned, self.offline_dirs)
+
+    def with_offline_dirs(self, offline_dirs: tuple[int, ...]) -> PartitionRecord:
+        return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
+                               self.replica_states, self.brokers, self.being_reassigned, offline_dirs)
 
     def replica_state(self, broker: int) -> ReplicaState | None:
         for b, s in self.replica_states:
@@ -74,24 +81,42 @@ class PartitionRecord:
 
 class Facts:
     """What one command may read beyond its partition: its context and the brokers' facts
-    (the partition's own view, updated by the command's)."""
+    (the partition's own view, updated by the command's), and which of its replicas sit on
+    failed log dirs.
 
-    __slots__ = ("ctx", "config", "brokers")
+    Kafka asks about liveness in three ways, and each rule uses the one Kafka's code does:
+    `is_live_broker` (`liveBrokerIds`: registered, not shutting down), `is_registered`
+    (`liveOrShuttingDownBrokerIds`: where requests can go) and `is_online` /
+    `is_online_or_shutting_down` (`isReplicaOnline`: the broker, and this partition's replica
+    on it, which a failed log dir takes offline)."""
 
-    def __init__(self, ctx: PartitionContext, config: ControllerConfig, brokers: dict[int, BrokerFact]) -> None:
+    __slots__ = ("ctx", "config", "brokers", "offline_dirs")
+
+    def __init__(self, ctx: PartitionContext, config: ControllerConfig, brokers: dict[int, BrokerFact],
+                 offline_dirs: tuple[int, ...] = ()) -> None:
         self.ctx = ctx
         self.config = config
         self.brokers = brokers
+        self.offline_dirs = offline_dirs
 
     def fact(self, broker: int) -> BrokerFact:
         return self.brokers.get(broker, UNKNOWN_BROKER)
 
-    def is_online(self, broker: int) -> bool:
-        """`controllerContext.isReplicaOnline` (a shutting-down broker is not online)."""
+    def is_live_broker(self, broker: int) -> bool:
+        """`controllerContext.liveBrokerIds.contains` (a shutting-down broker is not live)."""
         return self.brokers.get(broker, UNKNOWN_BROKER).live
 
-    def is_online_or_shutting_down(self, broker: int) -> bool:
+    def is_registered(self, broker: int) -> bool:
+        """`controllerContext.liveOrShuttingDownBrokerIds.contains`."""
         return self.brokers.get(broker, UNKNOWN_BROKER).registered
+
+    def is_online(self, broker: int) -> bool:
+        """`controllerContext.isReplicaOnline(broker, partition)`."""
+        return self.brokers.get(broker, UNKNOWN_BROKER).live and broker not in self.offline_dirs
+
+    def is_online_or_shutting_down(self, broker: int) -> bool:
+        """`isReplicaOnline(broker, partition, includeShuttingDownBrokers = true)`."""
+        return self.brokers.get(broker, UNKNOWN_BROKER).registered and broker not in self.offline_dirs
 
     def shutting_down(self) -> frozenset[int]:
         return frozenset(b for b, f in self.brokers.items() if f.registered and f.shutting_down)

@@ -88,8 +88,8 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, target: PartitionSt
         if current is not P.OnlinePartition:
             out.append(PartitionStateChangeRecord(topic, partition, current.value, P.OnlinePartition.value))
         new = PartitionRecord(topic, partition, rec.assignment, P.OnlinePartition, leadership, rec.replica_states,
-                              rec.brokers, rec.being_reassigned)
-    out.extend(batch.records(topic, partition, facts.is_online_or_shutting_down))
+                              rec.brokers, rec.being_reassigned, rec.offline_dirs)
+    out.extend(batch.records(topic, partition, facts.is_registered))
     return PartitionStep(new, out, None if failure is None else Refusal(failure))
 
 

@@ -51,7 +51,8 @@ def request(run: Run, target: tuple[int, ...] | None, known: bool) -> None:
             error = f"INVALID_REPLICA_ASSIGNMENT: invalid broker id in replica list: {list(target)}"
         else:
             adding = a.reassign_to(target).adding_replicas
-            if not all(run.facts.is_online(r) for r in adding):
+            # `addingReplicas.toSet.subsetOf(controllerContext.liveBrokerIds)`
+            if not all(run.facts.is_live_broker(r) for r in adding):
                 error = f"INVALID_REPLICA_ASSIGNMENT: replica assignment has brokers that are not alive: {list(adding)}"
     reassignment = None
     if error is None:

@@ -89,10 +89,10 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
             states[broker] = t.state
             if current is not t.state:
                 out.append(ReplicaStateChangeRecord(topic, partition, broker, current.value, t.state.value))
-    out.extend(batch.records(topic, partition, facts.is_online_or_shutting_down))
+    out.extend(batch.records(topic, partition, facts.is_registered))
     replica_states = tuple(sorted(states.items())) if added else tuple(states.items())
     new = PartitionRecord(topic, partition, assignment, rec.state, leadership, replica_states, rec.brokers,
-                          rec.being_reassigned)
+                          rec.being_reassigned, rec.offline_dirs)
     return Step(new, out)
 
 

@@ -259,7 +259,7 @@ class LogBuilder:
         else:
             chosen = c.sample(parts, c.integer(1, min(2, len(parts))))
             partitions = [{"topic": t, "partition": p} for t, p in sorted(chosen)]
-        trigger = "admin" if not c.chance(0.3) else c.choice(("zk", "auto"))
+        trigger = "zk" if c.chance(0.3) else "admin"
         return {"type": "ReplicaLeaderElection", "election_type": kind, "partitions": partitions, "trigger": trigger}
 
     def build_config_change(self, c: Chooser) -> Event | None:

@@ -263,15 +263,22 @@ def test_testPreferredReplicaLeaderElectionWithOfflinePreferredReplica(tmp_path:
 
 
 def test_testAutoPreferredReplicaLeaderElection(tmp_path: Path) -> None:
-    # The rebalance timer is the producer's job; its election is a PREFERRED election with
-    # trigger `auto` for the imbalanced partition (1 of 1 led by a non-preferred broker),
-    # issued once the preferred replica is back in the ISR (canPreferredReplicaBeLeader).
+    # makeServers(2, autoLeaderRebalanceEnable = true): onControllerFailover schedules the
+    # first check 5 s after the failover (ts 1000 here), so the ticks at 5999 and 6000 ms
+    # straddle it. At the check, t-0's preferred replica 1 is back in the ISR and broker 1
+    # leads 0 of its 1 partition (ratio 1.0 > 0.10): checkAndTriggerAutoLeaderRebalance ->
+    # onReplicaElection(PREFERRED, AutoTriggered), which writes no ElectionResult.
     name = "testAutoPreferredReplicaLeaderElection"
     down = simulate(tmp_path, name, until="broker-1-down")
     assert_partition(down, "t-0", **leadership(0, 1, [0], 1))
+    before = simulate(tmp_path, name, until="tick-5999")
+    assert_partition(before, "t-0", **leadership(0, 1, [0, 1], 2))
+    assert before.records("tick-5999") == []
     run = simulate(tmp_path, name)
     # waitForPartitionState(tp, firstControllerEpoch, otherBrokerId, InitialLeaderEpoch + 2)
     assert_partition(run, "t-0", **leadership(1, 2, [0, 1], 3))
+    assert [r["election"] for r in run.records("tick-6000", "LeaderAndIsr")] == ["preferred"]
+    assert run.records("tick-6000", "ElectionResult") == []
 
 
 # ---------------------------------------------------------------------------------------

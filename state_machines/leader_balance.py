@@ -1,0 +1,100 @@
+"""Automatic preferred-leader rebalance (`checkAndTriggerAutoLeaderRebalance`,
+KafkaController.scala at 3.9.0), in event time.
+
+Theory of operation
+-------------------
+Schedule. With `auto.leader.rebalance.enable`, `onControllerFailover` schedules the first
+check 5 seconds after the controller took over (`scheduleAutoLeaderRebalanceTask(delay =
+5, unit = TimeUnit.SECONDS)`), and each check schedules the next one
+`leader.imbalance.check.interval.seconds` later (`processAutoPreferredReplicaLeaderElection`).
+Time here is the envelopes' `ts` (epoch ms), never a clock: the directory keeps the due
+time (`ControllerRecord.rebalance_due`); a check that is due runs before the event whose
+`ts` reaches it, under that event's `cause_offset`; the next one is due one interval after
+the previous due time. A failover without `ts` starts the schedule at the first event that
+has one (`PENDING_START`).
+
+When one event's `ts` passes several due times, the checks run in turn before it, each
+seeing the elections of the one before (the loop holds the cause until they are folded). A check
+that elects nothing changes nothing, so every later check of the same event would elect
+nothing either: the schedule then moves past the event's `ts` at once.
+
+The check. Partitions of topics not queued for deletion are grouped by preferred replica
+(the head of the assignment); for each broker, the share of its group with a stored leader
+other than it is compared with `leader.imbalance.per.broker.percentage` / 100, strictly
+greater, on doubles. Over the threshold, each of those partitions whose topic exists and
+is not queued for deletion is sent `AutoRebalance`; the partition itself checks
+`canPreferredReplicaBeLeader` (its preferred replica online and in the ISR) and runs the
+preferred election. No ElectionResult is written: no client asked. There is no filter on
+partitions being reassigned (KAFKA-10149 removed it in 3.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .commands import AutoRebalance, PartitionSummary
+from .directory import CONTROLLER_KEY, DirectoryView
+from .event_types import RebalanceCheck
+
+__all__ = ["FIRST_DELAY_MS", "PENDING_START", "RebalanceCheck", "check", "due_check", "schedule_at_failover"]
+
+# onControllerFailover: scheduleAutoLeaderRebalanceTask(delay = 5, unit = TimeUnit.SECONDS)
+FIRST_DELAY_MS = 5_000
+# a failover without `ts`: the first event with one starts the schedule
+PENDING_START = -1
+
+
+def schedule_at_failover(d: DirectoryView) -> None:
+    """onControllerFailover: the first check, 5 s after the failover's `ts`."""
+    due = None
+    if d.config.auto_leader_rebalance_enable:
+        due = PENDING_START if d.ts is None else d.ts + FIRST_DELAY_MS
+    c = d.controller
+    if c.rebalance_due != due:
+        d.put(CONTROLLER_KEY, replace(c, rebalance_due=due))
+
+
+def due_check(d: DirectoryView) -> bool:
+    """Whether a check runs before this cause's event (starting a pending schedule first)."""
+    c = d.controller
+    if not c.active or c.rebalance_due is None or d.ts is None:
+        return False
+    if c.rebalance_due == PENDING_START:
+        d.put(CONTROLLER_KEY, replace(c, rebalance_due=d.ts + FIRST_DELAY_MS))
+        return False
+    return d.ts >= c.rebalance_due
+
+
+def check(d: DirectoryView) -> None:
+    """One due check (`processAutoPreferredReplicaLeaderElection`), and the next due time."""
+    c = d.controller
+    assert c.rebalance_due is not None and c.rebalance_due >= 0 and d.ts is not None
+    interval = d.config.leader_imbalance_check_interval_seconds * 1000
+    sent = _check_and_trigger(d)
+    due = c.rebalance_due + interval
+    if not sent and due <= d.ts:
+        # every later check before this event would see what this one saw
+        due += ((d.ts - due) // interval + 1) * interval
+    d.put(CONTROLLER_KEY, replace(d.controller, rebalance_due=due))
+
+
+def _check_and_trigger(d: DirectoryView) -> bool:
+    """checkAndTriggerAutoLeaderRebalance; returns whether any partition was sent."""
+    by_preferred: dict[int, list[tuple[str, int, PartitionSummary]]] = {}
+    for topic in sorted(d.controller.topics):
+        rec = d.topic(topic)
+        if rec is None or rec.queued:
+            continue
+        for p, s in rec.summaries:
+            if s.preferred >= 0:
+                by_preferred.setdefault(s.preferred, []).append((topic, p, s))
+    threshold = d.config.leader_imbalance_per_broker_percentage / 100
+    sent = False
+    for broker in sorted(by_preferred):
+        group = by_preferred[broker]
+        not_preferred = [(t, p) for t, p, s in group if s.leader is not None and s.leader != broker]
+        if len(not_preferred) / len(group) > threshold:
+            for t, p in not_preferred:
+                d.send(t, p, AutoRebalance())
+                sent = True
+    return sent
