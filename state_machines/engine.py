@@ -126,15 +126,21 @@ class Engine:
         partitions = {}
         for (t, p), prec in sorted(self.partitions.items()):
             partitions[f"{t}-{p}"] = partition_json(prec)
-        return {
+        out: dict[str, Any] = {
             "active": c.active, "controller_epoch": c.controller_epoch,
             "brokers": brokers, "topics": topics, "partitions": partitions,
         }
+        # what only the controller-wide rules set: shown once set, so older states read the same
+        if c.dynamic_configs:
+            out["dynamic_configs"] = dict(c.dynamic_configs)
+        if c.rebalance_due is not None and c.rebalance_due >= 0:
+            out["next_rebalance_check_ts"] = c.rebalance_due
+        return out
 
 
 def partition_json(rec: PartitionRecord) -> dict[str, Any]:
     la = rec.leadership
-    return {
+    out: dict[str, Any] = {
         "state": (rec.state.value if rec.state else "NonExistentPartition"),
         "replicas": list(rec.assignment.replicas),
         "adding_replicas": list(rec.assignment.adding_replicas),
@@ -146,3 +152,6 @@ def partition_json(rec: PartitionRecord) -> dict[str, Any]:
         "leader_recovery_state": la.leader_recovery_state.value if la else "RECOVERED",
         "replica_states": {str(b): s.value for b, s in rec.replica_states},
     }
+    if rec.offline_dirs:
+        out["offline_dirs"] = list(rec.offline_dirs)
+    return out

@@ -123,6 +123,8 @@ class Sequencer:
     # the partitions the cause being run has reached so far, and its event time
     _touched: set[tuple[str, int]] = field(default_factory=set)
     _ts: int | None = None
+    # whether the cause sent commands since its last wait (which folded everything before it)
+    _unfolded: bool = False
 
     def run(
         self, pending: Pending | None, buffered: Sequence[RawEvent], events: Iterable[RawEvent],
@@ -172,6 +174,7 @@ class Sequencer:
         """Apply one parsed event (one cause)."""
         self._touched = set()
         self._ts = env.ts
+        self._unfolded = False
         return self._events(env.offset, env.id, [env.event], 0)
 
     def apply_summaries(self, offset: int, reports: Sequence[SummaryReport]) -> None:
@@ -184,6 +187,7 @@ class Sequencer:
         """A waiting cause with its round's reports in (they are taken in partition order),
         or past its barrier (everything it sent is folded, the summaries applied)."""
         self._ts = pending.ts
+        self._unfolded = False
         if pending.barrier:
             return self._events(pending.cause_offset, pending.cause_id, list(pending.followups), pending.round + 1)
         ordered = sorted(reports, key=lambda r: (r.topic, r.partition))
@@ -219,7 +223,7 @@ class Sequencer:
         """Run the steps of one cause (the input event, then any follow-ups) in order."""
         if not events:
             return None
-        if isinstance(events[0], RebalanceCheck) and self._touched:
+        if isinstance(events[0], RebalanceCheck) and self._unfolded:
             # a check reads every partition's summary: what this cause sent must fold first
             return Pending(offset, cause_id, round_ - 1, 0, None, tuple(events), barrier=True, ts=self._ts)
         result = self._step(offset, directory_step, events[0], self.config, offset, cause_id, frozenset(self._touched),
@@ -238,6 +242,8 @@ class Sequencer:
             for i, cmd in enumerate(commands):
                 self.work.append(Work(f"{cmd.topic}-{cmd.partition}", offset, round_, i, cmd, cause_id))
                 touched.add((cmd.topic, cmd.partition))
+            if commands:
+                self._unfolded = True
             expected = sum(1 for cmd in commands if cmd.ctx.queued_for_deletion)
             if expected:
                 return Pending(offset, cause_id, round_, expected, result.continuation, followups, ts=self._ts)

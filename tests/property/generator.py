@@ -104,13 +104,16 @@ class LogBuilder:
         self.outputs: list[list[dict[str, Any]]] = []
         self.next_broker_epoch = 100
         self.controller_epoch = 0
+        # event time (ms): every event is 100 ms after the one before; a tick jumps further
+        self.now = 0
         # called as observer(event, state_before, records, state_after) for each event
         self.observers: list[Callable[[Event, dict[str, Any], list[dict[str, Any]], dict[str, Any]], None]] = []
 
     # -- plumbing ------------------------------------------------------------------------
 
     def emit(self, event: Event) -> list[dict[str, Any]]:
-        event = {"v": 1, **event, "id": f"e{len(self.events)}"}
+        self.now = max(self.now + 100, event.pop("ts", 0))
+        event = {"v": 1, **event, "id": f"e{len(self.events)}", "ts": self.now}
         envelope = parse_event(event, len(self.events))
         before = self.state() if self.observers else {}
         self.events.append(event)
@@ -242,8 +245,17 @@ class LogBuilder:
         parts = self.partitions()
         if not parts:
             return None
+        state = self.state()["partitions"]
+        offline = [tp for tp in parts if state[f"{tp[0]}-{tp[1]}"]["state"] == "OfflinePartition"]
+        live = self.live()
+        if offline and live and c.chance(0.3):
+            # an offline partition moved to live brokers: elected at the next broker change
+            # (or unclean enabling) anywhere, if the rules allow it
+            topic, p = c.choice(offline)
+            return {"type": "PartitionReassignment", "topic": topic, "partition": p,
+                    "target_replicas": c.sample(live, c.integer(1, min(3, len(live))))}
         topic, p = c.choice(parts)
-        current = self.state()["partitions"][f"{topic}-{p}"]
+        current = state[f"{topic}-{p}"]
         reassigning = bool(current["adding_replicas"] or current["removing_replicas"])
         if c.chance(0.5 if reassigning else 0.05):
             target = None  # cancel (NO_REASSIGNMENT_IN_PROGRESS when none is running)
@@ -319,6 +331,26 @@ class LogBuilder:
                 event[field] -= 1  # stale: FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION / STALE_BROKER_EPOCH
         return event
 
+    def build_tick(self, c: Chooser) -> Event | None:
+        """Time passes, up to 10 minutes: a due automatic rebalance check runs."""
+        return {"type": "ControllerTick", "ts": self.now + c.integer(1, 600) * 1000}
+
+    def build_broker_config_change(self, c: Chooser) -> Event | None:
+        """The cluster-wide dynamic unclean default set, flipped or returned to the static one."""
+        value = c.choice(("true", "false", None))
+        return {"type": "BrokerConfigChange", "configs": {UNCLEAN: value}}
+
+    def build_dir_failure(self, c: Chooser) -> Event | None:
+        """Some of a broker's replicas answer KAFKA_STORAGE_ERROR (a failed log dir)."""
+        state = self.state()
+        b = c.choice(BROKER_IDS)
+        hosted = sorted((t, p) for t, p in self.partitions() if b in state["partitions"][f"{t}-{p}"]["replicas"])
+        if not hosted:
+            return None
+        failed = c.sample(hosted, c.integer(1, len(hosted)))
+        return {"type": "ReplicaDirFailure", "broker_id": b,
+                "partitions": [{"topic": t, "partition": p} for t, p in sorted(failed)]}
+
     def build_controller_move(self, c: Chooser) -> Event | None:
         self.controller_epoch += 1
         return {"type": "ControllerFailover", "controller_id": c.choice(BROKER_IDS),
@@ -339,6 +371,9 @@ class LogBuilder:
         ("config_change", 4),
         ("alter_partition", 16),
         ("controller_move", 1),
+        ("tick", 4),
+        ("broker_config_change", 2),
+        ("dir_failure", 3),
     )
 
     def next_event(self, c: Chooser) -> Event | None:

@@ -4,7 +4,9 @@ A Hypothesis `RuleBasedStateMachine` starts five brokers and a controller, then 
 random contract events (failures, restarts and bounces, controlled shutdowns, topic
 creation and deletion with StopReplica responses, reassignments and cancels, preferred and
 unclean elections, AlterPartition from the leaders, unclean-election config flips, the odd
-controller move). The events come from `generator.LogBuilder`, which the seeded tests (and
+controller move, and the controller-wide events: ticks of event time that run the
+automatic rebalance, cluster-wide config changes, log-dir failures, and reassignments of
+offline partitions). The events come from `generator.LogBuilder`, which the seeded tests (and
 the Spark equivalence tests) reuse through `generate_log(seed)`.
 
 After each event `InvariantChecker.check_step` compares `Engine.state_json()` before and
@@ -81,7 +83,8 @@ class InvariantChecker:
     `result.put`), and the flushed records need not be in write order.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, config: ControllerConfig | None = None) -> None:
+        self.config = config or ControllerConfig()
         # Per partition, dropped when the partition disappears (topic deletion completed) so a
         # re-created topic starts a new history: stored leader epoch, leader epoch -> leader,
         # and the last leader epoch each broker received in a LeaderAndIsr.
@@ -131,6 +134,63 @@ class InvariantChecker:
                 self.epoch_leaders.pop(key, None)
                 self.received_epoch.pop(key, None)
                 self.refused_offline.pop(key, None)
+
+        if self.retries_offline(event, before, after):
+            self.check_offline_partitions_retried(after, ctx)
+        for r in records:
+            assert not (r["type"] == "ElectionResult" and event["type"] == "ControllerTick"), (
+                f"[no-auto-election-result] an automatic rebalance wrote an ElectionResult{ctx}")
+
+    # -- controller-wide rules -----------------------------------------------------------
+
+    def retries_offline(self, event: dict[str, Any], before: State, after: State) -> bool:
+        """Whether Kafka ran `triggerOnlinePartitionStateChange()` over the whole cluster for
+        this event: a broker change (processBrokerChange -> onBrokerStartup/onBrokerFailure),
+        the cluster-wide unclean default turning true (processUncleanLeaderElectionEnable), or
+        replicas newly on failed log dirs (onReplicasBecomeOffline)."""
+        if not after["active"]:
+            return False
+        kind = event["type"]
+        if kind in ("BrokerStartup", "BrokerFailure"):
+            return before["brokers"] != after["brokers"]
+        if kind == "BrokerConfigChange":
+            return not self.cluster_unclean(before) and self.cluster_unclean(after)
+        if kind == "ReplicaDirFailure":
+            dirs = lambda st: {k: p.get("offline_dirs") for k, p in st["partitions"].items()}  # noqa: E731
+            return dirs(before) != dirs(after)
+        return False
+
+    def cluster_unclean(self, state: State) -> bool:
+        value = state.get("dynamic_configs", {}).get("unclean.leader.election.enable")
+        return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
+
+    def check_offline_partitions_retried(self, after: State, ctx: str) -> None:
+        """[offline-retried] After a cluster-wide retry, no New or Offline partition of a topic
+        not queued for deletion is left that its election would have made online: a New one
+        (without a stored state) has no live replica; an Offline one has no live ISR member
+        and, where unclean election is allowed, no live replica (PartitionStateMachine
+        .initializeLeaderAndIsrForPartitions and Election.leaderForOffline; `isReplicaOnline`
+        excludes shutting-down brokers and replicas on failed log dirs)."""
+        brokers = after["brokers"]
+        for key, p in after["partitions"].items():
+            topic = after["topics"].get(_topic_of(key))
+            if topic is None or topic["deletion"] != "none" or p["state"] not in ("NewPartition", "OfflinePartition"):
+                continue
+            dirs = set(p.get("offline_dirs", []))
+            live = [r for r in p["replicas"] if str(r) in brokers and brokers[str(r)]["live"] and r not in dirs]
+            if p["state"] == "NewPartition":
+                if p["leader_epoch"] < 0:  # no stored state yet: initialization picks a live replica
+                    assert not live, f"[offline-retried] {key}: New with live replicas {live} after a retry{ctx}"
+                continue
+            online = lambda r: str(r) in brokers and brokers[str(r)]["live"] and r not in dirs  # noqa: E731
+            clean = [r for r in p["replicas"] if r in p["isr"] and online(r)]
+            assert not clean, f"[offline-retried] {key}: Offline with electable ISR members {clean} after a retry{ctx}"
+            # collectUncleanLeaderElectionState: unclean is considered only when no ISR member
+            # is online, even one outside the assignment (a cancelled reassignment leaves one)
+            configured = topic["configs"].get("unclean.leader.election.enable")
+            unclean = self.cluster_unclean(after) if configured is None else configured.lower() == "true"
+            if unclean and not [r for r in p["isr"] if online(r)]:
+                assert not live, f"[offline-retried] {key}: Offline, unclean allowed, live replicas {live}{ctx}"
 
     # -- leader epochs -------------------------------------------------------------------
 
@@ -389,7 +449,7 @@ def replay(events: list[dict[str, Any]], config: ControllerConfig | None = None)
 def check_log(events: list[dict[str, Any]], config: ControllerConfig | None = None) -> None:
     """Every invariant over a whole log, one event at a time, plus determinism."""
     engine = Engine(config or ControllerConfig())
-    checker = InvariantChecker()
+    checker = InvariantChecker(config)
     for offset, event in enumerate(events):
         before = engine.state_json()
         records = engine.process(parse_event(event, offset))
@@ -477,6 +537,18 @@ class ControllerMachine(RuleBasedStateMachine):
         c = DrawChooser(data.draw)
         self._apply(self.builder.build_alter_partition(c))
         self._apply(self.builder.build_alter_partition(c))
+
+    @rule(data=st.data())
+    def time_passes(self, data: st.DataObject) -> None:
+        self._apply(self.builder.build_tick(DrawChooser(data.draw)))
+
+    @rule(data=st.data())
+    def cluster_config_changes(self, data: st.DataObject) -> None:
+        self._apply(self.builder.build_broker_config_change(DrawChooser(data.draw)))
+
+    @rule(data=st.data())
+    def log_dir_fails(self, data: st.DataObject) -> None:
+        self._apply(self.builder.build_dir_failure(DrawChooser(data.draw)))
 
     @rule(data=st.data())
     def controller_moves(self, data: st.DataObject) -> None:
