@@ -88,7 +88,7 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
     if mode == "kafka":
         from confluent_kafka import Producer
 
-        from streaming.broker import create_topics, embedded_broker
+        from tools.broker import create_topics, embedded_broker
 
         broker_ctx = embedded_broker(log_dir=work)
         broker = broker_ctx.__enter__()

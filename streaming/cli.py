@@ -147,7 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 # -- the other commands --------------------------------------------------------------------
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import DEFAULT_SCENARIO, run_demo
+    from tools.demo import DEFAULT_SCENARIO, run_demo
 
     if args.scenario:
         check_readable_file(args.scenario, "events file")
@@ -177,7 +177,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from .audit import main as audit_main
+    from tools.audit import main as audit_main
 
     if not os.path.exists(args.decisions):
         raise UsageError(f"{args.decisions}: no such decisions file or directory")
@@ -237,8 +237,9 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--json", action="store_true", dest="json_output", help="print the result as one JSON object on stdout")
     aud.set_defaults(func=cmd_audit)
 
-    from .bridge import add_parser as add_bridge_parser
-    from .inspect import add_parser as add_incident_tools
+    from tools.bridge import add_parser as add_bridge_parser
+    from tools.inspect import add_parser as add_incident_tools
+
     from .replay import add_parser as add_replay_parser
 
     add_bridge_parser(sub)

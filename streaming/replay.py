@@ -31,7 +31,8 @@ from state_machines.events import InputLimits
 from state_machines.model import ControllerConfig
 
 from . import settings as settings_mod
-from .branch import Branch, ReplayError, branch_checkpoint, check_branch, first_offset_after
+from tools.branch import Branch, ReplayError, branch_checkpoint, check_branch, first_offset_after
+
 from .exits import CommandError, UsageError
 
 if TYPE_CHECKING:  # the job (and Spark) is imported only when a replay runs

@@ -15,7 +15,7 @@ import random
 
 import pytest
 
-from streaming.broker import create_topics
+from tools.broker import create_topics
 from streaming.job import JobSettings
 from tests.integration.kafka_helpers import consume_all
 from tests.poison import fuzzed, named_poisons, poisoned_log, remap

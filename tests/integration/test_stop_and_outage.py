@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.broker import EmbeddedBroker, create_topics, embedded_broker
+from tools.broker import EmbeddedBroker, create_topics, embedded_broker
 from tests.integration.kafka_helpers import consume_all
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import canonical, simulate_records

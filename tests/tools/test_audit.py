@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming import audit as audit_mod
+from tools import audit as audit_mod
 from streaming.exits import CHECK_FAILED, USAGE, UsageError
 from state_machines.engine import Engine
 from state_machines.events import parse_event

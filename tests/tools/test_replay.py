@@ -22,7 +22,7 @@ from state_machines.engine import Engine
 from state_machines.events import parse_line
 from state_machines.model import ControllerConfig
 from streaming import state_reader
-from streaming.branch import ReplayError, _keep, branch_checkpoint, committed_batches, first_offset_after
+from tools.branch import ReplayError, _keep, branch_checkpoint, committed_batches, first_offset_after
 from streaming.job import JobSettings
 from streaming.replay import Outcome, add_parser, cmd_replay, diff_replay, load_settings, run_replay, save_settings
 from tests.streaming.spark_helpers import assert_same_multiset, canonical, read_output, run_file_job, simulate_records

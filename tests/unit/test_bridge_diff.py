@@ -7,7 +7,7 @@ import pytest
 
 from state_machines.engine import Engine
 from state_machines.events import parse_event
-from streaming.bridge import (
+from tools.bridge import (
     ClusterView, PartitionView, TopicView, backoff_delay, bootstrap, diff, event_key, settle,
     topics_from_metadata,
 )

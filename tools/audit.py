@@ -44,7 +44,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
-from .exits import CHECK_FAILED, OK, UsageError
+from streaming.exits import CHECK_FAILED, OK, UsageError
 
 RULES = {
     "leader_in_isr_unless_unclean": "the leader (when not -1) is in the ISR unless the election is unclean",

@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .exits import UsageError
+from streaming.exits import UsageError
 
 _BATCH_FILE = re.compile(r"^(\d+)$")
 _STATE_FILE = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(changelog|zip)$")

@@ -59,9 +59,9 @@ from typing import Any
 
 from state_machines.errors import ShadowControllerError
 
-from . import exits
-from .kafka_producer import CheckedProducer
-from .kafka_producer import DeliveryFailed as ProducerDeliveryFailed
+from streaming import exits
+from streaming.kafka_producer import CheckedProducer
+from streaming.kafka_producer import DeliveryFailed as ProducerDeliveryFailed
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .exits import UsageError
+from streaming.exits import UsageError
+from streaming.preflight import check_output_file
+
 from .inspect import partition_names
-from .preflight import check_output_file
 
 if TYPE_CHECKING:  # pandas is imported when a timeline is drawn, not for the CLI's parser
     import pandas as pd

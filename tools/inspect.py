@@ -24,8 +24,8 @@ from typing import Any
 from state_machines.engine import partition_json
 from state_machines.directory import BrokerRecord
 
-from . import state_reader
-from .exits import UsageError
+from streaming import state_reader
+from streaming.exits import UsageError
 
 BROKER_PREFIX = "broker-"
 
@@ -235,7 +235,7 @@ def render_table(result: dict[str, Any]) -> str:
 def cmd_inspect(args: argparse.Namespace) -> int:
     """Checks the arguments and the checkpoint's files before Spark starts. Its errors are
     reported here as well as by the CLI's main, since tests call it directly."""
-    from .cli import report
+    from streaming.cli import report
 
     try:
         partitions = partition_names(args)
@@ -254,7 +254,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def _inspect_with_spark(args: argparse.Namespace, partitions: list[str]) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
-    from .job import JobSettings, spark_session
+    from streaming.job import JobSettings, spark_session
 
     shared = SparkSession.getActiveSession()
     spark = spark_session(JobSettings(input="", output="", checkpoint=args.checkpoint), app_name="shadow-controller-inspect")
