@@ -238,13 +238,15 @@ def build_parser() -> argparse.ArgumentParser:
     aud.set_defaults(func=cmd_audit)
 
     from tools.bridge import add_parser as add_bridge_parser
-    from tools.inspect import add_parser as add_incident_tools
+    from tools.inspect import add_parser as add_inspect_parser
+    from tools.timeline import add_parser as add_timeline_parser
 
     from .replay import add_parser as add_replay_parser
 
     add_bridge_parser(sub)
     add_replay_parser(sub)
-    add_incident_tools(sub)
+    add_inspect_parser(sub)
+    add_timeline_parser(sub)
     return parser
 
 

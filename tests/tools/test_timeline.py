@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.inspect import add_parser
-from tools.timeline import partition_series, timeline
+from tools.timeline import add_parser, partition_series, timeline
 from tools.audit import load_decisions
 from tests.streaming.spark_helpers import simulate_records
 
