@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .audit import RuleOutcome
+    from .audit_outcome import RuleOutcome
 
 STYLESHEET = "static/styles/shadow-controller-report.css"
 SUMMARY_ID = "shadow-controller-audit"
