@@ -30,13 +30,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from state_machines.errors import ShadowControllerError
+from .errors import BrokerError
 
 DEFAULT_STARTUP_TIMEOUT_S = 30.0
-
-
-class BrokerError(ShadowControllerError):
-    """The embedded broker could not be started, or a topic could not be created."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,17 +23,13 @@ from typing import Any
 
 from state_machines.engine import partition_json
 from state_machines.directory import BrokerRecord
-
 from streaming import state_reader
 from streaming.exits import UsageError
 
+from .errors import InspectError
 from .topic_partition import checked_partition, parse_topic_partition, partition_names
 
 BROKER_PREFIX = "broker-"
-
-
-class InspectError(UsageError):
-    """The checkpoint cannot answer the question (no such batch, not a job checkpoint)."""
 
 
 # --- the offset log ---------------------------------------------------------------------

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from state_machines.events import parse_event
-from tools.bridge import BridgeSettings, ClusterReader, EventsWriter, poll_once, run_bridge
+from tools.bridge import BridgeSettings, poll_once, run_bridge
+from tools.bridge_io import ClusterReader, EventsWriter
 from tools.broker import create_topics
 from streaming.job import JobSettings
 
