@@ -16,7 +16,7 @@ import pytest
 from state_machines.events import parse_event
 from streaming.bridge import BridgeSettings, ClusterReader, EventsWriter, poll_once, run_bridge
 from streaming.broker import create_topics
-from streaming.job import JobSettings
+from streaming.settings.schema import JobSettings
 
 from tests.integration.kafka_helpers import consume_all
 from tests.streaming.spark_helpers import run_to_end
