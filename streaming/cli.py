@@ -89,7 +89,7 @@ def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS,
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from .settings import read_controller_config
+    from .settings.schema import read_controller_config
 
     check_readable_file(args.events, "events file")
     for path, flag in ((args.out, "--out"), (args.state_out, "--state-out")):
@@ -131,7 +131,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     import logging
 
-    from . import settings
+    from .settings import schema as settings
 
     pairs = [settings.parse_override(item) for item in args.set or []]
     pairs += [(name, flag) for name, flag in (("job.input", args.input), ("job.output", args.output),

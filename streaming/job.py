@@ -20,7 +20,6 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -39,6 +38,7 @@ from .pipeline import (
     DIRECT, PartitionSlot, Pending, RawEvent, Sequencer, assemble_batch, bucket_stage, direct_stage, group_of,
     pack_outputs, pack_work, partition_stage_rows, unpack_outputs, unpack_work,
 )
+from .settings.schema import JobSettings
 
 log = logging.getLogger("shadow_controller.job")
 
@@ -213,56 +213,6 @@ def partition_stage(config: ControllerConfig, buckets: int = 0):
         yield pd.DataFrame({"rows": pd.Series(pack_outputs(out), dtype=object)})
 
     return apply
-
-
-@dataclass
-class JobSettings:
-    input: str  # file:DIR | kafka
-    output: str  # file:DIR | kafka
-    checkpoint: str
-    controller: ControllerConfig = field(default_factory=ControllerConfig)
-    bootstrap_servers: str = ""
-    events_topic: str = "controller-events"
-    decisions_topic: str = "controller-decisions"
-    kafka_options: dict[str, str] = field(default_factory=dict)
-    max_offsets_per_trigger: int | None = None
-    use_jvm_kafka: bool = False
-    trigger_interval: str = "1 second"
-    shuffle_partitions: int = 2
-    # scale mode: pack partitions into this many Spark groups (0: one group per partition).
-    # Frozen into a checkpoint, like spark.sql.shuffle.partitions.
-    partition_buckets: int = 0
-    # bounds on one input record (size, nesting, number length, id length): past them the
-    # record is a dead letter, never an exception in the job
-    limits: InputLimits = DEFAULT_LIMITS
-    # a dead letter keeps at most this many bytes of the original record (a prefix, with
-    # its size and digest in headers); below the producer's default message.max.bytes
-    dlq_max_value_bytes: int = 900_000
-    # where a new checkpoint starts reading the events topic: "earliest", "latest" or
-    # Spark's JSON form; a checkpoint that exists resumes from its own offsets
-    starting_offsets: str = "earliest"
-    # a stop (SIGTERM, SIGINT) lets the running micro-batch commit for at most this long,
-    # then abandons it (a restart replays it): the job always exits within about this bound
-    stop_timeout_s: float = 30.0
-    # a broker that does not answer: "wait" (with backoff, one log line a minute, resuming
-    # by itself) or "exit" (code 5 after `outage_exit_after_s`)
-    on_broker_outage: str = "wait"
-    outage_exit_after_s: float = 120.0
-    # an idle job logs one line (source offsets and lag) this often
-    heartbeat_s: float = 60.0
-
-    @property
-    def dlq_topic(self) -> str:
-        return f"{self.events_topic}.dlq"
-
-    @property
-    def feedback_dir(self) -> str:
-        return os.path.join(self.checkpoint, "feedback")
-
-    @property
-    def pause_file(self) -> str:
-        """While it exists, the sources admit no new events (a clean stop in progress)."""
-        return os.path.join(self.checkpoint, "STOPPING")
 
 
 def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controller", master: str | None = None,

@@ -7,7 +7,7 @@ import logging
 import threading
 from typing import Any
 
-from .job import JobSettings
+from .settings.schema import JobSettings
 from .pipeline import truncated
 from .kafka_producer import CheckedProducer
 from .kafka_source import clear_outage, outage_file_for, quiet, report_outage

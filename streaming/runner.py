@@ -45,8 +45,11 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from . import exits
-from .job import BatchSink, JobSettings, spark_session, start
+from .job import BatchSink, spark_session, start
 from .kafka_source import clear_outage, outage_file_for, read_outage
+from .preflight import check_run
+from .settings.checkpoint import save_settings
+from .settings.schema import JobSettings
 
 log = logging.getLogger("shadow_controller")
 
@@ -100,9 +103,6 @@ class ProgressListener(StreamingQueryListener):
 
 
 def run(settings: JobSettings, spark_conf: dict[str, str], master: str, available_now: bool) -> int:
-    from .preflight import check_run
-    from .replay import save_settings
-
     check_run(settings)  # checkpoint, input, broker: refused here, before Spark starts
     if settings.input == "kafka" or settings.output == "kafka":
         from .kafka_io import warn_if_several_partitions

@@ -245,7 +245,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def _inspect_with_spark(args: argparse.Namespace, partitions: list[str]) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
-    from streaming.job import JobSettings, spark_session
+    from streaming.job import spark_session
+    from streaming.settings.schema import JobSettings
 
     shared = SparkSession.getActiveSession()
     spark = spark_session(JobSettings(input="", output="", checkpoint=args.checkpoint), app_name="shadow-controller-inspect")

@@ -25,8 +25,8 @@ import pytest
 from state_machines.engine import Engine
 from state_machines.events import parse_event
 from streaming import exits
-from streaming.job import JobSettings
-from streaming.replay import save_settings
+from streaming.settings.checkpoint import save_settings
+from streaming.settings.schema import JobSettings
 
 UNREACHABLE = "127.0.0.1:1"
 EVENTS = [

@@ -17,7 +17,7 @@ from state_machines.events import parse_event
 from tools.bridge import BridgeSettings, poll_once, run_bridge
 from tools.bridge_io import ClusterReader, EventsWriter
 from tools.broker import create_topics
-from streaming.job import JobSettings
+from streaming.settings.schema import JobSettings
 
 from tests.integration.kafka_helpers import consume_all
 from tests.streaming.spark_helpers import run_to_end

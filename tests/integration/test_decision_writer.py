@@ -6,9 +6,9 @@ import base64
 
 import pytest
 
-from streaming.job import JobSettings
 from streaming.kafka_io import DecisionWriter
 from streaming.kafka_producer import DeliveryFailed
+from streaming.settings.schema import JobSettings
 from tests.integration.kafka_helpers import consume_all
 
 

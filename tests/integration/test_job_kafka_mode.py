@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.job import JobSettings
+from streaming.settings.schema import JobSettings
 from tests.integration.kafka_helpers import consume_all
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import assert_same_multiset, run_to_end, simulate_records

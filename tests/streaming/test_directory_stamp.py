@@ -10,7 +10,8 @@ import pytest
 from state_machines.directory import BrokerRecord
 from state_machines.model import BrokerFact
 from streaming import codec, state_reader
-from streaming.job import BatchSink, JobSettings, LastDirectory, start
+from streaming.job import BatchSink, LastDirectory, start
+from streaming.settings.schema import JobSettings
 from tests.streaming.spark_helpers import (
     assert_same_multiset, read_output, run_to_end, simulate_records, write_input,
 )
