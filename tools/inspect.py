@@ -226,7 +226,7 @@ def render_table(result: dict[str, Any]) -> str:
 def cmd_inspect(args: argparse.Namespace) -> int:
     """Checks the arguments and the checkpoint's files before Spark starts. Its errors are
     reported here as well as by the CLI's main, since tests call it directly."""
-    from streaming.cli import report
+    from .cli import report
 
     try:
         partitions = partition_names(args)

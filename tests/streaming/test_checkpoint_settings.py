@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from streaming.cli import main as cli_main
+from tools.cli import main as cli_main
 from streaming.settings.checkpoint import SETTINGS_FILE, STATE_LAYOUT, CheckpointMismatch, check_frozen, save_settings
 from streaming.settings.schema import JobSettings
 

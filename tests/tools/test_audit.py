@@ -37,7 +37,7 @@ def audit(tmp_path: Path, records: list[dict]) -> subprocess.CompletedProcess:
 
 def audit_path(tmp_path: Path, path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "streaming.cli", "audit", str(path), "--report", str(tmp_path / "report")],
+        [sys.executable, "-m", "tools.cli", "audit", str(path), "--report", str(tmp_path / "report")],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 

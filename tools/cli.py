@@ -21,9 +21,9 @@ from state_machines.errors import InvalidEvent, ShadowControllerError
 from state_machines.events import DEFAULT_LIMITS, Envelope, InputLimits, parse_line
 from state_machines.model import ControllerConfig
 
-from . import exits
-from .exits import UsageError
-from .preflight import check_broker, check_output_file, check_readable_file, quiet_client
+from streaming import exits
+from streaming.exits import UsageError
+from streaming.preflight import check_broker, check_output_file, check_readable_file, quiet_client
 
 PROG = "shadow-controller"
 # a progress bar (on a terminal only) appears once a command has run this long
@@ -89,7 +89,7 @@ def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS,
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from .settings.schema import read_controller_config
+    from streaming.settings.schema import read_controller_config
 
     check_readable_file(args.events, "events file")
     for path, flag in ((args.out, "--out"), (args.state_out, "--state-out")):
@@ -131,7 +131,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     import logging
 
-    from .settings import schema as settings
+    from streaming.settings import schema as settings
 
     pairs = [settings.parse_override(item) for item in args.set or []]
     pairs += [(name, flag) for name, flag in (("job.input", args.input), ("job.output", args.output),
@@ -139,7 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                               ("kafka.bootstrap_servers", args.bootstrap_servers)) if flag]
     job, spark_conf, master = settings.job_settings(settings.load(args.config, pairs))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from .runner import run
+    from streaming.runner import run
 
     return run(job, spark_conf, master, available_now=args.available_now)
 
@@ -147,7 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 # -- the other commands --------------------------------------------------------------------
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from tools.demo import DEFAULT_SCENARIO, run_demo
+    from .demo import DEFAULT_SCENARIO, run_demo
 
     if args.scenario:
         check_readable_file(args.scenario, "events file")
@@ -156,7 +156,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_produce(args: argparse.Namespace) -> int:
     """Write an events file to a topic, one record per line, checking every delivery."""
-    from .kafka_producer import CheckedProducer, DeliveryFailed
+    from streaming.kafka_producer import CheckedProducer, DeliveryFailed
 
     check_readable_file(args.events, "events file")
     check_broker(args.bootstrap_servers, "--bootstrap-server", timeout_s=args.timeout)
@@ -177,7 +177,7 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from tools.audit import main as audit_main
+    from .audit import main as audit_main
 
     if not os.path.exists(args.decisions):
         raise UsageError(f"{args.decisions}: no such decisions file or directory")
@@ -237,11 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--json", action="store_true", dest="json_output", help="print the result as one JSON object on stdout")
     aud.set_defaults(func=cmd_audit)
 
-    from tools.bridge import add_parser as add_bridge_parser
-    from tools.inspect import add_parser as add_inspect_parser
-    from tools.timeline import add_parser as add_timeline_parser
-
+    from .bridge import add_parser as add_bridge_parser
+    from .inspect import add_parser as add_inspect_parser
     from .replay import add_parser as add_replay_parser
+    from .timeline import add_parser as add_timeline_parser
 
     add_bridge_parser(sub)
     add_replay_parser(sub)

@@ -2,7 +2,7 @@
 
     replay --checkpoint CKPT --from-batch N --to DIR --set controller.unclean.leader.election.enable=true --diff
 
-1. branch CKPT at batch N into DIR (`streaming/branch.py`: the branch ends with batch N
+1. branch CKPT at batch N into DIR (`tools/branch.py`: the branch ends with batch N
    committed; CKPT is only read);
 2. run the job on the branch to the end of the available input with the original run's
    settings (CKPT/settings.json, written by `shadow-controller run` through
@@ -27,12 +27,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tools.branch import Branch, ReplayError, branch_checkpoint, check_branch, first_offset_after
+from streaming.exits import CommandError
+from streaming.settings import schema as settings_mod
+from streaming.settings.checkpoint import FROZEN, load_settings, save_settings
+from streaming.settings.schema import JobSettings
 
-from .exits import CommandError
-from .settings import schema as settings_mod
-from .settings.checkpoint import FROZEN, load_settings, save_settings
-from .settings.schema import JobSettings
+from .branch import Branch, ReplayError, branch_checkpoint, check_branch, first_offset_after
 
 _DECISIONS_FILE = re.compile(r"decisions-(\d+)\.jsonl$")
 
@@ -70,7 +70,7 @@ def replay(spark: Any, checkpoint: str, from_batch: int, to: str, overrides: tup
            input: str | None = None, output: str | None = None) -> Replay:
     """Branch CHECKPOINT at `from_batch` into TO and run the job there to the end of the
     available input. `spark` must have the job's configuration (`job.spark_session`)."""
-    from .job import start
+    from streaming.job import start
 
     original = load_settings(checkpoint)
     settings, _, _ = branch_settings(original, to, list(overrides), input, output)
@@ -343,7 +343,7 @@ def check_args(args: argparse.Namespace) -> tuple[JobSettings, dict[str, str], s
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .job import spark_session
+    from streaming.job import spark_session
 
     settings, spark_conf, master = check_args(args)
     spark = spark_session(settings, app_name="shadow-controller-replay", master=master, extra=spark_conf)
