@@ -1,8 +1,13 @@
 """`shadow-controller`: the command line.
 
+The front door of both the shell (`run`, the streaming job) and the tools (`simulate`,
+`produce`, `demo`, `audit`, `bridge`, `replay`, `inspect`, `timeline`): each command's
+parser is registered here or by its own module, and `main` dispatches.
+
 A mistake is one line on stderr, `shadow-controller <command>: <what, and what to check>`,
-and an exit code from `exits.py`; `main` is where errors become that line (`report`).
-Commands check their arguments, files and settings before they start Spark or connect.
+and an exit code from `streaming/exits.py`; `main` is where errors become that line
+(`console.report`). Commands check their arguments, files and settings before they start
+Spark or connect.
 """
 
 from __future__ import annotations
@@ -25,22 +30,8 @@ from streaming import exits
 from streaming.exits import UsageError
 from streaming.preflight import check_broker, check_output_file, check_readable_file, quiet_client
 
-PROG = "shadow-controller"
-# a progress bar (on a terminal only) appears once a command has run this long
-PROGRESS_DELAY_S = 1.0
-
-
-def report(command: str | None, exc: BaseException) -> int:
-    """Print the error as the command's one line on stderr; its exit code."""
-    lines = str(exc).strip().splitlines() or [type(exc).__name__]
-    print(f"{PROG}{' ' + command if command else ''}: {lines[0]}", file=sys.stderr)
-    return getattr(exc, "exit_code", exits.JOB_FAILED)
-
-
-class Interrupted(exits.CommandError):
-    """Ctrl-C in a one-shot command."""
-
-    exit_code = exits.INTERRUPTED
+from .console import PROG, PROGRESS_DELAY_S, report
+from .errors import Interrupted
 
 
 class Parser(argparse.ArgumentParser):

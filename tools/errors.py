@@ -10,7 +10,13 @@ line on stderr (`console.report`). A delivery the broker did not confirm is the 
 from __future__ import annotations
 
 from state_machines.errors import ShadowControllerError
-from streaming.exits import UsageError
+from streaming.exits import INTERRUPTED, CommandError, UsageError
+
+
+class Interrupted(CommandError):
+    """Ctrl-C in a one-shot command."""
+
+    exit_code = INTERRUPTED
 
 
 class BridgeError(ShadowControllerError):

@@ -26,6 +26,7 @@ from state_machines.directory import BrokerRecord
 from streaming import state_reader
 from streaming.exits import UsageError
 
+from .console import report
 from .errors import InspectError
 from .topic_partition import checked_partition, parse_topic_partition, partition_names
 
@@ -226,8 +227,6 @@ def render_table(result: dict[str, Any]) -> str:
 def cmd_inspect(args: argparse.Namespace) -> int:
     """Checks the arguments and the checkpoint's files before Spark starts. Its errors are
     reported here as well as by the CLI's main, since tests call it directly."""
-    from .cli import report
-
     try:
         partitions = partition_names(args)
         checked_batch(args.checkpoint, args.batch)

@@ -13,7 +13,7 @@ import pytest
 from state_machines.engine import Engine
 from state_machines.events import parse_line
 from tools import cli
-from tools.replay import compare, diff_json, format_diff
+from tools.replay_diff import compare, diff_json, format_diff
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "three-brokers.jsonl"
