@@ -45,11 +45,12 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from . import exits
-from .job import BatchSink, spark_session, start
+from .job import spark_session, start
 from .kafka_source import clear_outage, outage_file_for, read_outage
 from .preflight import check_run
 from .settings.checkpoint import save_settings
 from .settings.schema import JobSettings
+from .sink import BatchInterrupted, BatchSink
 
 log = logging.getLogger("shadow_controller")
 
@@ -194,8 +195,6 @@ def _spark_log_level(spark: Any, loggers: tuple[str, ...], level: str) -> None:
 def _not_an_interrupted_batch(record: logging.LogRecord) -> bool:
     """py4j logs the error a foreachBatch call returns; a batch the stop interrupted is
     not one (BatchSink says it was abandoned)."""
-    from .job import BatchInterrupted
-
     return not (record.exc_info and isinstance(record.exc_info[1], BatchInterrupted))
 
 
