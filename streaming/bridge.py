@@ -60,8 +60,8 @@ from typing import Any
 from state_machines.errors import ShadowControllerError
 
 from . import exits
-from .kafka_producer import CheckedProducer
-from .kafka_producer import DeliveryFailed as ProducerDeliveryFailed
+from .kafka.errors import DeliveryFailed as ProducerDeliveryFailed
+from .kafka.producer import CheckedProducer
 
 log = logging.getLogger(__name__)
 

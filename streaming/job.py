@@ -57,7 +57,7 @@ def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controlle
     spark.dataSource.register(EventFilesSource)
     spark.dataSource.register(FeedbackSource)
     try:
-        from .kafka_source import KafkaDataSource  # type: ignore[attr-defined]
+        from .kafka.source import KafkaDataSource
 
         spark.dataSource.register(KafkaDataSource)
     except ImportError:  # pragma: no cover - the Kafka connector is optional in file mode

@@ -19,7 +19,7 @@ only the driver, which then stops Spark itself; the JVM still ends with the driv
 exits when its stdin, a pipe from the driver, closes).
 
 Broker outages. The Kafka source and writer report a broker that does not answer in
-the outage file (`kafka_source.outage_file_for`); the runner logs it once a minute and,
+the outage file (`kafka.outage.outage_file_for`); the runner logs it once a minute and,
 with `job.on_broker_outage = "exit"`, stops the job after `outage_exit_after_s` with exit
 code 5 (`exits.OUTAGE`) and one line.
 
@@ -46,7 +46,7 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 from . import exits
 from .job import spark_session, start
-from .kafka_source import clear_outage, outage_file_for, read_outage
+from .kafka.outage import clear_outage, outage_file_for, read_outage
 from .preflight import check_run
 from .settings.checkpoint import save_settings
 from .settings.schema import JobSettings
@@ -106,7 +106,7 @@ class ProgressListener(StreamingQueryListener):
 def run(settings: JobSettings, spark_conf: dict[str, str], master: str, available_now: bool) -> int:
     check_run(settings)  # checkpoint, input, broker: refused here, before Spark starts
     if settings.input == "kafka" or settings.output == "kafka":
-        from .kafka_io import warn_if_several_partitions
+        from .kafka.decisions import warn_if_several_partitions
 
         warn_if_several_partitions(settings)
     save_settings(settings, settings.checkpoint)  # replay branches from this run's settings; records the input

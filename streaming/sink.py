@@ -4,7 +4,7 @@ deletion reports the next batch reads.
 The partition stage's packed rows are collected on the driver through Arrow and
 assembled (`pipeline.assemble_batch`: controlled-shutdown shares merged, decisions in the
 contract's order). File output writes one file per batch id, atomically, so a batch run
-again overwrites its own; Kafka output goes through `kafka_io.DecisionWriter`, which
+again overwrites its own; Kafka output goes through `kafka.decisions.DecisionWriter`, which
 raises unless the broker confirmed every record. A failed write fails the batch, which
 Spark then runs again from the checkpoint.
 
@@ -45,7 +45,7 @@ class BatchSink:
         self.stats: dict[int, dict[str, int]] = {}
         # shadow mode: observed states that matched ours or diverged, by severity, this run
         self.observations: dict[str, int] = {}
-        self._kafka: Any = None  # kafka_io.DecisionWriter, made on the first Kafka write
+        self._kafka: Any = None  # kafka.decisions.DecisionWriter, made on the first Kafka write
         self._stopping = threading.Event()
         self._cancel = threading.Event()  # the Kafka writer's: give up waiting for the broker
 
@@ -82,7 +82,7 @@ class BatchSink:
                 _write_lines(os.path.join(base, "dlq", f"dlq-{batch_id:012d}.jsonl"), out.dlq)
         else:
             if self._kafka is None:
-                from .kafka_io import DecisionWriter
+                from .kafka.decisions import DecisionWriter
 
                 self._kafka = DecisionWriter(self.settings, cancel=self._cancel)
             self._kafka.write(out.decisions, out.dlq)
