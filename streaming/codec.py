@@ -108,7 +108,7 @@ def loads(text: str, hint: Any) -> Any:
 
 
 # The sequencer's directory map holds, beside its records, a stamp naming its version
-# (streaming/job.py), under a key no record has: records are "controller", "broker-<id>"
+# (streaming/operators.py), under a key no record has: records are "controller", "broker-<id>"
 # and "topic-<name>", and a topic name cannot hold "~".
 DIRECTORY_STAMP_KEY = "~stamp"
 

@@ -19,7 +19,7 @@ only the driver, which then stops Spark itself; the JVM still ends with the driv
 exits when its stdin, a pipe from the driver, closes).
 
 Broker outages. The Kafka source and writer report a broker that does not answer in
-the outage file (`kafka_source.outage_file_for`); the runner logs it once a minute and,
+the outage file (`kafka.outage.outage_file_for`); the runner logs it once a minute and,
 with `job.on_broker_outage = "exit"`, stops the job after `outage_exit_after_s` with exit
 code 5 (`exits.OUTAGE`) and one line.
 
@@ -45,11 +45,12 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from . import exits
-from .job import BatchSink, spark_session, start
-from .kafka_source import clear_outage, outage_file_for, read_outage
+from .job import spark_session, start
+from .kafka.outage import clear_outage, outage_file_for, read_outage
 from .preflight import check_run
 from .settings.checkpoint import save_settings
 from .settings.schema import JobSettings
+from .sink import BatchInterrupted, BatchSink
 
 log = logging.getLogger("shadow_controller")
 
@@ -105,7 +106,7 @@ class ProgressListener(StreamingQueryListener):
 def run(settings: JobSettings, spark_conf: dict[str, str], master: str, available_now: bool) -> int:
     check_run(settings)  # checkpoint, input, broker: refused here, before Spark starts
     if settings.input == "kafka" or settings.output == "kafka":
-        from .kafka_io import warn_if_several_partitions
+        from .kafka.decisions import warn_if_several_partitions
 
         warn_if_several_partitions(settings)
     save_settings(settings, settings.checkpoint)  # replay branches from this run's settings; records the input
@@ -194,8 +195,6 @@ def _spark_log_level(spark: Any, loggers: tuple[str, ...], level: str) -> None:
 def _not_an_interrupted_batch(record: logging.LogRecord) -> bool:
     """py4j logs the error a foreachBatch call returns; a batch the stop interrupted is
     not one (BatchSink says it was abandoned)."""
-    from .job import BatchInterrupted
-
     return not (record.exc_info and isinstance(record.exc_info[1], BatchInterrupted))
 
 

@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from streaming import exits
-from streaming.kafka_producer import DeliveryFailed
+from streaming.kafka.errors import DeliveryFailed
 
 from .bridge_io import ClusterReader, EventsWriter, load_state, save_state
 from .cluster_view import diff, settle

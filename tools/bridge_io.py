@@ -9,7 +9,7 @@
   epoch therefore come from the same response and agree with each other. What no admin
   API shows gets a stand-in (`cluster_view.settle`).
 * Events go to partition 0 of the events topic (the contract wants one ordered log), each
-  delivery confirmed, or `streaming.kafka_producer.DeliveryFailed`.
+  delivery confirmed, or `streaming.kafka.errors.DeliveryFailed`.
 * The state file holds the last emitted view, written atomically (write, fsync, rename).
 """
 
@@ -21,7 +21,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from streaming.kafka_producer import CheckedProducer, DeliveryFailed
+from streaming.kafka.errors import DeliveryFailed
+from streaming.kafka.producer import CheckedProducer
 
 from .cluster_view import ClusterView, PartitionView, TopicView, event_key
 from .errors import BridgeError, ClusterUnreachable

@@ -14,7 +14,7 @@ an upgrade):
 | DeleteTopics | works |
 | DescribeConfigs | answers with no entries |
 | Produce | auto-creates unknown topics; idempotent (InitProducerId) and transactional producers work |
-| ListOffsets(latest) | wrong for multi-record batches: returns the last batch's *base* offset + 1, so the rest of that batch is invisible to a watermark query. Fetch reports the true high watermark; `kafka_source` takes the larger of the two |
+| ListOffsets(latest) | wrong for multi-record batches: returns the last batch's *base* offset + 1, so the rest of that batch is invisible to a watermark query. Fetch reports the true high watermark; `kafka.offsets` takes the larger of the two |
 | Fetch past the high watermark | answers with nothing instead of OFFSET_OUT_OF_RANGE |
 """
 

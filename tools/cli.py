@@ -147,7 +147,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_produce(args: argparse.Namespace) -> int:
     """Write an events file to a topic, one record per line, checking every delivery."""
-    from streaming.kafka_producer import CheckedProducer, DeliveryFailed
+    from streaming.kafka.errors import DeliveryFailed
+    from streaming.kafka.producer import CheckedProducer
 
     check_readable_file(args.events, "events file")
     check_broker(args.bootstrap_servers, "--bootstrap-server", timeout_s=args.timeout)

@@ -4,7 +4,7 @@
 An error a command reports as a usage mistake derives from `streaming.exits.UsageError`
 and so carries exit code 2; the CLI's `main` turns any of them into the command's one
 line on stderr (`console.report`). A delivery the broker did not confirm is the shell's
-`streaming.kafka_producer.DeliveryFailed`, not a class of the tools' own.
+`streaming.kafka.errors.DeliveryFailed`, not a class of the tools' own.
 """
 
 from __future__ import annotations

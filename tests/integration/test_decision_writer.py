@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
-from streaming.kafka_io import DecisionWriter
-from streaming.kafka_producer import DeliveryFailed
+from streaming.kafka.decisions import DecisionWriter
+from streaming.kafka.errors import DeliveryFailed
 from streaming.settings.schema import JobSettings
 from tests.integration.kafka_helpers import consume_all
 

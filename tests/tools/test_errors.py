@@ -1,7 +1,7 @@
 """One error hierarchy: every exception class the tools define derives from the project's
 root error, `state_machines.errors.ShadowControllerError`, so the CLI's `main` reports any
 of them as one line and an exit code; and a delivery the broker did not confirm is the
-shell's `streaming.kafka_producer.DeliveryFailed`, not a second class of the same name."""
+shell's `streaming.kafka.errors.DeliveryFailed`, not a second class of the same name."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pkgutil
 import tools
 from state_machines.errors import ShadowControllerError
 from streaming import exits
-from streaming.kafka_producer import DeliveryFailed
+from streaming.kafka.errors import DeliveryFailed
 from tools import bridge, bridge_io, errors
 
 
