@@ -258,7 +258,7 @@ COMPUTED_IMPORTS = {
 }
 
 
-def package_modules(package: str, root: Path = ROOT) -> dict[str, Path]:
+def module_files(package: str, root: Path = ROOT) -> dict[str, Path]:
     """Dotted module name -> file, for every module of `package` under `root` (the
     package itself is its `__init__`)."""
     base = root / package
@@ -305,9 +305,9 @@ def imports_tools(source: str, module: str = "streaming.x") -> list[str]:
                   if n == TOOLS or n.startswith(TOOLS + ".") or n == "<dynamic>")
 
 
-def import_graph(package: str, root: Path = ROOT) -> dict[str, set[str]]:
+def tools_import_graph(package: str, root: Path = ROOT) -> dict[str, set[str]]:
     """Module -> the modules of the same package it imports."""
-    modules = package_modules(package, root)
+    modules = module_files(package, root)
     graph = {}
     for name, path in modules.items():
         names = imported_names(path.read_text(encoding="utf-8"), name, path.name == "__init__.py")
@@ -315,7 +315,7 @@ def import_graph(package: str, root: Path = ROOT) -> dict[str, set[str]]:
     return graph
 
 
-def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def cycles_of(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components with more than one module (Tarjan), each sorted:
     every import cycle lies inside one."""
     index: dict[str, int] = {}
@@ -380,7 +380,7 @@ def tools_importers(root: Path = ROOT) -> dict[str, list[str]]:
     for package in BELOW_THE_TOOLS:
         if not (root / package).is_dir():
             continue
-        for name, path in package_modules(package, root).items():
+        for name, path in module_files(package, root).items():
             found = imports_tools(path.read_text(encoding="utf-8"), name)
             if name in COMPUTED_IMPORTS:
                 found = [n for n in found if n != "<dynamic>"]
@@ -402,7 +402,7 @@ def test_the_shell_and_the_core_do_not_import_the_tools() -> None:
     assert tools_importers() == {}, "the shell or the core imports the tools"
 
 
-def test_cycle_check_catches_a_planted_cycle(tmp_path: Path) -> None:
+def test_tools_cycle_check_catches_a_planted_cycle(tmp_path: Path) -> None:
     """A cycle through a function-level import and a TYPE_CHECKING import is found; a
     package whose imports go one way has none."""
     pkg = tmp_path / "loopy"
@@ -412,15 +412,15 @@ def test_cycle_check_catches_a_planted_cycle(tmp_path: Path) -> None:
     (pkg / "middle.py").write_text("from loopy import back\n\ndef run():\n    return back.x\n")
     (pkg / "back.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .front import main\nx = 1\n")
     (pkg / "alone.py").write_text("import json\n")
-    graph = import_graph("loopy", tmp_path)
+    graph = tools_import_graph("loopy", tmp_path)
     assert graph["loopy.front"] == {"loopy.middle"} and graph["loopy.middle"] == {"loopy", "loopy.back"}
-    assert import_cycles(graph) == [["loopy.back", "loopy.front", "loopy.middle"]]
+    assert cycles_of(graph) == [["loopy.back", "loopy.front", "loopy.middle"]]
 
     (pkg / "back.py").write_text("x = 1\n")
-    assert import_cycles(import_graph("loopy", tmp_path)) == []
+    assert cycles_of(tools_import_graph("loopy", tmp_path)) == []
 
 
 def test_the_tools_have_no_import_cycles() -> None:
-    graph = import_graph(TOOLS)
+    graph = tools_import_graph(TOOLS)
     assert len(graph) > 1
-    assert import_cycles(graph) == [], {m: sorted(deps) for m, deps in sorted(graph.items()) if deps}
+    assert cycles_of(graph) == [], {m: sorted(deps) for m, deps in sorted(graph.items()) if deps}
