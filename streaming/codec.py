@@ -25,6 +25,7 @@ import json
 from typing import Any, Union
 
 from state_machines import commands, directory, model, outputs, partition
+from state_machines.errors import ShadowControllerError
 from state_machines.states import LeaderRecoveryState, PartitionState, ReplicaState
 
 from .tagged import TAGGED, from_jsonable, to_jsonable
@@ -45,10 +46,15 @@ BUCKET_HEADER = f"bucket-v{VERSIONS['bucket']}"
 MIGRATIONS: dict[int, Any] = {}
 
 
+class UnknownEncoding(ShadowControllerError, ValueError):
+    """Stored text in an encoding or a version this build does not read (a checkpoint
+    written by another build): refused, never guessed at."""
+
+
 def check_compact(what: str, found: Any) -> None:
     """Refuse a compact array of another version than COMPACT_VERSION."""
     if found != COMPACT_VERSION:
-        raise ValueError(f"{what} in compact version {found}; this build reads {COMPACT_VERSION}")
+        raise UnknownEncoding(f"{what} in compact version {found}; this build reads {COMPACT_VERSION}")
 
 
 # The two JSON writers shared by everything here (json.dumps builds an encoder per call
@@ -255,7 +261,7 @@ def _directory_in(a: list) -> Any:
         return directory.BrokerRecord(model.BrokerFact(a[2][0], a[2][1], a[2][2]))
     if kind == "C":
         return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]))
-    raise ValueError(f"unknown directory record kind {kind!r}")
+    raise UnknownEncoding(f"unknown directory record kind {kind!r}")
 
 
 _DIRECTORY_TYPES = (directory.TopicRecord, directory.BrokerRecord, directory.ControllerRecord)
@@ -290,7 +296,7 @@ def loads(text: str, hint: Any) -> Any:
     doc = json.loads(text)
     version = doc.get("v")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise ValueError(f"state written by schema version {version!r}; this build reads up to {SCHEMA_VERSION}")
+        raise UnknownEncoding(f"state written by schema version {version!r}; this build reads up to {SCHEMA_VERSION}")
     while version < SCHEMA_VERSION:
         doc = MIGRATIONS[version](doc)
         version += 1
@@ -311,7 +317,7 @@ def bucket_entries(text: str | None) -> dict[str, str]:
         return {}
     header, _, body = text.partition("\n")
     if header != BUCKET_HEADER:
-        raise ValueError(f"bucket state in layout {header[:20]!r}; this build reads {BUCKET_HEADER!r}")
+        raise UnknownEncoding(f"bucket state in layout {header[:20]!r}; this build reads {BUCKET_HEADER!r}")
     out = {}
     for line in body.split("\n"):
         gkey, _, rest = line.partition("\t")

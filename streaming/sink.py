@@ -22,6 +22,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from state_machines.errors import ShadowControllerError
+
 from . import codec
 from .file_source import feedback_file
 from .operators import collect_less
@@ -107,8 +109,10 @@ def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> N
                             batch_id, d["reason"])
 
 
-class BatchInterrupted(Exception):
-    """The batch's thread was interrupted by `query.stop()` (see `_await_interrupt`)."""
+class BatchInterrupted(ShadowControllerError):
+    """A batch abandoned by a stop, whose thread `query.stop()` has interrupted (see
+    `_await_interrupt`). Raised out of `foreachBatch` so that Spark counts the batch as
+    interrupted, not failed; no command reports it (the runner's log filter drops it)."""
 
 
 # Spark recognises a Python foreachBatch function interrupted by a stop by this text in
