@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from state_machines.commands import DeletionReport
+from state_machines.errors import InvariantViolation
 from state_machines.loop import Pending, RawEvent, Sequencer, Work
 from state_machines.model import ControllerConfig
 from state_machines.outputs import ControlledShutdownResultRecord
@@ -76,7 +77,7 @@ def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfi
         position += len(chunk)
         if not chunk and not feedback:
             if pending is not None or buffer:
-                raise RuntimeError("the sequencer waits for deletion reports that no command will send")
+                raise InvariantViolation("the sequencer waits for deletion reports that no command will send")
             break
         seq = Sequencer(directory, config)
         pending, buffer = seq.run(pending, buffer, chunk, feedback)

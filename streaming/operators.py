@@ -1,4 +1,5 @@
-"""The job's two stateful operators: the only code that touches Spark's state.
+"""The job's two stateful operators: the only code Spark calls with state (the partition
+stage hands its `GroupState` to the storage strategy, `storage.py`).
 
 - The **sequencer** (`SequencerProcessor`, `transformWithStateInPandas` under the single
   key `SEQUENCER_KEY`): Kafka's controller is one event thread. Its state is the
@@ -12,7 +13,9 @@
   folded by the storage strategy, which holds its partitions' state.
 
 Both decode state, run the core, encode state and yield packed rows (`pipeline.py`);
-nothing else happens here.
+nothing else happens here. Each first sets the worker's collector thresholds
+(`collect_less`), and the sequencer keeps the directory it last wrote (`LastDirectory`):
+both rely on Spark reusing its Python workers between micro-batches.
 """
 
 from __future__ import annotations

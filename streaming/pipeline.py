@@ -94,7 +94,7 @@ def _encode_item(item: Any, dlq_max_value_bytes: int) -> tuple[str, str]:
     if isinstance(item, Command):
         return "cmd", codec.dumps(item)
     if isinstance(item, DeadLetter):
-        return "dlq", json.dumps(dead_letter(item, dlq_max_value_bytes), sort_keys=True)
+        return "dlq", codec.canonical_json(dead_letter(item, dlq_max_value_bytes))
     return "out", codec.dumps(item)
 
 
@@ -197,7 +197,7 @@ def _reply_rows(replies: EncodedReplies, dlq_max_value_bytes: int) -> list[Outpu
     for target, report in replies.reports:
         out.append(("report", 0, target, 0, codec.dumps(report)))
     for letter in replies.dead_letters:
-        out.append(("dlq", letter.offset, "", 0, json.dumps(dead_letter(letter, dlq_max_value_bytes), sort_keys=True)))
+        out.append(("dlq", letter.offset, "", 0, codec.canonical_json(dead_letter(letter, dlq_max_value_bytes))))
     return out
 
 

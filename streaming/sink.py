@@ -22,6 +22,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from state_machines.errors import ShadowControllerError
+
+from . import codec
 from .file_source import feedback_file
 from .operators import collect_less
 from .pipeline import assemble_batch, unpack_outputs
@@ -106,8 +109,10 @@ def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> N
                             batch_id, d["reason"])
 
 
-class BatchInterrupted(Exception):
-    """The batch's thread was interrupted by `query.stop()` (see `_await_interrupt`)."""
+class BatchInterrupted(ShadowControllerError):
+    """A batch abandoned by a stop, whose thread `query.stop()` has interrupted (see
+    `_await_interrupt`). Raised out of `foreachBatch` so that Spark counts the batch as
+    interrupted, not failed; no command reports it (the runner's log filter drops it)."""
 
 
 # Spark recognises a Python foreachBatch function interrupted by a stop by this text in
@@ -141,7 +146,7 @@ def _collect(df: DataFrame) -> list[tuple[str, int, str, int, str]]:
 
 def _write_lines(path: str, docs: list[dict[str, Any]] | list[str]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    lines = (d if isinstance(d, str) else json.dumps(d, separators=(",", ":")) for d in docs)
+    lines = (d if isinstance(d, str) else codec.compact_json(d) for d in docs)
     _atomic_write(path, "".join(line + "\n" for line in lines))
 
 

@@ -18,7 +18,8 @@ a batch) is paid per bucket: a bucket's state holds its partitions one line each
 partition runs through the same fold either way, so the decisions are the same bytes.
 
 `state` is anything shaped like Spark's `GroupState` (`exists`, `get`, `update`,
-`remove`); `batches.py` passes one kept in memory. The strategy is chosen once, by
+`remove`); `batches.py` passes one kept in memory. `stored_records` reads a group's
+state back from a checkpoint, in either layout. The strategy is chosen once, by
 `partition_storage`, and is frozen into a checkpoint (`settings/checkpoint.py`).
 """
 
@@ -29,6 +30,7 @@ from typing import Any, Protocol
 
 from state_machines.loop import DIRECT, PartitionSlot, Work
 from state_machines.model import ControllerConfig
+from state_machines.partition import PartitionRecord
 
 from . import codec
 from .pipeline import OutputRow, bucket_stage, direct_stage, partition_stage_rows
@@ -68,6 +70,10 @@ class PerPartition:
             state.update((codec.dumps(slot.record), slot.seq_cause, slot.seq_next))
         return out
 
+    @staticmethod
+    def records(state: dict[str, Any]) -> list[PartitionRecord]:
+        return [codec.loads(state["record"], codec.PartitionRecordType)]
+
 
 class Buckets:
     """Scale mode: partitions packed into `buckets` groups, labelled so that each of the
@@ -98,6 +104,10 @@ class Buckets:
         state.update((codec.bucket_text(entries),))
         return out
 
+    @staticmethod
+    def records(state: dict[str, Any]) -> list[PartitionRecord]:
+        return [codec.bucket_entry_in(entry)[0] for entry in codec.bucket_entries(state["slots"]).values()]
+
 
 PartitionStorage = PerPartition | Buckets
 
@@ -105,6 +115,12 @@ PartitionStorage = PerPartition | Buckets
 def partition_storage(buckets: int, shuffle_partitions: int) -> PartitionStorage:
     """Scale mode with `buckets` groups, or one group per partition when it is 0."""
     return Buckets(buckets, shuffle_partitions) if buckets else PerPartition()
+
+
+def stored_records(state: dict[str, Any]) -> list[PartitionRecord]:
+    """The partitions in one group's state as a checkpoint holds it (`state_reader`), by
+    the fields of its layout: a reader of a checkpoint needs no settings."""
+    return Buckets.records(state) if "slots" in state else PerPartition.records(state)
 
 
 def fold_group(storage: PartitionStorage, key: str, state: GroupStateLike, work: list[Work],
