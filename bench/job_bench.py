@@ -76,7 +76,9 @@ def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
 
 
 def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count: int | None) -> list[dict]:
-    from streaming.job import BatchSink, JobSettings, spark_session, start
+    from streaming.job import spark_session, start
+    from streaming.settings.schema import JobSettings
+    from streaming.sink import BatchSink
 
     settings = JobSettings(input=f"file:{work / 'in'}" if mode == "file" else "kafka",
                            output=f"file:{work / 'out'}" if mode == "file" else "kafka",
@@ -88,7 +90,7 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
     if mode == "kafka":
         from confluent_kafka import Producer
 
-        from streaming.broker import create_topics, embedded_broker
+        from tools.broker import create_topics, embedded_broker
 
         broker_ctx = embedded_broker(log_dir=work)
         broker = broker_ctx.__enter__()

@@ -1,114 +1,71 @@
-"""Encoding of the core's values for Spark state and for rows between operators.
+"""Encoding of the core's values for Spark state, for rows between operators and for the
+decisions the job writes.
 
-Checkpoints outlive code, so everything persisted goes through here: one JSON document per
-value, with the schema version `SCHEMA_VERSION` stored beside it. Values are the core's
-frozen dataclasses; the encoding is derived from their type hints (a field is written by
-name; tuples become lists, enums their Kafka names, frozensets sorted lists; a union of
-dataclasses is tagged with the class name), so adding a field with a default is a
-compatible change and anything else bumps the version and adds a migration to `_MIGRATIONS`.
+Checkpoints outlive code, so everything persisted goes through here, and every encoding
+carries its version; the versions are listed once, in `VERSIONS`, and a reader refuses a
+version it does not know (`check_version`) rather than guess. There are four encodings:
 
-JSON strings are used rather than Spark map/array state fields because those crash the
-Python worker in 4.3.0 (spark-notes).
+- `state`: the generic document `{"v": version, "d": value}`, derived from the values'
+  type hints (`tagged.py`), so adding a field with a default is a compatible change and
+  anything else bumps the version and adds a migration to `MIGRATIONS`;
+- `compact`: JSON arrays, version first, for the values every partition touches on every
+  command (its `PartitionRecord`, its `Command`, the directory's records), written from
+  templates because they are written by the ten thousand;
+- `bucket`: scale mode's state of one bucket, one line per partition under a header;
+- `contract`: a decision record as the contract's JSON (docs/contract.md), from templates
+  for the four records a fan-out produces, otherwise through `compact_json`.
+
+`dumps` and `loads` pick the encoding by type. JSON strings are used rather than Spark
+map/array state fields because those crash the Python worker in 4.3.0 (spark-notes).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import types
-import typing
-from enum import Enum
-from functools import cache
 from typing import Any, Union
 
-from state_machines import commands, directory, event_types, events, model, outputs, partition, partition_record
+from state_machines import commands, directory, model, outputs, partition
+from state_machines.errors import ShadowControllerError
+from state_machines.states import LeaderRecoveryState, PartitionState, ReplicaState
 
-SCHEMA_VERSION = 1
+from .tagged import TAGGED, from_jsonable, to_jsonable
 
-# Every dataclass that may appear inside a tagged union, by name.
-_TAGGED: dict[str, type] = {}
-for _module in (commands, directory, model, outputs, partition, partition_record, events, event_types):
-    for _name in dir(_module):
-        _obj = getattr(_module, _name)
-        if isinstance(_obj, type) and dataclasses.is_dataclass(_obj) and _obj.__module__ == _module.__name__:
-            _TAGGED[_obj.__name__] = _obj
+# -- versions ---------------------------------------------------------------------------------
 
-
-def to_jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value.value if isinstance(value, Enum) else value
-    if isinstance(value, Enum):
-        return value.value
-    if dataclasses.is_dataclass(value):
-        out = {"_t": type(value).__name__}
-        for f in dataclasses.fields(value):
-            out[f.name] = to_jsonable(getattr(value, f.name))
-        return out
-    if isinstance(value, (tuple, list)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, frozenset):
-        return sorted(to_jsonable(v) for v in value)
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    raise TypeError(f"cannot encode {type(value).__name__}")
+VERSIONS = {
+    "state": 1,  # the generic document's "v"
+    "compact": 1,  # the first element of a compact array
+    "bucket": 1,  # in a bucket's header line
+    "contract": 1,  # a decision record's "v" (docs/contract.md; as outputs.to_contract writes it)
+}
+SCHEMA_VERSION = VERSIONS["state"]
+COMPACT_VERSION = VERSIONS["compact"]
+CONTRACT_VERSION = VERSIONS["contract"]
+BUCKET_HEADER = f"bucket-v{VERSIONS['bucket']}"
+# version -> function(document) -> document of version + 1
+MIGRATIONS: dict[int, Any] = {}
 
 
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    module = __import__(cls.__module__, fromlist=["_"])
-    return typing.get_type_hints(cls, vars(module))
+class UnknownEncoding(ShadowControllerError, ValueError):
+    """Stored text in an encoding or a version this build does not read (a checkpoint
+    written by another build): refused, never guessed at."""
 
 
-def from_jsonable(data: Any, hint: Any) -> Any:
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if hint is Any:
-        return data
-    if origin in (Union, types.UnionType):
-        if data is None:
-            return None
-        if isinstance(data, dict) and "_t" in data:
-            return from_jsonable(data, _TAGGED[data["_t"]])
-        non_none = [a for a in args if a is not type(None)]
-        return from_jsonable(data, non_none[0]) if len(non_none) == 1 else data
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(from_jsonable(v, args[0]) for v in data)
-        return tuple(from_jsonable(v, a) for v, a in zip(data, args))
-    if origin is frozenset:
-        return frozenset(from_jsonable(v, args[0]) for v in data)
-    if origin is dict:
-        return {k: from_jsonable(v, args[1]) for k, v in data.items()}
-    if isinstance(hint, type) and issubclass(hint, Enum):
-        return hint(data)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        cls = _TAGGED.get(data.get("_t", ""), hint) if isinstance(data, dict) else hint
-        hints = _hints(cls)
-        kwargs = {f.name: from_jsonable(data[f.name], hints[f.name]) for f in dataclasses.fields(cls) if f.name in data}
-        return cls(**kwargs)
-    return data
+def check_compact(what: str, found: Any) -> None:
+    """Refuse a compact array of another version than COMPACT_VERSION."""
+    if found != COMPACT_VERSION:
+        raise UnknownEncoding(f"{what} in compact version {found}; this build reads {COMPACT_VERSION}")
 
 
-_MIGRATIONS: dict[int, Any] = {}  # version -> function(document) -> document of version + 1
-
-
-def dumps(value: Any) -> str:
-    return json.dumps({"v": SCHEMA_VERSION, "d": to_jsonable(value)}, separators=(",", ":"), sort_keys=True)
-
-
-def loads(text: str, hint: Any) -> Any:
-    doc = json.loads(text)
-    version = doc.get("v")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise ValueError(f"state written by schema version {version!r}; this build reads up to {SCHEMA_VERSION}")
-    while version < SCHEMA_VERSION:
-        doc = _MIGRATIONS[version](doc)
-        version += 1
-    return from_jsonable(doc["d"], hint)
+# The two JSON writers shared by everything here (json.dumps builds an encoder per call
+# when given options): compact, as the contract writes records, and canonical, the same
+# with keys sorted, so that the same value always has the same bytes.
+compact_json = json.JSONEncoder(separators=(",", ":")).encode
+canonical_json = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
 
 # The sequencer's directory map holds, beside its records, a stamp naming its version
-# (streaming/job.py), under a key no record has: records are "controller", "broker-<id>"
+# (streaming/operators.py), under a key no record has: records are "controller", "broker-<id>"
 # and "topic-<name>", and a topic name cannot hold "~".
 DIRECTORY_STAMP_KEY = "~stamp"
 
@@ -143,12 +100,11 @@ def _ints(values: tuple[int, ...]) -> str:
 # Compact encodings of the two values every partition touches on every command. They are
 # JSON arrays with their own version first; `dumps`/`loads` pick them by type.
 
-COMPACT_VERSION = 1
 _Rec = partition.PartitionRecord
 _Cmd = commands.Command
-_R = {s.value: s for s in __import__("state_machines.states", fromlist=["ReplicaState"]).ReplicaState}
-_P = {s.value: s for s in __import__("state_machines.states", fromlist=["PartitionState"]).PartitionState}
-_LRS = __import__("state_machines.states", fromlist=["LeaderRecoveryState"]).LeaderRecoveryState
+_R = {s.value: s for s in ReplicaState}
+_P = {s.value: s for s in PartitionState}
+_LRS = LeaderRecoveryState
 
 
 def _la_out(la: model.LeaderAndIsr | None) -> list | None:
@@ -195,10 +151,10 @@ def _record_out(r: partition.PartitionRecord) -> list:
             [[b, s.value] for b, s in r.replica_states], _brokers_out(r.brokers), r.being_reassigned]
 
 
-# The same bytes as `_compact(_record_out(r))`, written directly: the JSON encoder builds a
-# C encoder object per call, and the nested lists it would read are built only to be read.
-# Every partition a command changes is written once per batch. (tests/unit/test_codec.py
-# holds the two to the same bytes.)
+# The same bytes as `compact_json(_record_out(r))`, written directly: the JSON encoder
+# builds a C encoder object per call, and the nested lists it would read are built only to
+# be read. Every partition a command changes is written once per batch.
+# (tests/unit/test_codec.py holds the two to the same bytes.)
 _BOOL = {True: "true", False: "false"}
 _QUOTED: dict[Any, str] = {s: _str(s.value) for enum in (_R.values(), _P.values(), _LRS) for s in enum}
 
@@ -220,8 +176,7 @@ def _record_text(r: partition.PartitionRecord) -> str:
 
 
 def _record_in(a: list) -> partition.PartitionRecord:
-    if a[0] != COMPACT_VERSION:
-        raise ValueError(f"partition state in compact version {a[0]}; this build reads {COMPACT_VERSION}")
+    check_compact("partition state", a[0])
     return partition.PartitionRecord(
         a[1], a[2], model.ReplicaAssignment(tuple(a[3]), tuple(a[4]), tuple(a[5])),
         _P[a[6]] if a[6] is not None else None, _la_in(a[7]),
@@ -243,7 +198,7 @@ def _op_in(a: list) -> Any:
     if name == "LoadPartition":
         return commands.LoadPartition(model.ReplicaAssignment(tuple(args[0]), tuple(args[1]), tuple(args[2])),
                                       _la_in(args[3]), args[4])
-    cls = _TAGGED[name]
+    cls = TAGGED[name]
     return cls(*(tuple(v) if isinstance(v, list) else v for v in args))
 
 
@@ -261,7 +216,7 @@ def _command_text(c: commands.Command) -> str:
         x = c.ctx
         ctx = [x.active, x.controller_epoch, x.unclean_leader_election_enable, x.queued_for_deletion,
                _brokers_out(x.brokers)]
-        text = _compact([COMPACT_VERSION, c.cause_offset, c.cause_id, ctx, _op_out(c.op)])
+        text = compact_json([COMPACT_VERSION, c.cause_offset, c.cause_id, ctx, _op_out(c.op)])
         last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
     return f"{c.topic}\t{c.partition}\t{last[4]}"
 
@@ -271,8 +226,7 @@ def _command_from_text(text: str) -> commands.Command:
     parts = _SHARED.get(shared)
     if parts is None:
         a = json.loads(shared)
-        if a[0] != COMPACT_VERSION:
-            raise ValueError(f"command in compact version {a[0]}; this build reads {COMPACT_VERSION}")
+        check_compact("command", a[0])
         x = a[3]
         parts = (a[1], a[2], commands.PartitionContext(x[0], x[1], x[2], x[3], _brokers_in(x[4])), _op_in(a[4]))
         if len(_SHARED) >= 4096:
@@ -296,8 +250,7 @@ def _directory_out(rec: Any) -> list:
 
 def _directory_in(a: list) -> Any:
     kind, version = a[0], a[1]
-    if version != COMPACT_VERSION:
-        raise ValueError(f"directory record in compact version {version}; this build reads {COMPACT_VERSION}")
+    check_compact("directory record", version)
     if kind == "T":
         return directory.TopicRecord(
             tuple((p, tuple(b)) for p, b in a[2]), tuple((k, v) for k, v in a[3]), a[4], a[5], a[6],
@@ -308,27 +261,29 @@ def _directory_in(a: list) -> Any:
         return directory.BrokerRecord(model.BrokerFact(a[2][0], a[2][1], a[2][2]))
     if kind == "C":
         return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]))
-    raise ValueError(f"unknown directory record kind {kind!r}")
+    raise UnknownEncoding(f"unknown directory record kind {kind!r}")
 
 
-# json.dumps builds an encoder per call when given separators; the hot paths share one.
-_compact = json.JSONEncoder(separators=(",", ":")).encode
 _DIRECTORY_TYPES = (directory.TopicRecord, directory.BrokerRecord, directory.ControllerRecord)
-_generic_dumps = dumps
-_generic_loads = loads
 
 
-def dumps(value: Any) -> str:  # type: ignore[no-redef]
+# -- dumps and loads: the encoding by type --------------------------------------------------
+
+def dumps(value: Any) -> str:
+    """`value` in its encoding: compact for a command, a partition record and a directory
+    record, the versioned generic document for anything else."""
     if isinstance(value, _Cmd):
         return _command_text(value)
     if isinstance(value, _Rec):
         return _record_text(value)
     if isinstance(value, _DIRECTORY_TYPES):
-        return _compact(_directory_out(value))
-    return _generic_dumps(value)
+        return compact_json(_directory_out(value))
+    return canonical_json({"v": SCHEMA_VERSION, "d": to_jsonable(value)})
 
 
-def loads(text: str, hint: Any) -> Any:  # type: ignore[no-redef]
+def loads(text: str, hint: Any) -> Any:
+    """The value of type `hint` that `dumps` wrote as `text` (a generic document of an
+    older schema version is migrated first)."""
     if hint is _Cmd:
         return _command_from_text(text)
     if text.startswith("["):
@@ -338,7 +293,14 @@ def loads(text: str, hint: Any) -> Any:  # type: ignore[no-redef]
         if hint is DirectoryRecord or hint in _DIRECTORY_TYPES:
             return _directory_in(doc)
         raise TypeError(f"no compact decoding for {hint!r}")
-    return _generic_loads(text, hint)
+    doc = json.loads(text)
+    version = doc.get("v")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise UnknownEncoding(f"state written by schema version {version!r}; this build reads up to {SCHEMA_VERSION}")
+    while version < SCHEMA_VERSION:
+        doc = MIGRATIONS[version](doc)
+        version += 1
+    return from_jsonable(doc["d"], hint)
 
 
 # ---------------------------------------------------------------------------------------
@@ -347,7 +309,6 @@ def loads(text: str, hint: Any) -> Any:  # type: ignore[no-redef]
 # partitions it touches; the others are carried as text. (Topic names cannot hold a tab
 # or newline, and the compact JSON of a record holds neither unescaped.)
 
-BUCKET_HEADER = "bucket-v1"
 
 
 def bucket_entries(text: str | None) -> dict[str, str]:
@@ -356,7 +317,7 @@ def bucket_entries(text: str | None) -> dict[str, str]:
         return {}
     header, _, body = text.partition("\n")
     if header != BUCKET_HEADER:
-        raise ValueError(f"bucket state in layout {header[:20]!r}; this build reads {BUCKET_HEADER!r}")
+        raise UnknownEncoding(f"bucket state in layout {header[:20]!r}; this build reads {BUCKET_HEADER!r}")
     out = {}
     for line in body.split("\n"):
         gkey, _, rest = line.partition("\t")
@@ -385,7 +346,7 @@ def bucket_text(entries: dict[str, str]) -> str:
 # others through the encoder (which writes tuples as arrays, so no lists are built).
 
 def _head(rec: Any, cause_offset: int, cause_id: str | None, seq: int) -> str:
-    return (f'{{"v":1,"type":"{rec.TYPE}","cause_offset":{cause_offset},"cause_id":{_opt(cause_id)},"seq":{seq},'
+    return (f'{{"v":{CONTRACT_VERSION},"type":"{rec.TYPE}","cause_offset":{cause_offset},"cause_id":{_opt(cause_id)},"seq":{seq},'
             f'"topic":{_str(rec.topic)},"partition":{rec.partition},')
 
 
@@ -426,6 +387,6 @@ def decision_json(record: outputs.Record, cause_offset: int, cause_id: str | Non
     template = _TEMPLATES.get(cls)
     if template is not None:
         return template(record, cause_offset, cause_id, seq)
-    doc = {"v": 1, "type": record.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq}
+    doc = {"v": CONTRACT_VERSION, "type": record.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq}
     doc.update((n, getattr(record, n)) for n in outputs.field_names(cls))
-    return _compact(doc)
+    return compact_json(doc)

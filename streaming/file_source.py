@@ -6,7 +6,7 @@ exactly as `shadow-controller simulate` numbers lines. A file is read once it is
 (it ends with a newline): write a file elsewhere and rename it into the directory.
 
 `shadow-feedback` streams the deletion reports the job writes for itself (see
-`streaming/job.py`): one file per micro-batch, named by batch id.
+`streaming/sink.py`): one file per micro-batch, named by batch id.
 
 Both readers are deterministic for a given offset range, which is what makes a restart
 from the checkpoint exact.

@@ -2,12 +2,12 @@
 
 The Spark query is: events (and the job's own feedback) -> the **sequencer**, in
 `transformWithStateInPandas` under one key -> the **partition stage**, in
-`applyInPandasWithState` keyed by topic-partition (or bucket) -> the **batch sink**, in
-`foreachBatch`. The controller's loop itself is the core's (`state_machines/loop.py`):
-the sequencer runs `Sequencer`, the partition stage `fold_partition`, the direct group
-`number_directory_records` and the sink `merge_shutdown_shares`, exactly as the in-process
-engine does. This module only encodes what they return so it can cross Spark, and decodes
-it on the other side; `run_batches` runs the same path without Spark, for tests.
+`applyInPandasWithState` keyed by topic-partition (or bucket, `storage.py`) -> the **batch
+sink**, in `foreachBatch`. The controller's loop itself is the core's
+(`state_machines/loop.py`): the sequencer runs `Sequencer`, the partition stage
+`fold_partition`, the direct group `number_directory_records` and the sink
+`merge_shutdown_shares`, exactly as the in-process engine does. This module only encodes what they return so it can cross Spark, and decodes
+it on the other side; `batches.run_batches` runs the same path without Spark, for tests.
 
 Deletion reports cannot loop inside one micro-batch: they travel through the feedback
 files to the next one, and meanwhile the sequencer holds every later event. Decisions are
@@ -19,37 +19,24 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from state_machines.commands import Command, DeletionReport
+from state_machines.commands import Command
 from state_machines.loop import (
-    DIRECT, EMPTY_SLOT, DeadLetter, Decision, PartitionSlot, Pending, RawEvent, Replies, Sequencer, Work,
-    fold_partition, fold_partitions, merge_shutdown_shares, number_directory_records,
+    DeadLetter, Decision, PartitionSlot, Replies, Work, fold_partition, fold_partitions, merge_shutdown_shares,
+    number_directory_records,
 )
 from state_machines.model import ControllerConfig
 from state_machines.outputs import ControlledShutdownResultRecord, Record, StillLeads
 
 from . import codec
-from .spark_hash import balanced_labels
 
 __all__ = [
-    "DIRECT", "PartitionSlot", "Pending", "RawEvent", "Sequencer", "assemble_batch", "bucket_stage",
-    "dead_letter", "direct_stage", "group_of", "pack_outputs", "pack_work", "partition_stage_rows",
-    "run_batches", "unpack_outputs", "unpack_work",
+    "assemble_batch", "bucket_stage", "dead_letter", "direct_stage", "pack_outputs", "pack_work",
+    "partition_stage_rows", "unpack_outputs", "unpack_work",
 ]
-
-
-def group_of(target: str, buckets: int = 0, shuffle_partitions: int = 1) -> str:
-    """The Spark group of a partition's work. Per-partition keying (buckets = 0) is the
-    default; scale mode packs partitions into `buckets` groups by a stable hash, so Spark's
-    per-group cost is paid per bucket. Each partition keeps its own state either way.
-    Bucket labels are chosen to spread evenly over the shuffle partitions (`spark_hash`)."""
-    if target == DIRECT or not buckets:
-        return target
-    return balanced_labels(buckets, shuffle_partitions)[zlib.crc32(target.encode()) % buckets]
 
 
 # A dead-letter reason is one line; what it quotes of the input is already bounded.
@@ -107,7 +94,7 @@ def _encode_item(item: Any, dlq_max_value_bytes: int) -> tuple[str, str]:
     if isinstance(item, Command):
         return "cmd", codec.dumps(item)
     if isinstance(item, DeadLetter):
-        return "dlq", json.dumps(dead_letter(item, dlq_max_value_bytes), sort_keys=True)
+        return "dlq", codec.canonical_json(dead_letter(item, dlq_max_value_bytes))
     return "out", codec.dumps(item)
 
 
@@ -210,7 +197,7 @@ def _reply_rows(replies: EncodedReplies, dlq_max_value_bytes: int) -> list[Outpu
     for target, report in replies.reports:
         out.append(("report", 0, target, 0, codec.dumps(report)))
     for letter in replies.dead_letters:
-        out.append(("dlq", letter.offset, "", 0, json.dumps(dead_letter(letter, dlq_max_value_bytes), sort_keys=True)))
+        out.append(("dlq", letter.offset, "", 0, codec.canonical_json(dead_letter(letter, dlq_max_value_bytes))))
     return out
 
 
@@ -288,60 +275,3 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
     # a row holds a run of one partition's records for one cause
     records = [(key, doc) for _, key, _, payload in decisions for doc in payload.split("\n")]
     return BatchOutput(records, dlq, reports, observations)
-
-
-def _order(d: dict[str, Any]) -> tuple[int, str, int]:
-    if d["type"] == ControlledShutdownResultRecord.TYPE:
-        key = f"broker-{d['broker_id']}"
-    else:
-        key = f"{d['topic']}-{d['partition']}"
-    return (d["cause_offset"], key, d["seq"])
-
-
-# ---------------------------------------------------------------------------------------
-# the whole job without Spark
-
-
-def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfig = ControllerConfig(),
-                buckets: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """Replay lines in micro-batches of `batch_size` events as the Spark job does (feedback
-    included, everything packed as it crosses Spark). Returns (decisions, dlq records,
-    number of micro-batches)."""
-    directory: dict[str, Any] = {}
-    states: dict[str, Any] = {}  # per group: a slot, or (scale mode) a bucket's slots
-    pending: Pending | None = None
-    buffer: list[RawEvent] = []
-    feedback: list[DeletionReport] = []
-    decisions: list[dict[str, Any]] = []
-    dlq: list[dict[str, Any]] = []
-    position, batches = 0, 0
-    while True:
-        chunk = [RawEvent(i, lines[i], f"line:{i}") for i in range(position, min(position + batch_size, len(lines)))]
-        position += len(chunk)
-        if not chunk and not feedback:
-            if pending is not None or buffer:
-                raise RuntimeError("the sequencer waits for deletion reports that no command will send")
-            break
-        seq = Sequencer(directory, config)
-        pending, buffer = seq.run(pending, buffer, chunk, feedback)
-        groups: dict[str, list[Work]] = {}
-        for w in seq.work:
-            groups.setdefault(group_of(w.target, buckets), []).append(w)
-        packed: list[str] = []
-        for grp, group in groups.items():
-            group = unpack_work(pack_work(group))  # as they cross Spark
-            if grp == DIRECT:
-                packed.extend(pack_outputs(direct_stage(group)))
-            elif buckets:
-                packed.extend(pack_outputs(bucket_stage(states.setdefault(grp, {}), group, config)))
-            else:
-                slot, out = partition_stage_rows(states.get(grp, EMPTY_SLOT), group, config)
-                states[grp] = slot
-                packed.extend(pack_outputs(out))
-        batch = assemble_batch(unpack_outputs(packed))
-        decisions.extend(json.loads(payload) for _, payload in batch.decisions)
-        dlq.extend(batch.dlq)
-        feedback = [codec.loads(r, DeletionReport) for r in batch.reports]
-        batches += 1
-    decisions.sort(key=_order)
-    return decisions, dlq, batches

@@ -7,12 +7,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .exits import Unreachable, UsageError
-
-if TYPE_CHECKING:
-    from .job import JobSettings
+from .settings.checkpoint import check_frozen, check_source
+from .settings.schema import JobSettings
 
 BROKER_TIMEOUT_S = 10.0
 
@@ -67,11 +66,9 @@ def check_output_file(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {path}: no such directory {directory}")
 
 
-def check_run(settings: "JobSettings") -> None:
+def check_run(settings: JobSettings) -> None:
     """Everything `run` refuses before Spark starts: a checkpoint laid out or recorded under
     other settings, a missing input directory, a broker that does not answer."""
-    from .replay import check_frozen, check_source
-
     if os.path.exists(settings.checkpoint) and not os.path.isdir(settings.checkpoint):
         raise UsageError(f"job.checkpoint {settings.checkpoint}: a file, not a directory")
     check_frozen(settings, settings.checkpoint)

@@ -10,6 +10,7 @@ from typing import Any
 from state_machines.partition import PartitionRecord
 
 from . import codec
+from .storage import stored_records
 
 PARTITION_OPERATOR = "applyInPandasWithState"
 SEQUENCER_OPERATOR = "transformWithStateInPandasExec"
@@ -38,12 +39,7 @@ def partition_records(spark: Any, checkpoint: str, batch_id: int | None = None) 
     """Every partition's state after micro-batch `batch_id` (default: the last committed)."""
     out = {}
     for row in _reader(spark, checkpoint, PARTITION_OPERATOR, batch_id).collect():
-        state = row["value"]["groupState"].asDict()
-        if "slots" in state:  # scale mode: a bucket of partitions
-            records = [codec.bucket_entry_in(e)[0] for e in codec.bucket_entries(state["slots"]).values()]
-        else:
-            records = [codec.loads(state["record"], codec.PartitionRecordType)]
-        for record in records:
+        for record in stored_records(row["value"]["groupState"].asDict()):
             out[(record.topic, record.partition)] = record
     return out
 

@@ -14,7 +14,8 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator["object"]:
-    from streaming.job import JobSettings, spark_session
+    from streaming.job import spark_session
+    from streaming.settings.schema import JobSettings
 
     session = spark_session(JobSettings(input="", output="", checkpoint=""), app_name="shadow-controller-tests")
     session.sparkContext.setLogLevel("ERROR")

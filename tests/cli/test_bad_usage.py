@@ -25,8 +25,8 @@ import pytest
 from state_machines.engine import Engine
 from state_machines.events import parse_event
 from streaming import exits
-from streaming.job import JobSettings
-from streaming.replay import save_settings
+from streaming.settings.checkpoint import save_settings
+from streaming.settings.schema import JobSettings
 
 UNREACHABLE = "127.0.0.1:1"
 EVENTS = [
@@ -187,7 +187,7 @@ class Outcome:
 
 def cli(argv: list[str], cwd: Path, timeout: float = 60) -> Outcome:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "streaming.cli", *argv], cwd=cwd, env=no_java_env(),
+    proc = subprocess.run([sys.executable, "-m", "tools.cli", *argv], cwd=cwd, env=no_java_env(),
                           capture_output=True, text=True, timeout=timeout)
     return Outcome(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
 

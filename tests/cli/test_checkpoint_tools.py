@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from streaming import exits
-from streaming.cli import main as cli_main
-from streaming.job import JobSettings
-from streaming.replay import add_parser as add_replay_parser
-from streaming.replay import run_replay, save_settings
+from tools.cli import main as cli_main
+from tools.replay import add_parser as add_replay_parser
+from tools.replay import run_replay
+from streaming.settings.checkpoint import save_settings
+from streaming.settings.schema import JobSettings
 from tests.streaming.spark_helpers import run_file_job
 
 pytestmark = pytest.mark.spark

@@ -1,4 +1,4 @@
-"""Settings of `shadow-controller run`: one schema (streaming/settings.py) that every key of
+"""Settings of `shadow-controller run`: one schema (streaming/settings/schema.py) that every key of
 every section is checked against, typed values, the names a Spark or Kafka user would guess,
 and the checkpoint's record of its settings and input."""
 
@@ -14,14 +14,14 @@ import pytest
 
 from state_machines.events import InputLimits
 from state_machines.model import ControllerConfig
-from streaming import settings
 from streaming.exits import USAGE, UsageError
-from streaming.job import JobSettings
-from streaming.replay import (
-    SETTINGS_FILE, CheckpointMismatch, branch_settings, check_frozen, check_source, load_settings, save_settings,
-    with_overrides,
+from tools.replay import branch_settings
+from streaming.settings import schema as settings
+from streaming.settings.checkpoint import (
+    SETTINGS_FILE, CheckpointMismatch, check_frozen, check_source, load_settings, save_settings,
 )
-from streaming.settings import SCHEMA, SettingError
+from streaming.settings.kinds import SettingError
+from streaming.settings.schema import SCHEMA, JobSettings, with_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
-from streaming.broker import EmbeddedBroker, create_topics, embedded_broker
+from tools.broker import EmbeddedBroker, create_topics, embedded_broker
 
 _topic_ids = itertools.count()
 
@@ -30,7 +30,7 @@ def bootstrap(kafka_broker: EmbeddedBroker) -> str:
 def spark(spark):
     """The run's one SparkSession (tests/conftest.py: local[2], 2 shuffle partitions), with
     `kafka-py` registered whatever the job module does."""
-    from streaming.kafka_source import register
+    from streaming.kafka.source import register
 
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
     register(spark)

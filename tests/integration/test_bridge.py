@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from state_machines.events import parse_event
-from streaming.bridge import BridgeSettings, ClusterReader, EventsWriter, poll_once, run_bridge
-from streaming.broker import create_topics
-from streaming.job import JobSettings
+from tools.bridge import BridgeSettings, poll_once, run_bridge
+from tools.bridge_io import ClusterReader, EventsWriter
+from tools.broker import create_topics
+from streaming.settings.schema import JobSettings
 
 from tests.integration.kafka_helpers import consume_all
 from tests.streaming.spark_helpers import run_to_end
@@ -130,7 +131,7 @@ def test_a_restart_with_the_same_state_file_emits_nothing(bootstrap, new_topic, 
     saved = state.read_text()
     assert emitted > 0
 
-    caplog.set_level(logging.INFO, logger="streaming.bridge")
+    caplog.set_level(logging.INFO, logger="tools.bridge")
     assert bridge_once(bootstrap, events_topic, state) == 0
     assert "bridge: 0 events" in caplog.text
     assert len(read_topic(bootstrap, events_topic)) == emitted
@@ -139,7 +140,7 @@ def test_a_restart_with_the_same_state_file_emits_nothing(bootstrap, new_topic, 
 
 def test_a_crash_between_produce_and_save_re_emits_exactly_that_poll(bootstrap, new_topic, topics, tmp_path,
                                                                      monkeypatch):
-    import streaming.bridge as bridge
+    import tools.bridge as bridge
 
     events_topic, _ = topics
     state = str(tmp_path / "bridge-state.json")
@@ -173,12 +174,12 @@ def test_an_unreachable_cluster_is_logged_and_retried_without_raising(tmp_path, 
     waits: list[float] = []
     settings = BridgeSettings(f"127.0.0.1:{port}", state=str(tmp_path / "state.json"), once=True,
                               request_timeout_s=0.5, max_retries=3, backoff_initial_s=0.25, backoff_max_s=0.5)
-    caplog.set_level(logging.INFO, logger="streaming.bridge")
+    caplog.set_level(logging.INFO, logger="tools.bridge")
 
     assert run_bridge(settings, sleep=waits.append) == 1
 
     assert waits == [0.25, 0.5, 0.5]  # exponential, capped
-    lines = [r.getMessage() for r in caplog.records if r.name == "streaming.bridge"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "tools.bridge"]
     assert len(lines) == 4
     for attempt, line in enumerate(lines[:3], 1):
         assert f"cluster 127.0.0.1:{port} unreachable (attempt {attempt})" in line

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streaming.cli import main as cli_main
+from tools.cli import main as cli_main
 from tests.integration.kafka_helpers import consume_all
 
 

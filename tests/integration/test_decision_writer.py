@@ -6,9 +6,9 @@ import base64
 
 import pytest
 
-from streaming.job import JobSettings
-from streaming.kafka_io import DecisionWriter
-from streaming.kafka_producer import DeliveryFailed
+from streaming.kafka.decisions import DecisionWriter
+from streaming.kafka.errors import DeliveryFailed
+from streaming.settings.schema import JobSettings
 from tests.integration.kafka_helpers import consume_all
 
 
@@ -18,7 +18,7 @@ def _settings(bootstrap: str, decisions: str, events: str = "controller-events",
 
 
 def test_batches_land_in_order_with_their_keys_and_dead_letters(bootstrap, new_topic):
-    from streaming.broker import create_topics
+    from tools.broker import create_topics
 
     decisions, events = new_topic(), new_topic()
     dlq = f"{events}.dlq"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from streaming.broker import create_topics
-from streaming.job import JobSettings
+from tools.broker import create_topics
+from streaming.settings.schema import JobSettings
 from tests.golden.test_golden_decisions import ALL, GOLDEN
 from tests.integration.kafka_helpers import consume_all
 from tests.streaming.spark_helpers import run_to_end, write_input

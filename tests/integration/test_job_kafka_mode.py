@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.job import JobSettings
+from streaming.settings.schema import JobSettings
 from tests.integration.kafka_helpers import consume_all
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import assert_same_multiset, run_to_end, simulate_records
@@ -25,7 +25,7 @@ def run_kafka_job(spark, bootstrap, new_topic, produce, tmp_path: Path, lines: l
                   max_offsets: int | None = None):
     events = new_topic(prefix="events")
     decisions = new_topic(prefix="decisions")
-    from streaming.broker import create_topics
+    from tools.broker import create_topics
 
     create_topics(bootstrap, {f"{events}.dlq": 1})
     produce(events, [(None, line) for line in lines], linger_ms=50)

@@ -292,7 +292,8 @@ def test_unconfirmed_deliveries_raise_instead_of_being_dropped():
     import pyarrow as pa
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from streaming.kafka_sink import DeliveryFailed, SinkOptions, produce_batches
+    from streaming.kafka.errors import DeliveryFailed
+    from streaming.kafka.sink import SinkOptions, produce_batches
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -15,8 +15,8 @@ import random
 
 import pytest
 
-from streaming.broker import create_topics
-from streaming.job import JobSettings
+from tools.broker import create_topics
+from streaming.settings.schema import JobSettings
 from tests.integration.kafka_helpers import consume_all
 from tests.poison import fuzzed, named_poisons, poisoned_log, remap
 from tests.property.generator import generate_log

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.broker import EmbeddedBroker, create_topics, embedded_broker
+from tools.broker import EmbeddedBroker, create_topics, embedded_broker
 from tests.integration.kafka_helpers import consume_all
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import canonical, simulate_records
@@ -71,7 +71,7 @@ class Job:
                  available_now: bool = False) -> None:
         events, decisions = topics
         self.log_path = base / f"job-{len(list(base.glob('job-*.log')))}.log"
-        cmd = [sys.executable, "-m", "streaming.cli", "run", "--input", "kafka", "--output", "kafka",
+        cmd = [sys.executable, "-m", "tools.cli", "run", "--input", "kafka", "--output", "kafka",
                "--checkpoint", str(base / "ckpt"), "--bootstrap-servers", bootstrap,
                "--set", f'kafka.events_topic="{events}"', "--set", f'kafka.decisions_topic="{decisions}"',
                "--set", f"job.stop_timeout_seconds={STOP_TIMEOUT_S}", *settings]
@@ -354,7 +354,10 @@ def test_a_read_waits_out_an_outage_longer_than_its_poll_timeout(broker, tmp_pat
     """The connector's read, in process: with the broker frozen for longer than
     `kafkaConsumer.pollTimeoutMs` (where it used to fail), it reports the outage, then
     returns the whole range once the broker is back."""
-    from streaming.kafka_source import KafkaInputPartition, SourceOptions, read_outage, read_range
+    from streaming.kafka.offsets import KafkaInputPartition
+    from streaming.kafka.options import SourceOptions
+    from streaming.kafka.outage import read_outage
+    from streaming.kafka.reader import read_range
 
     bootstrap = broker.bootstrap_servers
     create_topics(bootstrap, {"t": 1})
@@ -392,8 +395,9 @@ def test_a_producer_waiting_for_a_broker_gives_up_when_cancelled() -> None:
     """No broker at all: records wait (message.timeout.ms = 0) until `cancel` is set."""
     import socket
 
-    from streaming.kafka_producer import CheckedProducer, WriteAbandoned
-    from streaming.kafka_source import quiet
+    from streaming.kafka.client import quiet
+    from streaming.kafka.errors import WriteAbandoned
+    from streaming.kafka.producer import CheckedProducer
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -12,7 +12,8 @@ from state_machines.engine import Engine
 from state_machines.errors import InvalidEvent
 from state_machines.events import parse_line
 from state_machines.model import ControllerConfig
-from streaming.job import JobSettings, start
+from streaming.job import start
+from streaming.settings.schema import JobSettings
 
 
 def canonical(record: dict[str, Any]) -> str:

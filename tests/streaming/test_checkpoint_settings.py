@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from streaming.cli import main as cli_main
-from streaming.job import JobSettings
-from streaming.replay import SETTINGS_FILE, STATE_LAYOUT, CheckpointMismatch, check_frozen, save_settings
+from tools.cli import main as cli_main
+from streaming.settings.checkpoint import SETTINGS_FILE, STATE_LAYOUT, CheckpointMismatch, check_frozen, save_settings
+from streaming.settings.schema import JobSettings
 
 
 def _checkpoint(tmp_path, **settings) -> tuple[str, JobSettings]:

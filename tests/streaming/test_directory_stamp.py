@@ -1,5 +1,5 @@
 """The sequencer's Python worker keeps the directory it last wrote, and uses it only under
-the stamp the state store holds (job.LastDirectory)."""
+the stamp the state store holds (operators.LastDirectory)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import pytest
 from state_machines.directory import BrokerRecord
 from state_machines.model import BrokerFact
 from streaming import codec, state_reader
-from streaming.job import BatchSink, JobSettings, LastDirectory, start
+from streaming.job import start
+from streaming.operators import LastDirectory
+from streaming.settings.schema import JobSettings
+from streaming.sink import BatchSink
 from tests.streaming.spark_helpers import (
     assert_same_multiset, read_output, run_to_end, simulate_records, write_input,
 )

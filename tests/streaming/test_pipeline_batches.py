@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.pipeline import run_batches
+from streaming.batches import run_batches
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import canonical, simulate_records
 

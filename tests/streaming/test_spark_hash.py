@@ -7,7 +7,7 @@ from collections import Counter
 
 from pyspark.sql import functions as F
 
-from streaming.pipeline import group_of
+from streaming.storage import partition_storage
 from streaming.spark_hash import balanced_labels, murmur3_string, shuffle_partition
 
 # every tail length (0-3 bytes), multi-byte UTF-8 (bytes above 127 are sign-extended), keys
@@ -36,5 +36,5 @@ def test_buckets_are_spread_evenly_and_stably():
     assert Counter(shuffle_partition(label, 2) for label in labels) == {0: 32, 1: 32}
     assert labels == balanced_labels.__wrapped__(64, 2)  # deterministic, not an accident of the cache
     keys = [f"topic-{t:05d}-{p}" for t in range(20) for p in range(50)]
-    assert {group_of(k, 64, 2) for k in keys} <= set(labels)
-    assert group_of("orders-0", 0, 2) == "orders-0"  # per-partition keying is unchanged
+    assert {partition_storage(64, 2).group(k) for k in keys} <= set(labels)
+    assert partition_storage(0, 2).group("orders-0") == "orders-0"  # per-partition keying is unchanged

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from streaming import audit
-from streaming.audit_report import STYLESHEET, offline_page
+from tools import audit
+from tools.audit_report import STYLESHEET, offline_page
 from streaming.exits import CHECK_FAILED
 from tests.tools.test_audit import ROOT, decisions_of
 

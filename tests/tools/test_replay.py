@@ -22,9 +22,11 @@ from state_machines.engine import Engine
 from state_machines.events import parse_line
 from state_machines.model import ControllerConfig
 from streaming import state_reader
-from streaming.branch import ReplayError, _keep, branch_checkpoint, committed_batches, first_offset_after
-from streaming.job import JobSettings
-from streaming.replay import Outcome, add_parser, cmd_replay, diff_replay, load_settings, run_replay, save_settings
+from tools.branch import ReplayError, _keep, branch_checkpoint, committed_batches, first_offset_after
+from tools.replay import add_parser, cmd_replay, run_replay
+from tools.replay_diff import Outcome, diff_replay
+from streaming.settings.checkpoint import load_settings, save_settings
+from streaming.settings.schema import JobSettings
 from tests.streaming.spark_helpers import assert_same_multiset, canonical, read_output, run_file_job, simulate_records
 
 INCIDENT = [

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from streaming.inspect import add_parser
-from streaming.timeline import partition_series, timeline
-from streaming.audit import load_decisions
+from tools.timeline import add_parser, partition_series, timeline
+from tools.audit import load_decisions
 from tests.streaming.spark_helpers import simulate_records
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -92,3 +92,27 @@ def test_documents_carry_their_version_and_a_newer_one_is_refused() -> None:
     generic["v"] = codec.SCHEMA_VERSION + 1
     with pytest.raises(ValueError, match="schema version"):
         codec.loads(json.dumps(generic), Continuation)
+
+
+def test_the_tag_registry_holds_every_core_dataclass_and_refuses_a_shared_name(tmp_path, monkeypatch) -> None:
+    import dataclasses
+    import importlib
+    import pkgutil
+
+    import state_machines
+    from streaming import tagged
+
+    for info in pkgutil.walk_packages(state_machines.__path__, "state_machines."):
+        module = importlib.import_module(info.name)
+        for obj in vars(module).values():
+            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == info.name:
+                assert tagged.TAGGED[obj.__name__] is obj
+
+    package = tmp_path / "twin_core"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name in ("a", "b"):
+        (package / f"{name}.py").write_text("import dataclasses\n\n@dataclasses.dataclass\nclass Twin:\n    x: int = 0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(tagged.DuplicateTag, match="twin_core.a.Twin and twin_core.b.Twin share the name 'Twin'"):
+        tagged.dataclasses_by_name(importlib.import_module("twin_core"))

@@ -13,7 +13,7 @@ from state_machines import loop as loop_module
 from state_machines import partition as partition_module
 from state_machines.engine import Engine
 from state_machines.events import parse_line
-from streaming import pipeline
+from streaming import batches
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import canonical
 
@@ -47,7 +47,7 @@ def test_a_partition_step_that_raises_loses_that_command_only(monkeypatch, bucke
     assert errors and all("Boom: injected" in reason and "in partition" in reason for _, reason in errors)
     assert expected != clean, "the lost commands had decisions"
 
-    decisions, dlq, _ = pipeline.run_batches(lines, batch_size=5, buckets=buckets)
+    decisions, dlq, _ = batches.run_batches(lines, batch_size=5, buckets=buckets)
     assert sorted(canonical(r) for r in decisions) == sorted(expected)
     assert sorted((d["offset"], d["reason"]) for d in dlq) == sorted(errors)
     assert all(d["source"].startswith("partition:") and d["value_base64"] for d in dlq)
@@ -81,7 +81,7 @@ def test_a_directory_step_that_raises_dead_letters_the_event_and_the_job_goes_on
     assert [offset for offset, _ in errors] == [target]
     assert "Boom" in errors[0][1]
 
-    decisions, dlq, _ = pipeline.run_batches(lines, batch_size=7)
+    decisions, dlq, _ = batches.run_batches(lines, batch_size=7)
     assert sorted(canonical(r) for r in decisions) == sorted(expected)
     assert [(d["offset"], d["reason"]) for d in dlq] == errors
     if where == "directory_step":  # the record is at hand: the letter carries it

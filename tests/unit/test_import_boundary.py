@@ -14,6 +14,10 @@ proofs:
    package and runs a small cluster through the engine.
 
 Both checks are first shown to catch a planted violation, so they cannot pass vacuously.
+
+At the end of the file, the same static reading proves the layering above the core: no
+module of `streaming/` or `state_machines/` imports `tools/`, and `tools/` has no import
+cycles (each check also shown on a planted violation).
 """
 
 from __future__ import annotations
@@ -237,3 +241,291 @@ def test_core_imports_and_runs_with_forbidden_modules_blocked() -> None:
     assert result["heavy_loaded"] == [], f"forbidden packages were loaded: {result['heavy_loaded']}"
     expected = {f"{PACKAGE}.{p.stem}" for p in core_modules() if p.stem != "__init__"}
     assert expected <= set(result["imported"]), sorted(expected - set(result["imported"]))
+
+
+# -- the shell has no import cycles ------------------------------------------------------------
+#
+# `streaming/` is layered (settings, codec and storage below the operators, the query, the
+# sink and the runner; the Kafka package one way: source -> sink -> producer). A cycle,
+# even through an import inside a function, is a layer that knows its caller. Checked
+# statically over every import statement anywhere in a module, TYPE_CHECKING blocks too.
+
+SHELL = "streaming"
+
+
+def package_modules(root: Path, package: str) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of `package` under `root` (a package is
+    its `__init__.py`)."""
+    out = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules of `known` that module `name` imports anywhere (a function's body
+    included), with the packages Python initialises on the way."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    targets = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = here[:len(here) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            targets.add(module)
+            targets.update(f"{module}.{alias.name}" for alias in node.names)  # `from . import codec`
+    edges = set()
+    for target in targets:
+        parts = target.split(".")
+        edges.update(m for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if m in known and m != name)
+    return edges
+
+
+def import_cycles(root: Path, package: str) -> list[list[str]]:
+    """The package's import cycles: every strongly connected group of more than one module."""
+    modules = package_modules(root, package)
+    graph = {m: sorted(imported_modules(m, p, set(modules))) for m, p in modules.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_cycle_check_catches_planted_cycles(tmp_path: Path) -> None:
+    """Not vacuous: a cycle closed by an import inside a function, one through a relative
+    `from .. import`, and one through a package's `__init__` are found; a layered package is clean."""
+    pkg = tmp_path / "loopy"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("def late():\n    from .a import thing\n    return thing\n")
+    (pkg / "c.py").write_text("from .sub.d import x\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "d.py").write_text("import json\n\ndef f():\n    from ..c import y\n")
+    (pkg / "e.py").write_text("from .sub2 import z\n")
+    (pkg / "sub2").mkdir()
+    (pkg / "sub2" / "__init__.py").write_text("from ..e import w\n")
+    (pkg / "clean.py").write_text("from .a import b\nimport loopy.sub\n")
+    assert import_cycles(tmp_path, "loopy") == [["loopy.a", "loopy.b"], ["loopy.c", "loopy.sub.d"],
+                                                ["loopy.e", "loopy.sub2"]]
+    for path in pkg.rglob("*.py"):
+        path.write_text("import json\n")
+    (pkg / "a.py").write_text("from . import b\nfrom .sub import d\n")
+    (pkg / "sub" / "d.py").write_text("def f():\n    from ..b import x\n")
+    assert import_cycles(tmp_path, "loopy") == []
+
+
+@pytest.mark.parametrize("package", [SHELL, PACKAGE])
+def test_no_import_cycles(package: str) -> None:
+    cycles = import_cycles(ROOT, package)
+    assert not cycles, f"import cycles in {package}/:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+# -- the shell does not import the tools; the tools have no import cycles ------------------
+#
+# `tools/` (the CLI and the incident tools) depends on the shell (`streaming/`) and the
+# core, never the reverse. Static, like the check above: every import statement anywhere in
+# a module (inside functions, under TYPE_CHECKING) and every literal dynamic import counts.
+
+TOOLS = "tools"
+BELOW_THE_TOOLS = ("streaming", "state_machines")
+# Modules below the tools that import a computed name, which no static check can follow,
+# and why that name is never a tool.
+COMPUTED_IMPORTS = {
+    "streaming.codec": "imports cls.__module__ to resolve the type hints of the core's dataclasses",
+    "streaming.tagged": "imports the core's modules (pkgutil) and cls.__module__ to register its dataclasses",
+}
+
+
+def module_files(package: str, root: Path = ROOT) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of `package` under `root` (the
+    package itself is its `__init__`)."""
+    base = root / package
+    files = sorted(base.rglob("*.py"))
+    assert files, f"no modules found under {base}"
+    out = {}
+    for path in files:
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def imported_names(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Every dotted name `source` (the module `module`) imports, relative imports resolved:
+    `from .x import y` gives both `pkg.x` and `pkg.x.y` (y may be a module), and so does
+    `from pkg.x import y`. A dynamic import with a computed name gives `<dynamic>`."""
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = here[: len(here) - (node.level - 1)]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if (isinstance(func, ast.Name) and func.id == "__import__") or (
+                    isinstance(func, ast.Attribute) and func.attr == "import_module"):
+                arg = node.args[0] if node.args else None
+                names.add(arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else "<dynamic>")
+    return names
+
+
+def imports_tools(source: str, module: str = "streaming.x") -> list[str]:
+    """The names of `tools` (or a computed name) that `source` imports, sorted."""
+    return sorted(n for n in imported_names(source, module)
+                  if n == TOOLS or n.startswith(TOOLS + ".") or n == "<dynamic>")
+
+
+def tools_import_graph(package: str, root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports."""
+    modules = module_files(package, root)
+    graph = {}
+    for name, path in modules.items():
+        names = imported_names(path.read_text(encoding="utf-8"), name, path.name == "__init__.py")
+        graph[name] = {n for n in names if n in modules and n != name}
+    return graph
+
+
+def cycles_of(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted:
+    every import cycle lies inside one."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+@pytest.mark.parametrize(
+    "source, caught",
+    [
+        ("import tools", True),
+        ("import tools.cli as cli", True),
+        ("from tools import cli", True),
+        ("from tools.replay import run_replay", True),
+        ("def f():\n    from tools.inspect import inspect\n    return inspect", True),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tools.audit import RuleOutcome", True),
+        ("__import__('tools.bridge')", True),
+        ("import importlib\nimportlib.import_module('tools')", True),
+        ("import importlib\nname = 'tools'\nimportlib.import_module(name)", True),
+        ("from streaming import exits", False),
+        ("from . import codec", False),
+        ("from .settings.schema import JobSettings", False),
+        ("import toolsmith", False),
+        ("from state_machines import tools_free_name", False),
+    ],
+)
+def test_tools_check_classifies_imports(source: str, caught: bool) -> None:
+    assert bool(imports_tools(source)) is caught, imports_tools(source)
+
+
+def tools_importers(root: Path = ROOT) -> dict[str, list[str]]:
+    """Module file of the shell or the core -> the tools it imports (none, when all is well)."""
+    offenders = {}
+    for package in BELOW_THE_TOOLS:
+        if not (root / package).is_dir():
+            continue
+        for name, path in module_files(package, root).items():
+            found = imports_tools(path.read_text(encoding="utf-8"), name)
+            if name in COMPUTED_IMPORTS:
+                found = [n for n in found if n != "<dynamic>"]
+            if found:
+                offenders[str(path.relative_to(root))] = found
+    return offenders
+
+
+def test_shell_check_catches_a_planted_violation(tmp_path: Path) -> None:
+    shell = tmp_path / "streaming"
+    shell.mkdir()
+    (shell / "__init__.py").write_text("")
+    (shell / "runner.py").write_text("def report(exc):\n    from tools.console import report\n    return report('run', exc)\n")
+    (shell / "job.py").write_text("from . import runner\nfrom streaming.runner import report\n")
+    assert tools_importers(tmp_path) == {"streaming/runner.py": ["tools.console", "tools.console.report"]}
+
+
+def test_the_shell_and_the_core_do_not_import_the_tools() -> None:
+    assert tools_importers() == {}, "the shell or the core imports the tools"
+
+
+def test_tools_cycle_check_catches_a_planted_cycle(tmp_path: Path) -> None:
+    """A cycle through a function-level import and a TYPE_CHECKING import is found; a
+    package whose imports go one way has none."""
+    pkg = tmp_path / "loopy"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text('"""a package"""\n')
+    (pkg / "front.py").write_text("def main():\n    from .middle import run\n    return run()\n")
+    (pkg / "middle.py").write_text("from loopy import back\n\ndef run():\n    return back.x\n")
+    (pkg / "back.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .front import main\nx = 1\n")
+    (pkg / "alone.py").write_text("import json\n")
+    graph = tools_import_graph("loopy", tmp_path)
+    assert graph["loopy.front"] == {"loopy.middle"} and graph["loopy.middle"] == {"loopy", "loopy.back"}
+    assert cycles_of(graph) == [["loopy.back", "loopy.front", "loopy.middle"]]
+
+    (pkg / "back.py").write_text("x = 1\n")
+    assert cycles_of(tools_import_graph("loopy", tmp_path)) == []
+
+
+def test_the_tools_have_no_import_cycles() -> None:
+    graph = tools_import_graph(TOOLS)
+    assert len(graph) > 1
+    assert cycles_of(graph) == [], {m: sorted(deps) for m, deps in sorted(graph.items()) if deps}

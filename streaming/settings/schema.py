@@ -1,145 +1,87 @@
-"""Settings of `shadow-controller run`: a TOML file in conf/ plus `--set SECTION.KEY=VALUE`.
+"""Settings of `shadow-controller run`: `JobSettings`, read from a TOML file in conf/ plus
+`--set SECTION.KEY=VALUE`.
 
 Every setting has one flat dotted name, its TOML section and key joined: `job.input`,
 `input.max_depth`, `kafka.events_topic`, `controller.unclean.leader.election.enable`.
 Two sections are open-ended, because their keys belong to someone else:
 `kafka.options.*` is passed to the Kafka clients as-is, and `spark.*` (any dotted Spark
 name: `spark.sql.shuffle.partitions`, `spark.driver.memory`) to Spark, next to
-`spark.master`. Every other name is in `SCHEMA`, which says how its value is checked and
-which `JobSettings` field it sets; anything else is refused with the closest valid name.
+`spark.master`. Every other name is in `SCHEMA`, which says how its value is checked
+(`kinds.py`) and which `JobSettings` field it sets; anything else is refused with the
+closest valid name. What a checkpoint keeps of them is `checkpoint.py`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
-import math
-import re
+import os
 import tomllib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.model import ControllerConfig
 
-from .exits import UsageError
+from .kinds import Check, SettingError, boolean, cap, choice, count, integer, interval, location, offsets, seconds, text
 
-if TYPE_CHECKING:
-    from .job import JobSettings
-
-DEFAULT_FILE = Path(__file__).resolve().parents[1] / "conf" / "shadow-controller.toml"
+DEFAULT_FILE = Path(__file__).resolve().parents[2] / "conf" / "shadow-controller.toml"
 DEFAULT_MASTER = "local[2]"
 SECTIONS = ("job", "input", "kafka", "spark", "controller")
 OPTIONS = "kafka.options."  # free-form Kafka client config
 SPARK = "spark."  # Spark conf, by Spark's own names
 
 
-class SettingError(UsageError):
-    """A setting that does not exist, or a value that is not of its kind."""
+@dataclass
+class JobSettings:
+    input: str  # file:DIR | kafka
+    output: str  # file:DIR | kafka
+    checkpoint: str
+    controller: ControllerConfig = dataclasses.field(default_factory=ControllerConfig)
+    bootstrap_servers: str = ""
+    events_topic: str = "controller-events"
+    decisions_topic: str = "controller-decisions"
+    kafka_options: dict[str, str] = dataclasses.field(default_factory=dict)
+    max_offsets_per_trigger: int | None = None
+    use_jvm_kafka: bool = False
+    trigger_interval: str = "1 second"
+    shuffle_partitions: int = 2
+    # scale mode: pack partitions into this many Spark groups (0: one group per partition).
+    # Frozen into a checkpoint, like spark.sql.shuffle.partitions.
+    partition_buckets: int = 0
+    # bounds on one input record (size, nesting, number length, id length): past them the
+    # record is a dead letter, never an exception in the job
+    limits: InputLimits = DEFAULT_LIMITS
+    # a dead letter keeps at most this many bytes of the original record (a prefix, with
+    # its size and digest in headers); below the producer's default message.max.bytes
+    dlq_max_value_bytes: int = 900_000
+    # where a new checkpoint starts reading the events topic: "earliest", "latest" or
+    # Spark's JSON form; a checkpoint that exists resumes from its own offsets
+    starting_offsets: str = "earliest"
+    # a stop (SIGTERM, SIGINT) lets the running micro-batch commit for at most this long,
+    # then abandons it (a restart replays it): the job always exits within about this bound
+    stop_timeout_s: float = 30.0
+    # a broker that does not answer: "wait" (with backoff, one log line a minute, resuming
+    # by itself) or "exit" (code 5 after `outage_exit_after_s`)
+    on_broker_outage: str = "wait"
+    outage_exit_after_s: float = 120.0
+    # an idle job logs one line (source offsets and lag) this often
+    heartbeat_s: float = 60.0
 
+    @property
+    def dlq_topic(self) -> str:
+        return f"{self.events_topic}.dlq"
 
-# -- kinds of value: each check takes (name, value) and returns the value to use ----------
+    @property
+    def feedback_dir(self) -> str:
+        return os.path.join(self.checkpoint, "feedback")
 
-Check = Callable[[str, Any], Any]
-
-
-def boolean(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise SettingError(f"{name} must be true or false, got {value!r}")
-
-
-def integer(minimum: int) -> Check:
-    def check(name: str, value: Any) -> int:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        try:
-            if isinstance(value, (bool, float)):
-                raise ValueError
-            number = int(value)
-        except (TypeError, ValueError):
-            raise SettingError(f"{name} must be a whole number, got {value!r}") from None
-        if number < minimum:
-            raise SettingError(f"{name} must be at least {minimum}, got {number}")
-        return number
-
-    return check
-
-
-count = integer(0)
-
-
-def cap(name: str, value: Any) -> int | None:
-    """A count where 0 means no cap."""
-    return count(name, value) or None
-
-
-def seconds(name: str, value: Any) -> float:
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        number = float(value)
-    except (TypeError, ValueError):
-        raise SettingError(f"{name} must be a number of seconds, got {value!r}") from None
-    if not math.isfinite(number) or number <= 0:
-        raise SettingError(f"{name} must be a positive number of seconds, got {value!r}")
-    return number
-
-
-def text(name: str, value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (str, int, float)):
-        return str(value)
-    raise SettingError(f"{name} must be a string, got {value!r}")
-
-
-def choice(*options: str) -> Check:
-    def check(name: str, value: Any) -> str:
-        if value not in options:
-            raise SettingError(f"{name} must be {' or '.join(options)}, got {value!r}")
-        return value
-
-    return check
-
-
-def location(name: str, value: Any) -> str:
-    """Where the job reads or writes: `kafka`, or `file:DIR`."""
-    if value == "kafka" or (isinstance(value, str) and value.startswith("file:") and value[5:].strip()):
-        return value
-    raise SettingError(f"{name} must be kafka or file:DIR, got {value!r}")
-
-
-def offsets(name: str, value: Any) -> str:
-    """Spark's startingOffsets: earliest, latest, or {"topic": {"partition": offset}}."""
-    if value in ("earliest", "latest"):
-        return value
-    try:
-        doc = json.loads(value) if isinstance(value, str) else value
-        ok = isinstance(doc, dict) and all(
-            isinstance(parts, dict) and all(p.lstrip("-").isdigit() and type(o) is int for p, o in parts.items())
-            for parts in doc.values())
-    except ValueError:
-        ok = False
-    if not ok:
-        raise SettingError(f'{name} must be earliest, latest or JSON like {{"topic": {{"0": 42}}}}, got {value!r}')
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-# Spark's interval units (IntervalUtils.stringToInterval, singular or plural; no
-# abbreviations); a processing-time trigger refuses months and years.
-_INTERVAL = re.compile(r"(interval\s+)?(\d+(\.\d+)?\s*(week|day|hour|minute|second|millisecond|microsecond)s?\s*)+",
-                       re.IGNORECASE)
-
-
-def interval(name: str, value: Any) -> str:
-    if not (isinstance(value, str) and _INTERVAL.fullmatch(value.strip())):
-        raise SettingError(f"{name} must be an interval like '1 second' or '500 milliseconds', got {value!r}")
-    return value
+    @property
+    def pause_file(self) -> str:
+        """While it exists, the sources admit no new events (a clean stop in progress)."""
+        return os.path.join(self.checkpoint, "STOPPING")
 
 
 # -- the schema ----------------------------------------------------------------------------
@@ -332,7 +274,7 @@ def apply_controller(config: ControllerConfig, values: Mapping[str, Any]) -> Con
     return dataclasses.replace(config, **_changes(values, "controller"))
 
 
-def apply(settings: "JobSettings", values: Mapping[str, Any]) -> "JobSettings":
+def apply(settings: JobSettings, values: Mapping[str, Any]) -> JobSettings:
     """`settings` with `values` (checked, by canonical name) applied."""
     options = {name[len(OPTIONS):]: value for name, value in values.items() if name.startswith(OPTIONS)}
     return dataclasses.replace(
@@ -351,9 +293,14 @@ def master(values: Mapping[str, Any]) -> str:
     return str(values.get("spark.master", DEFAULT_MASTER))
 
 
-def job_settings(values: Mapping[str, Any]) -> tuple["JobSettings", dict[str, str], str]:
+def job_settings(values: Mapping[str, Any]) -> tuple[JobSettings, dict[str, str], str]:
     """(JobSettings, Spark conf, Spark master) of checked settings."""
-    from .job import JobSettings  # Spark is imported only when a job is built
-
     base = JobSettings(**{s.field: s.default for s in SCHEMA if s.field and s.default is not None})
     return apply(base, values), spark_conf(values), master(values)
+
+
+def with_overrides(settings: JobSettings, overrides: list[str]) -> tuple[JobSettings, dict[str, str], str]:
+    """`settings` with `--set SECTION.KEY=VALUE` overrides applied as `shadow-controller run`
+    applies them to its TOML file: (settings, Spark conf, master)."""
+    values = check_all(parse_override(item) for item in overrides)
+    return apply(settings, values), spark_conf(values), master(values)

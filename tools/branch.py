@@ -45,17 +45,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .exits import UsageError
+from .errors import ReplayError
 
 _BATCH_FILE = re.compile(r"^(\d+)$")
 _STATE_FILE = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(changelog|zip)$")
 _SCHEMA_FILE = re.compile(r"^(\d+)_[0-9A-Za-z-]+$")
 _FEEDBACK_FILE = re.compile(r"^(\d+)\.jsonl$")
 _IMMUTABLE_DIRS = ("SSTs", "logs")
-
-
-class ReplayError(UsageError):
-    """A replay that cannot be made as asked (bad batch, target not empty, ...)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from .broker import create_topics, embedded_broker
-from .job import BatchSink, JobSettings, spark_session, start
+from streaming.job import spark_session, start
+from streaming.settings.schema import JobSettings
+from streaming.sink import BatchSink
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SCENARIO = ROOT / "examples" / "three-brokers.jsonl"

@@ -14,7 +14,7 @@ an upgrade):
 | DeleteTopics | works |
 | DescribeConfigs | answers with no entries |
 | Produce | auto-creates unknown topics; idempotent (InitProducerId) and transactional producers work |
-| ListOffsets(latest) | wrong for multi-record batches: returns the last batch's *base* offset + 1, so the rest of that batch is invisible to a watermark query. Fetch reports the true high watermark; `kafka_source` takes the larger of the two |
+| ListOffsets(latest) | wrong for multi-record batches: returns the last batch's *base* offset + 1, so the rest of that batch is invisible to a watermark query. Fetch reports the true high watermark; `kafka.offsets` takes the larger of the two |
 | Fetch past the high watermark | answers with nothing instead of OFFSET_OUT_OF_RANGE |
 """
 
@@ -30,13 +30,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from state_machines.errors import ShadowControllerError
+from .errors import BrokerError
 
 DEFAULT_STARTUP_TIMEOUT_S = 30.0
-
-
-class BrokerError(ShadowControllerError):
-    """The embedded broker could not be started, or a topic could not be created."""
 
 
 @dataclass(frozen=True, slots=True)

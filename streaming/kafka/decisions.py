@@ -1,4 +1,5 @@
-"""Writing the job's decisions and dead letters to Kafka (confluent-kafka, from the driver)."""
+"""Writing the job's decisions and dead letters to Kafka (confluent-kafka, from the driver),
+for the batch sink (`streaming/sink.py`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import logging
 import threading
 from typing import Any
 
-from .job import JobSettings
-from .pipeline import truncated
-from .kafka_producer import CheckedProducer
-from .kafka_source import clear_outage, outage_file_for, quiet, report_outage
+from ..pipeline import truncated
+from ..settings.schema import JobSettings
+from .client import quiet
+from .outage import clear_outage, outage_file_for, report_outage
+from .producer import CheckedProducer
 
 log = logging.getLogger("shadow_controller.kafka")
 
@@ -68,7 +70,7 @@ class DecisionWriter:
     queues, and the next batch starts a new one.
 
     While the broker confirms nothing, the writer reports an outage (the file the runner
-    watches, `kafka_source.outage_file_for`) and goes on waiting; setting `cancel` ends the
+    watches, `outage.outage_file_for`) and goes on waiting; setting `cancel` ends the
     wait within half a second with `WriteAbandoned` (the batch does not commit)."""
 
     def __init__(self, settings: JobSettings, cancel: threading.Event | None = None) -> None:

@@ -36,7 +36,6 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import unquote, urlparse
@@ -44,7 +43,9 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
-from .exits import CHECK_FAILED, OK, UsageError
+from streaming.exits import CHECK_FAILED, OK, UsageError
+
+from .audit_outcome import AuditResult, BrokenPartition, RuleOutcome
 
 RULES = {
     "leader_in_isr_unless_unclean": "the leader (when not -1) is in the ISR unless the election is unclean",
@@ -207,49 +208,6 @@ def invariant_frame(decisions: pd.DataFrame, progress: TextIO | None = None, pro
     for rule in RULES:
         lair[rule] = lair[rule].astype(bool)
     return lair
-
-
-@dataclass(frozen=True, slots=True)
-class BrokenPartition:
-    topic: str
-    partition: int
-    cause_offsets: tuple[int, ...]  # ascending, each once
-    records: int
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-
-@dataclass(frozen=True, slots=True)
-class RuleOutcome:
-    rule: str
-    description: str
-    broken_records: int
-    broken: tuple[BrokenPartition, ...]  # the earliest break first
-
-    @property
-    def success(self) -> bool:
-        return self.broken_records == 0
-
-    @property
-    def partitions(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
-        return tuple((b.name, b.cause_offsets) for b in self.broken)
-
-
-@dataclass(frozen=True, slots=True)
-class AuditResult:
-    decisions: str
-    decision_records: int
-    records: int  # LeaderAndIsr records audited
-    rules: tuple[RuleOutcome, ...]
-    success: bool
-    docs_index: str | None  # file:// URL of the report's index.html
-    run_page: str | None  # this run's validation result page, relative to the index
-
-    @property
-    def failed_rules(self) -> dict[str, int]:
-        return {o.rule: o.broken_records for o in self.rules if not o.success}
 
 
 def evidence_frame(lair: pd.DataFrame) -> pd.DataFrame:

@@ -23,15 +23,14 @@ from typing import Any
 
 from state_machines.engine import partition_json
 from state_machines.directory import BrokerRecord
+from streaming import state_reader
+from streaming.exits import UsageError
 
-from . import state_reader
-from .exits import UsageError
+from .console import report
+from .errors import InspectError
+from .topic_partition import checked_partition, parse_topic_partition, partition_names
 
 BROKER_PREFIX = "broker-"
-
-
-class InspectError(UsageError):
-    """The checkpoint cannot answer the question (no such batch, not a job checkpoint)."""
 
 
 # --- the offset log ---------------------------------------------------------------------
@@ -113,13 +112,6 @@ def batch_sources(checkpoint: str, batch: int) -> list[dict[str, Any]]:
 
 
 # --- the state --------------------------------------------------------------------------
-
-def parse_topic_partition(text: str) -> tuple[str, int]:
-    topic, sep, p = text.rpartition("-")
-    if not sep or not topic or not p.isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not TOPIC-PARTITION (e.g. orders-0)")
-    return topic, int(p)
-
 
 def _partition_row(rec: Any) -> dict[str, Any]:
     return {"topic_partition": f"{rec.topic}-{rec.partition}", "topic": rec.topic, "partition": rec.partition,
@@ -235,8 +227,6 @@ def render_table(result: dict[str, Any]) -> str:
 def cmd_inspect(args: argparse.Namespace) -> int:
     """Checks the arguments and the checkpoint's files before Spark starts. Its errors are
     reported here as well as by the CLI's main, since tests call it directly."""
-    from .cli import report
-
     try:
         partitions = partition_names(args)
         checked_batch(args.checkpoint, args.batch)
@@ -254,7 +244,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def _inspect_with_spark(args: argparse.Namespace, partitions: list[str]) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
-    from .job import JobSettings, spark_session
+    from streaming.job import spark_session
+    from streaming.settings.schema import JobSettings
 
     shared = SparkSession.getActiveSession()
     spark = spark_session(JobSettings(input="", output="", checkpoint=args.checkpoint), app_name="shadow-controller-inspect")
@@ -278,36 +269,14 @@ def _not_found(what: str, result: dict[str, Any]) -> str:
 
 
 def add_parser(subparsers: Any) -> None:
-    """Register `inspect` and `timeline` on the CLI's subparsers."""
-    from .timeline import add_parser as add_timeline
-
+    """Register `inspect` on the CLI's subparsers."""
     p = subparsers.add_parser("inspect", help="the job's partition and broker state at one micro-batch")
     p.add_argument("--checkpoint", required=True, help="the job's checkpoint directory (job.checkpoint)")
     p.add_argument("--batch", type=int, help="micro-batch id (default: the latest committed)")
     p.add_argument("--topic", help="only this topic's partitions; with it, --partition is a partition number")
-    p.add_argument("--partition", action="append", metavar="TOPIC-P", type=_checked_partition,
+    p.add_argument("--partition", action="append", metavar="TOPIC-P", type=checked_partition,
                    help="only this partition (repeatable); a number with --topic")
     p.add_argument("--broker", type=int, metavar="ID", help="only partitions with a replica on this broker, and its row")
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
     p.set_defaults(func=cmd_inspect)
-    add_timeline(subparsers)
 
-
-def _checked_partition(text: str) -> str:
-    """TOPIC-P, or a partition number (of --topic)."""
-    if not text.isdigit():
-        parse_topic_partition(text)
-    return text
-
-
-def partition_names(args: argparse.Namespace) -> list[str]:
-    """The partitions named by --partition TOPIC-P, or by --topic T --partition P (Kafka's
-    tools' way), as TOPIC-P."""
-    given = args.partition if isinstance(args.partition, list) else [args.partition] if args.partition else []
-    topic = args.topic
-    for p in given:
-        if topic is not None and not p.isdigit():
-            raise UsageError(f"--partition {p}: with --topic, give the partition number (--topic {topic} --partition 0)")
-        if topic is None and p.isdigit():
-            raise UsageError(f"--partition {p}: name the topic too, as TOPIC-{p} or with --topic")
-    return [f"{topic}-{p}" for p in given] if topic is not None else list(given)

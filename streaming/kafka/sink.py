@@ -1,4 +1,4 @@
-"""The sink half of `kafka-py`: produce a DataFrame's rows to Kafka with confluent-kafka.
+"""The sink half of `kafka-py` (`source.py`): produce a DataFrame's rows to Kafka with confluent-kafka.
 
 Columns, as in Spark's Kafka sink: `value` (string or binary, required; null is a
 tombstone), `key` (string or binary, optional), `topic` (string, optional; the `topic`
@@ -24,18 +24,12 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
-from state_machines.errors import ShadowControllerError
-
-from .kafka_producer import CheckedProducer, DeliveryFailed, flush_timeout_s
+from .errors import KafkaSinkError
+from .producer import CheckedProducer, flush_timeout_s
 
 log = logging.getLogger(__name__)
 
 PRODUCER_DEFAULTS = {"enable.idempotence": True, "acks": "all"}
-__all__ = ["DeliveryFailed", "KafkaSinkError", "SinkOptions", "produce_batches"]
-
-
-class KafkaSinkError(ShadowControllerError):
-    """Bad sink options or input schema."""
 
 
 @dataclass(frozen=True, slots=True)

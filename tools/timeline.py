@@ -19,9 +19,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from .exits import UsageError
-from .inspect import partition_names
-from .preflight import check_output_file
+from streaming.exits import UsageError
+from streaming.preflight import check_output_file
+
+from .topic_partition import checked_partition, parse_topic_partition, partition_names
 
 if TYPE_CHECKING:  # pandas is imported when a timeline is drawn, not for the CLI's parser
     import pandas as pd
@@ -179,8 +180,6 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
 def timeline(decisions_path: str, topic_partition: str, out: str) -> pd.DataFrame:
     """Read the decisions, draw the partition's timeline to `out`; returns the series drawn.
     A topic the decisions never name is refused (UsageError) before anything is drawn."""
-    from .inspect import parse_topic_partition
-
     topic, partition = parse_topic_partition(topic_partition)
     check_output_file(out, "--out")
     decisions = _read_decisions(decisions_path)
@@ -220,12 +219,10 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Any) -> None:
-    from .inspect import _checked_partition
-
     p = subparsers.add_parser("timeline", help="draw one partition's leader, ISR and epochs over the log (PNG)")
     p.add_argument("--decisions", required=True, help="a decisions JSONL file, a file-output directory, or a topic dump")
     p.add_argument("--topic", help="the partition's topic; with it, --partition is a partition number")
-    p.add_argument("--partition", required=True, metavar="TOPIC-P", type=_checked_partition,
+    p.add_argument("--partition", required=True, metavar="TOPIC-P", type=checked_partition,
                    help="the partition, as TOPIC-P (or a number with --topic)")
     p.add_argument("--out", required=True, metavar="FILE.png")
     p.set_defaults(func=cmd_timeline)

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from state_machines.errors import ShadowControllerError
+from .errors import DeliveryFailed, WriteAbandoned
 
 # librdkafka's default message.timeout.ms: every message gets a delivery report by then.
 DEFAULT_MESSAGE_TIMEOUT_MS = 300_000
@@ -39,14 +39,6 @@ POLL_EVERY = 1000
 SLICE_S = 0.5
 # no record confirmed for this long while some wait: the broker is not answering
 STALL_S = 10.0
-
-
-class DeliveryFailed(ShadowControllerError):
-    """The broker did not confirm every record; whatever they belong to must not commit."""
-
-
-class WriteAbandoned(DeliveryFailed):
-    """The wait for the broker was given up (`cancel` was set); unconfirmed records were dropped."""
 
 
 def flush_timeout_s(config: Mapping[str, Any]) -> float:

@@ -1,8 +1,13 @@
 """`shadow-controller`: the command line.
 
+The front door of both the shell (`run`, the streaming job) and the tools (`simulate`,
+`produce`, `demo`, `audit`, `bridge`, `replay`, `inspect`, `timeline`): each command's
+parser is registered here or by its own module, and `main` dispatches.
+
 A mistake is one line on stderr, `shadow-controller <command>: <what, and what to check>`,
-and an exit code from `exits.py`; `main` is where errors become that line (`report`).
-Commands check their arguments, files and settings before they start Spark or connect.
+and an exit code from `streaming/exits.py`; `main` is where errors become that line
+(`console.report`). Commands check their arguments, files and settings before they start
+Spark or connect.
 """
 
 from __future__ import annotations
@@ -21,26 +26,12 @@ from state_machines.errors import InvalidEvent, ShadowControllerError
 from state_machines.events import DEFAULT_LIMITS, Envelope, InputLimits, parse_line
 from state_machines.model import ControllerConfig
 
-from . import exits
-from .exits import UsageError
-from .preflight import check_broker, check_output_file, check_readable_file, quiet_client
+from streaming import exits
+from streaming.exits import UsageError
+from streaming.preflight import check_broker, check_output_file, check_readable_file, quiet_client
 
-PROG = "shadow-controller"
-# a progress bar (on a terminal only) appears once a command has run this long
-PROGRESS_DELAY_S = 1.0
-
-
-def report(command: str | None, exc: BaseException) -> int:
-    """Print the error as the command's one line on stderr; its exit code."""
-    lines = str(exc).strip().splitlines() or [type(exc).__name__]
-    print(f"{PROG}{' ' + command if command else ''}: {lines[0]}", file=sys.stderr)
-    return getattr(exc, "exit_code", exits.JOB_FAILED)
-
-
-class Interrupted(exits.CommandError):
-    """Ctrl-C in a one-shot command."""
-
-    exit_code = exits.INTERRUPTED
+from .console import PROG, PROGRESS_DELAY_S, report
+from .errors import Interrupted
 
 
 class Parser(argparse.ArgumentParser):
@@ -89,7 +80,7 @@ def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS,
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from .settings import read_controller_config
+    from streaming.settings.schema import read_controller_config
 
     check_readable_file(args.events, "events file")
     for path, flag in ((args.out, "--out"), (args.state_out, "--state-out")):
@@ -131,7 +122,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     import logging
 
-    from . import settings
+    from streaming.settings import schema as settings
 
     pairs = [settings.parse_override(item) for item in args.set or []]
     pairs += [(name, flag) for name, flag in (("job.input", args.input), ("job.output", args.output),
@@ -139,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                               ("kafka.bootstrap_servers", args.bootstrap_servers)) if flag]
     job, spark_conf, master = settings.job_settings(settings.load(args.config, pairs))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from .runner import run
+    from streaming.runner import run
 
     return run(job, spark_conf, master, available_now=args.available_now)
 
@@ -156,7 +147,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_produce(args: argparse.Namespace) -> int:
     """Write an events file to a topic, one record per line, checking every delivery."""
-    from .kafka_producer import CheckedProducer, DeliveryFailed
+    from streaming.kafka.errors import DeliveryFailed
+    from streaming.kafka.producer import CheckedProducer
 
     check_readable_file(args.events, "events file")
     check_broker(args.bootstrap_servers, "--bootstrap-server", timeout_s=args.timeout)
@@ -238,12 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
     aud.set_defaults(func=cmd_audit)
 
     from .bridge import add_parser as add_bridge_parser
-    from .inspect import add_parser as add_incident_tools
+    from .inspect import add_parser as add_inspect_parser
     from .replay import add_parser as add_replay_parser
+    from .timeline import add_parser as add_timeline_parser
 
     add_bridge_parser(sub)
     add_replay_parser(sub)
-    add_incident_tools(sub)
+    add_inspect_parser(sub)
+    add_timeline_parser(sub)
     return parser
 
 

@@ -1,0 +1,97 @@
+"""The job's micro-batches without Spark, for tests: `run_batches` chains the sequencer,
+the partition stage and the batch sink as the query does, on the same code.
+
+Work and outputs are packed and unpacked as they cross Spark (`pipeline.py`), each
+group's partition state goes through the storage strategy (`storage.py`) into a
+`MemoryState` shaped like Spark's `GroupState`, and deletion reports come back in the
+next batch, as through the feedback files. So a difference between `run_batches` and the
+in-process engine is one the Spark job would have. Only the directory is kept decoded
+between batches, as a Python worker that Spark reuses keeps it (`operators.LastDirectory`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from state_machines.commands import DeletionReport
+from state_machines.errors import InvariantViolation
+from state_machines.loop import Pending, RawEvent, Sequencer, Work
+from state_machines.model import ControllerConfig
+from state_machines.outputs import ControlledShutdownResultRecord
+
+from . import codec
+from .pipeline import assemble_batch, pack_outputs, pack_work, unpack_outputs, unpack_work
+from .storage import fold_group, partition_storage
+
+
+class MemoryState:
+    """One group's state, in memory, with the part of `GroupState` the storage uses."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: tuple[Any, ...] | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.value is not None
+
+    @property
+    def get(self) -> tuple[Any, ...]:
+        assert self.value is not None
+        return self.value
+
+    def update(self, newValue: tuple[Any, ...]) -> None:
+        self.value = newValue
+
+    def remove(self) -> None:
+        self.value = None
+
+
+def _order(d: dict[str, Any]) -> tuple[int, str, int]:
+    if d["type"] == ControlledShutdownResultRecord.TYPE:
+        key = f"broker-{d['broker_id']}"
+    else:
+        key = f"{d['topic']}-{d['partition']}"
+    return (d["cause_offset"], key, d["seq"])
+
+
+def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfig = ControllerConfig(),
+                buckets: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+    """Replay lines in micro-batches of `batch_size` events as the Spark job does (feedback
+    included, everything packed as it crosses Spark). Returns (decisions, dlq records,
+    number of micro-batches)."""
+    storage = partition_storage(buckets, shuffle_partitions=1)
+    directory: dict[str, Any] = {}
+    states: dict[str, MemoryState] = {}
+    pending: Pending | None = None
+    buffer: list[RawEvent] = []
+    feedback: list[DeletionReport] = []
+    decisions: list[dict[str, Any]] = []
+    dlq: list[dict[str, Any]] = []
+    position, batches = 0, 0
+    while True:
+        chunk = [RawEvent(i, lines[i], f"line:{i}") for i in range(position, min(position + batch_size, len(lines)))]
+        position += len(chunk)
+        if not chunk and not feedback:
+            if pending is not None or buffer:
+                raise InvariantViolation("the sequencer waits for deletion reports that no command will send")
+            break
+        seq = Sequencer(directory, config)
+        pending, buffer = seq.run(pending, buffer, chunk, feedback)
+        groups: dict[str, list[Work]] = {}
+        for w in seq.work:
+            groups.setdefault(storage.group(w.target), []).append(w)
+        packed: list[str] = []
+        for grp, group in groups.items():
+            work = unpack_work(pack_work(group))  # as they cross Spark
+            packed.extend(pack_outputs(fold_group(storage, grp, states.setdefault(grp, MemoryState()), work, config)))
+        batch = assemble_batch(unpack_outputs(packed))
+        decisions.extend(json.loads(payload) for _, payload in batch.decisions)
+        dlq.extend(batch.dlq)
+        feedback = [codec.loads(r, DeletionReport) for r in batch.reports]
+        batches += 1
+    decisions.sort(key=_order)
+    return decisions, dlq, batches

@@ -1,0 +1,117 @@
+"""Kinds of setting value: each check takes (name, value) and returns the value to use, or
+raises `SettingError` naming the setting and what it must be. `schema.SCHEMA` gives every
+setting its kind."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ..exits import UsageError
+
+
+class SettingError(UsageError):
+    """A setting that does not exist, or a value that is not of its kind."""
+
+
+Check = Callable[[str, Any], Any]
+
+
+def boolean(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise SettingError(f"{name} must be true or false, got {value!r}")
+
+
+def integer(minimum: int) -> Check:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        try:
+            if isinstance(value, (bool, float)):
+                raise ValueError
+            number = int(value)
+        except (TypeError, ValueError):
+            raise SettingError(f"{name} must be a whole number, got {value!r}") from None
+        if number < minimum:
+            raise SettingError(f"{name} must be at least {minimum}, got {number}")
+        return number
+
+    return check
+
+
+count = integer(0)
+
+
+def cap(name: str, value: Any) -> int | None:
+    """A count where 0 means no cap."""
+    return count(name, value) or None
+
+
+def seconds(name: str, value: Any) -> float:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(value)
+    except (TypeError, ValueError):
+        raise SettingError(f"{name} must be a number of seconds, got {value!r}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise SettingError(f"{name} must be a positive number of seconds, got {value!r}")
+    return number
+
+
+def text(name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise SettingError(f"{name} must be a string, got {value!r}")
+
+
+def choice(*options: str) -> Check:
+    def check(name: str, value: Any) -> str:
+        if value not in options:
+            raise SettingError(f"{name} must be {' or '.join(options)}, got {value!r}")
+        return value
+
+    return check
+
+
+def location(name: str, value: Any) -> str:
+    """Where the job reads or writes: `kafka`, or `file:DIR`."""
+    if value == "kafka" or (isinstance(value, str) and value.startswith("file:") and value[5:].strip()):
+        return value
+    raise SettingError(f"{name} must be kafka or file:DIR, got {value!r}")
+
+
+def offsets(name: str, value: Any) -> str:
+    """Spark's startingOffsets: earliest, latest, or {"topic": {"partition": offset}}."""
+    if value in ("earliest", "latest"):
+        return value
+    try:
+        doc = json.loads(value) if isinstance(value, str) else value
+        ok = isinstance(doc, dict) and all(
+            isinstance(parts, dict) and all(p.lstrip("-").isdigit() and type(o) is int for p, o in parts.items())
+            for parts in doc.values())
+    except ValueError:
+        ok = False
+    if not ok:
+        raise SettingError(f'{name} must be earliest, latest or JSON like {{"topic": {{"0": 42}}}}, got {value!r}')
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+# Spark's interval units (IntervalUtils.stringToInterval, singular or plural; no
+# abbreviations); a processing-time trigger refuses months and years.
+_INTERVAL = re.compile(r"(interval\s+)?(\d+(\.\d+)?\s*(week|day|hour|minute|second|millisecond|microsecond)s?\s*)+",
+                       re.IGNORECASE)
+
+
+def interval(name: str, value: Any) -> str:
+    if not (isinstance(value, str) and _INTERVAL.fullmatch(value.strip())):
+        raise SettingError(f"{name} must be an interval like '1 second' or '500 milliseconds', got {value!r}")
+    return value

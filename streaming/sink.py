@@ -1,0 +1,159 @@
+"""The batch sink (`foreachBatch`): a micro-batch's decisions and dead letters out, then the
+deletion reports the next batch reads.
+
+The partition stage's packed rows are collected on the driver through Arrow and
+assembled (`pipeline.assemble_batch`: controlled-shutdown shares merged, decisions in the
+contract's order). File output writes one file per batch id, atomically, so a batch run
+again overwrites its own; Kafka output goes through `kafka.decisions.DecisionWriter`, which
+raises unless the broker confirmed every record. A failed write fails the batch, which
+Spark then runs again from the checkpoint.
+
+A stop (`runner.py`) may end a batch before it commits; the sink then makes it end as a
+batch `query.stop()` interrupted (`BatchInterrupted`), which a restart replays.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from state_machines.errors import ShadowControllerError
+
+from . import codec
+from .file_source import feedback_file
+from .operators import collect_less
+from .pipeline import assemble_batch, unpack_outputs
+from .settings.schema import JobSettings
+
+log = logging.getLogger("shadow_controller.job")
+
+
+class BatchSink:
+    """foreachBatch: write the batch's decisions and dead letters, then the deletion reports
+    the next batch will read. A failed write fails the batch, which Spark then retries from
+    the checkpoint; file outputs are named by batch id, so a retried batch overwrites them.
+
+    A stop (streaming.runner) may end a batch before it commits: `stopping()`, then, past
+    the stop's bound, `abandon()`, which makes a write waiting for the broker give up
+    within half a second. The batch then ends as a batch that `query.stop()` interrupted
+    (see `_await_interrupt`), which a restart replays, rather than as a failed one."""
+
+    def __init__(self, settings: JobSettings):
+        self.settings = settings
+        self.stats: dict[int, dict[str, int]] = {}
+        # shadow mode: observed states that matched ours or diverged, by severity, this run
+        self.observations: dict[str, int] = {}
+        self._kafka: Any = None  # kafka.decisions.DecisionWriter, made on the first Kafka write
+        self._stopping = threading.Event()
+        self._cancel = threading.Event()  # the Kafka writer's: give up waiting for the broker
+
+    def stopping(self) -> None:
+        self._stopping.set()
+
+    def abandon(self) -> None:
+        self._stopping.set()
+        self._cancel.set()
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        try:
+            self._write_batch(df, batch_id)
+        except Exception as exc:
+            if not self._stopping.is_set():
+                raise
+            log.debug("batch %d abandoned by the stop: %s", batch_id,
+                     (str(exc).strip().splitlines() or [type(exc).__name__])[0])
+            _await_interrupt(df, self.settings.stop_timeout_s)
+            raise
+
+    def _write_batch(self, df: DataFrame, batch_id: int) -> None:
+        collect_less()
+        out = assemble_batch(_collect(df))
+        for d in out.dlq:
+            if d["reason"].startswith("controller error"):
+                log.error("batch %d: event at %s dead-lettered: %s", batch_id, d["source"] or d["offset"], d["reason"])
+        if out.observations.get("safety"):
+            log_safety_divergences(batch_id, out.decisions)
+        if self.settings.output.startswith("file:"):
+            base = self.settings.output[5:]
+            _write_lines(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"), [p for _, p in out.decisions])
+            if out.dlq:
+                _write_lines(os.path.join(base, "dlq", f"dlq-{batch_id:012d}.jsonl"), out.dlq)
+        else:
+            if self._kafka is None:
+                from .kafka.decisions import DecisionWriter
+
+                self._kafka = DecisionWriter(self.settings, cancel=self._cancel)
+            self._kafka.write(out.decisions, out.dlq)
+        if out.reports:
+            os.makedirs(self.settings.feedback_dir, exist_ok=True)
+            _atomic_write(feedback_file(self.settings.feedback_dir, batch_id), "".join(r + "\n" for r in out.reports))
+        self.stats[batch_id] = {"decisions": len(out.decisions), "dlq": len(out.dlq), "reports": len(out.reports),
+                                **{f"shadow_{k}": v for k, v in out.observations.items()}}
+        for k, v in out.observations.items():
+            self.observations[k] = self.observations.get(k, 0) + v
+
+
+def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> None:
+    """One WARN line per safety divergence, naming the partition, the cause offset and
+    the reason (only records that can be one are decoded)."""
+    for key, text in decisions:
+        if '"Divergence"' in text and '"safety"' in text:
+            d = json.loads(text)
+            if d.get("type") == "Divergence" and d.get("severity") == "safety":
+                log.warning("safety divergence on %s at cause offset %s (batch %d): %s", key, d["cause_offset"],
+                            batch_id, d["reason"])
+
+
+class BatchInterrupted(ShadowControllerError):
+    """A batch abandoned by a stop, whose thread `query.stop()` has interrupted (see
+    `_await_interrupt`). Raised out of `foreachBatch` so that Spark counts the batch as
+    interrupted, not failed; no command reports it (the runner's log filter drops it)."""
+
+
+# Spark recognises a Python foreachBatch function interrupted by a stop by this text in
+# the error the function returns (StreamExecution.PROXY_ERROR, SPARK-39218). Its regex
+# recurses once per character after the match's start, so the JVM's own error (the whole
+# stack of the query's thread follows it) overflows the stack; this short text does not.
+INTERRUPTED = ("py4j.protocol.Py4JJavaError: An error occurred while calling Thread.sleep: "
+               "java.lang.InterruptedException (the query was stopped)")
+
+
+def _await_interrupt(df: DataFrame, timeout_s: float) -> None:
+    """Wait, in the JVM, for `query.stop()` to interrupt the query's thread, then raise
+    BatchInterrupted. The batch's Python code runs on that thread (py4j's pinned threads),
+    so the JVM's sleep is what the stop interrupts; Spark then counts the batch as
+    interrupted by the stop: the query ends stopped, not failed, and logs no error.
+    Returns if no stop comes within `timeout_s`."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        df.sparkSession._jvm.java.lang.Thread.sleep(int(timeout_s * 1000))  # type: ignore[union-attr]
+    except Py4JJavaError as exc:
+        if "java.lang.InterruptedException" not in str(exc.java_exception):
+            raise
+        raise BatchInterrupted(INTERRUPTED) from None
+
+
+def _collect(df: DataFrame) -> list[tuple[str, int, str, int, str]]:
+    """The batch's outputs on the driver, collected through Arrow and unpacked."""
+    return unpack_outputs(df.toArrow().column("rows").to_pylist())
+
+
+def _write_lines(path: str, docs: list[dict[str, Any]] | list[str]) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    lines = (d if isinstance(d, str) else codec.compact_json(d) for d in docs)
+    _atomic_write(path, "".join(line + "\n" for line in lines))
+
+
+def _atomic_write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,167 @@
+"""`shadow-controller bridge`: a live cluster's metadata, turned into contract events.
+
+Theory of operation. Every `--interval` seconds the bridge takes a `ClusterView` of the live
+cluster (brokers, the controller id, every partition's replicas, leader, leader epoch and
+ISR), compares it with the last view it emitted, and produces what changed to the events
+topic as contract v1 events. `cluster_view.diff(previous, current)` is the pure part: the
+view it emitted last and the view it sees now in, the events out (its docstring gives the
+events and their order, and the stand-ins for what the admin API does not show). This
+module is the loop around it, which only reads, produces and saves (`bridge_io`).
+
+Position. The state file holds the last emitted view. It is written atomically, and only
+after every event of the poll was confirmed delivered, so a restart emits nothing for what
+was already emitted, and a crash between produce and save re-emits at most that one poll.
+
+Failures. An unreachable cluster (or events cluster) is one log line per failed attempt,
+with the error and the next retry time, and a capped exponential backoff; it never raises.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from streaming import exits
+from streaming.kafka.errors import DeliveryFailed
+
+from .bridge_io import ClusterReader, EventsWriter, load_state, save_state
+from .cluster_view import diff, settle
+from .errors import ClusterUnreachable, StateMismatch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BridgeSettings:
+    bootstrap_servers: str
+    events_bootstrap_servers: str | None = None
+    topic: str = "controller-events"
+    state: str = "bridge-state.json"
+    interval_s: float = 10.0
+    once: bool = False
+    request_timeout_s: float = 10.0
+    max_retries: int | None = None  # consecutive failed attempts before giving up; None: never
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 60.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def poll_once(reader: ClusterReader, writer: EventsWriter, state_path: str,
+              clock: Callable[[], float] = time.time) -> list[dict[str, Any]]:
+    """One poll: read, settle, diff, produce (confirmed), then save the position."""
+    previous = load_state(state_path)
+    raw = reader.read()
+    if previous is not None and previous.cluster_id and raw.cluster_id and previous.cluster_id != raw.cluster_id:
+        raise StateMismatch(f"{state_path} holds the position for cluster {previous.cluster_id!r}, "
+                            f"but {reader.bootstrap_servers} is cluster {raw.cluster_id!r}")
+    current = settle(previous, raw)
+    events = diff(previous, current)
+    if events:
+        writer.write(events, int(clock() * 1000))
+    if previous is None or events or current != previous:
+        save_state(state_path, current)
+    return events
+
+
+def backoff_delay(failures: int, initial_s: float, max_s: float) -> float:
+    """Capped exponential backoff after `failures` consecutive failed attempts (>= 1)."""
+    return min(max_s, initial_s * 2 ** min(failures - 1, 62))
+
+
+def run_bridge(settings: BridgeSettings, *, sleep: Callable[[float], None] = time.sleep,
+               clock: Callable[[], float] = time.time, reader: ClusterReader | None = None) -> int:
+    """The polling loop. Returns 0 after `--once` succeeded (or on Ctrl-C), 1 when
+    `max_retries` consecutive attempts failed, 2 when the state file is for another cluster."""
+    reader = reader or ClusterReader(settings.bootstrap_servers, settings.request_timeout_s)
+    writer: EventsWriter | None = None
+    failures = 0
+    try:
+        while True:
+            try:
+                if writer is None:
+                    writer = EventsWriter(settings.events_bootstrap_servers or settings.bootstrap_servers,
+                                          settings.topic, settings.request_timeout_s)
+                events = poll_once(reader, writer, settings.state, clock)
+            except StateMismatch as exc:
+                log.error("bridge: %s; refusing to diff against it", exc)
+                return 2
+            except (ClusterUnreachable, DeliveryFailed) as exc:
+                failures += 1
+                if isinstance(exc, ClusterUnreachable):
+                    reader.close()
+                    what = f"cluster {settings.bootstrap_servers} unreachable"
+                else:
+                    what = "events not delivered, position not saved"
+                if settings.max_retries is not None and failures > settings.max_retries:
+                    log.error("bridge: %s (attempt %d): %s; giving up after %d retries",
+                              what, failures, exc, settings.max_retries)
+                    return 1
+                delay = backoff_delay(failures, settings.backoff_initial_s, settings.backoff_max_s)
+                at = datetime.fromtimestamp(clock() + delay).strftime("%H:%M:%S")
+                log.warning("bridge: %s (attempt %d): %s; next retry at %s (in %.1fs)",
+                            what, failures, exc, at, delay)
+                sleep(delay)
+                continue
+            failures = 0
+            log.info("bridge: %d events to %s%s", len(events), settings.topic,
+                     "" if not events else ": " + ", ".join(_summary(events)))
+            if settings.once:
+                return 0
+            sleep(settings.interval_s)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        reader.close()
+
+
+def _summary(events: list[dict[str, Any]]) -> list[str]:
+    counts: dict[str, int] = {}
+    for e in events:
+        counts[e["type"]] = counts.get(e["type"], 0) + 1
+    return [f"{n} {t}" for t, n in counts.items()]
+
+
+# ---------------------------------------------------------------------------------------
+# CLI
+
+
+def cmd_bridge(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # kafka-python logs each connection failure itself; the bridge reports each failure once.
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    settings = BridgeSettings(
+        bootstrap_servers=args.bootstrap_servers, events_bootstrap_servers=args.events_bootstrap_servers,
+        topic=args.topic, state=args.state, interval_s=args.interval, once=args.once,
+        request_timeout_s=args.timeout, max_retries=args.max_retries,
+        backoff_initial_s=args.backoff_initial, backoff_max_s=args.backoff_max,
+    )
+    return BRIDGE_EXIT_CODES.get(run_bridge(settings), exits.JOB_FAILED)
+
+
+# run_bridge's outcomes: done, gave up after --max-retries failed attempts (the cluster or
+# the events cluster did not answer), the state file is another cluster's
+BRIDGE_EXIT_CODES = {0: exits.OK, 1: exits.UNREACHABLE, 2: exits.USAGE}
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("bridge", help="turn a live cluster's metadata changes into controller events")
+    p.add_argument("--bootstrap-servers", "--bootstrap-server", dest="bootstrap_servers", required=True,
+                   help="the live cluster to observe")
+    p.add_argument("--events-bootstrap-servers", "--events-bootstrap-server", dest="events_bootstrap_servers",
+                   help="where the events topic is (default: the live cluster)")
+    p.add_argument("--topic", default="controller-events", help="events topic (default: controller-events)")
+    p.add_argument("--state", default="bridge-state.json", help="the bridge's position (last emitted view)")
+    p.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="poll interval (default 10)")
+    p.add_argument("--once", action="store_true", help="poll once (retrying on failure), then exit")
+    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="admin request timeout (default 10)")
+    p.add_argument("--max-retries", type=int, default=None,
+                   help="give up (exit 1) after this many consecutive failed attempts (default: never)")
+    p.add_argument("--backoff-initial", type=float, default=1.0, metavar="SECONDS", help=argparse.SUPPRESS)
+    p.add_argument("--backoff-max", type=float, default=60.0, metavar="SECONDS", help="backoff cap (default 60)")
+    p.set_defaults(func=cmd_bridge)
+    return p
