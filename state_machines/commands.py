@@ -206,8 +206,10 @@ class PartitionSummary:
 @quick_init
 @dataclass(frozen=True, slots=True)
 class SummaryReport:
-    """A partition's new summary, or None: the partition is gone."""
+    """A partition's new summary (None: the partition is gone), made by its fold of the
+    commands up to `cause_offset`: of two reports of a partition, the later cause's wins."""
 
     topic: str
     partition: int
     summary: PartitionSummary | None
+    cause_offset: int = -1

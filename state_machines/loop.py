@@ -75,6 +75,13 @@ class DeadLetter:
     command: Command | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Wake:
+    """The sequencer holds a cause or an event until what it sent is folded: a shell that
+    runs it only on input (the Spark job) must run it again after the fold, even if the
+    fold reports nothing."""
+
+
 class Work(NamedTuple):
     """One piece of a cause's work: a command to a partition (`target` "<topic>-<partition>"),
     or, for `DIRECT`, a record the directory wrote or a dead letter. (A named tuple: a
@@ -84,7 +91,7 @@ class Work(NamedTuple):
     cause_offset: int
     round: int
     idx: int
-    item: Union[Command, Record, ObservationOutcome, DeadLetter]
+    item: Union[Command, Record, ObservationOutcome, DeadLetter, Wake]
     cause_id: str | None = None
 
 
@@ -128,10 +135,25 @@ class Sequencer:
 
     def run(
         self, pending: Pending | None, buffered: Sequence[RawEvent], events: Iterable[RawEvent],
-        reports: Iterable[DeletionReport],
+        reports: Iterable[DeletionReport], summaries: Iterable[SummaryReport] = (),
     ) -> tuple[Pending | None, list[RawEvent]]:
-        """Resume a waiting cause with `reports`, then apply events in offset order until
-        one waits. Returns the waiting cause (or None) and the events held behind it."""
+        """Apply the partitions' summaries (everything sent before this run is folded),
+        resume a waiting cause with `reports`, then apply events in offset order until one
+        waits. Returns the waiting cause (or None) and the events held behind it; when the
+        sequencer holds only for a fold, its work ends with a `Wake`."""
+        pending, rest = self._run(pending, buffered, events, reports, summaries)
+        if (pending is not None and pending.barrier) or (pending is None and rest):
+            offset = pending.cause_offset if pending is not None else rest[0].offset
+            self.work.append(Work(DIRECT, offset, 0, 0, Wake()))
+        return pending, rest
+
+    def _run(
+        self, pending: Pending | None, buffered: Sequence[RawEvent], events: Iterable[RawEvent],
+        reports: Iterable[DeletionReport], summaries: Iterable[SummaryReport],
+    ) -> tuple[Pending | None, list[RawEvent]]:
+        ordered = sorted(summaries, key=lambda s: s.cause_offset)
+        if ordered:
+            self.apply_summaries(ordered[-1].cause_offset, ordered)
         if pending is not None:
             got = pending.reports + tuple(reports)
             if len(got) < pending.expected:
@@ -335,7 +357,7 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
             replies.reports.append((w.target, result.report))
     after = summary_of(record)
     if after != before:
-        replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, after))
+        replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, after, cmd.cause_offset))
     return PartitionSlot(record, seq_cause, seq_next)
 
 
@@ -367,6 +389,8 @@ def number_directory_records(work: Iterable[Work], replies: Replies) -> None:
     counters: dict[tuple[int, str], int] = {}
     for w in sorted(work, key=lambda w: (w.cause_offset, w.round, w.idx)):
         item = w.item
+        if isinstance(item, Wake):
+            continue
         if isinstance(item, DeadLetter):
             replies.dead_letters.append(item)
         elif isinstance(item, ObservationOutcome):

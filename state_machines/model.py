@@ -131,6 +131,11 @@ class ControllerConfig:
     # leader, epochs and ISR so one divergence does not snowball.
     shadow_follow: bool = True
 
+    def __post_init__(self) -> None:
+        # ReplicationConfigs: leader.imbalance.check.interval.seconds is atLeast(1)
+        if self.leader_imbalance_check_interval_seconds < 1:
+            raise ValueError("leader.imbalance.check.interval.seconds must be at least 1")
+
     @staticmethod
     def from_properties(props: dict[str, object]) -> "ControllerConfig":
         def flag(name: str, default: bool) -> bool:

@@ -4,7 +4,7 @@ the partition stage and the batch sink as the query does, on the same code.
 Work and outputs are packed and unpacked as they cross Spark (`pipeline.py`), each
 group's partition state goes through the storage strategy (`storage.py`) into a
 `MemoryState` shaped like Spark's `GroupState`, and deletion reports come back in the
-next batch, as through the feedback files. So a difference between `run_batches` and the
+next batch with the partitions' summaries, as through the feedback files. So a difference between `run_batches` and the
 in-process engine is one the Spark job would have. Only the directory is kept decoded
 between batches, as a Python worker that Spark reuses keeps it (`operators.LastDirectory`).
 """
@@ -15,14 +15,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from state_machines.commands import DeletionReport
 from state_machines.errors import InvariantViolation
 from state_machines.loop import Pending, RawEvent, Sequencer, Work
 from state_machines.model import ControllerConfig
 from state_machines.outputs import ControlledShutdownResultRecord
 
-from . import codec
-from .pipeline import assemble_batch, pack_outputs, pack_work, unpack_outputs, unpack_work
+from .pipeline import assemble_batch, pack_outputs, pack_work, read_feedback, unpack_outputs, unpack_work
 from .storage import fold_group, partition_storage
 
 
@@ -68,7 +66,7 @@ def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfi
     states: dict[str, MemoryState] = {}
     pending: Pending | None = None
     buffer: list[RawEvent] = []
-    feedback: list[DeletionReport] = []
+    feedback: list[str] = []
     decisions: list[dict[str, Any]] = []
     dlq: list[dict[str, Any]] = []
     position, batches = 0, 0
@@ -80,7 +78,7 @@ def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfi
                 raise InvariantViolation("the sequencer waits for deletion reports that no command will send")
             break
         seq = Sequencer(directory, config)
-        pending, buffer = seq.run(pending, buffer, chunk, feedback)
+        pending, buffer = seq.run(pending, buffer, chunk, *read_feedback(feedback))
         groups: dict[str, list[Work]] = {}
         for w in seq.work:
             groups.setdefault(storage.group(w.target), []).append(w)
@@ -91,7 +89,7 @@ def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfi
         batch = assemble_batch(unpack_outputs(packed))
         decisions.extend(json.loads(payload) for _, payload in batch.decisions)
         dlq.extend(batch.dlq)
-        feedback = [codec.loads(r, DeletionReport) for r in batch.reports]
+        feedback = batch.reports
         batches += 1
     decisions.sort(key=_order)
     return decisions, dlq, batches

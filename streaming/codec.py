@@ -146,9 +146,12 @@ def _brokers_in(a: list) -> tuple:
 
 def _record_out(r: partition.PartitionRecord) -> list:
     a = r.assignment
-    return [COMPACT_VERSION, r.topic, r.partition, list(a.replicas), list(a.adding_replicas), list(a.removing_replicas),
-            r.state.value if r.state else None, _la_out(r.leadership),
-            [[b, s.value] for b, s in r.replica_states], _brokers_out(r.brokers), r.being_reassigned]
+    out = [COMPACT_VERSION, r.topic, r.partition, list(a.replicas), list(a.adding_replicas), list(a.removing_replicas),
+           r.state.value if r.state else None, _la_out(r.leadership),
+           [[b, s.value] for b, s in r.replica_states], _brokers_out(r.brokers), r.being_reassigned]
+    if r.offline_dirs:  # a trailing field, written only when set: older records read the same
+        out.append(list(r.offline_dirs))
+    return out
 
 
 # The same bytes as `compact_json(_record_out(r))`, written directly: the JSON encoder
@@ -172,7 +175,8 @@ def _record_text(r: partition.PartitionRecord) -> str:
                         f"{'null' if f.broker_epoch is None else f.broker_epoch}]" for b, f in r.brokers])
     return (f"[{COMPACT_VERSION},{_str(r.topic)},{r.partition},{_ints(a.replicas)},{_ints(a.adding_replicas)},"
             f"{_ints(a.removing_replicas)},{'null' if r.state is None else _QUOTED[r.state]},{leadership},"
-            f"[{states}],[{brokers}],{_BOOL[r.being_reassigned]}]")
+            f"[{states}],[{brokers}],{_BOOL[r.being_reassigned]}"
+            f"{',' + _ints(r.offline_dirs) if r.offline_dirs else ''}]")
 
 
 def _record_in(a: list) -> partition.PartitionRecord:
@@ -180,7 +184,7 @@ def _record_in(a: list) -> partition.PartitionRecord:
     return partition.PartitionRecord(
         a[1], a[2], model.ReplicaAssignment(tuple(a[3]), tuple(a[4]), tuple(a[5])),
         _P[a[6]] if a[6] is not None else None, _la_in(a[7]),
-        tuple([(b, _R[s]) for b, s in a[8]]), _brokers_in(a[9]), a[10],
+        tuple([(b, _R[s]) for b, s in a[8]]), _brokers_in(a[9]), a[10], tuple(a[11]) if len(a) > 11 else (),
     )
 
 
@@ -236,16 +240,28 @@ def _command_from_text(text: str) -> commands.Command:
 
 
 def _directory_out(rec: Any) -> list:
+    # Fields added since the first layout trail, written only when set, so records without
+    # them keep their bytes and older records read with the defaults.
     if isinstance(rec, directory.TopicRecord):
-        return ["T", COMPACT_VERSION, [[p, list(b)] for p, b in rec.partitions], [list(kv) for kv in rec.configs],
-                rec.queued, rec.started, rec.ineligible,
-                [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
-                 for p, m in rec.mirror]]
+        out = ["T", COMPACT_VERSION, [[p, list(b)] for p, b in rec.partitions], [list(kv) for kv in rec.configs],
+               rec.queued, rec.started, rec.ineligible,
+               [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
+                for p, m in rec.mirror]]
+        if rec.summaries:
+            out.append([[p, m.state.value if m.state else None, m.preferred, m.leader] for p, m in rec.summaries])
+        return out
     if isinstance(rec, directory.BrokerRecord):
         f = rec.fact
-        return ["B", COMPACT_VERSION, [f.registered, f.shutting_down, f.broker_epoch]]
-    return ["C", COMPACT_VERSION, rec.active, rec.controller_id, rec.controller_epoch, sorted(rec.topics),
-            sorted(rec.brokers), sorted(rec.queued_topics)]
+        out = ["B", COMPACT_VERSION, [f.registered, f.shutting_down, f.broker_epoch]]
+        if rec.offline_dirs:
+            # a[3] held a per-broker topic index in earlier builds: left null
+            out += [None, [[t, p] for t, p in rec.offline_dirs]]
+        return out
+    out = ["C", COMPACT_VERSION, rec.active, rec.controller_id, rec.controller_epoch, sorted(rec.topics),
+           sorted(rec.brokers), sorted(rec.queued_topics)]
+    if rec.dynamic_configs or rec.rebalance_due is not None:
+        out += [[list(kv) for kv in rec.dynamic_configs], rec.rebalance_due]
+    return out
 
 
 def _directory_in(a: list) -> Any:
@@ -255,13 +271,31 @@ def _directory_in(a: list) -> Any:
         return directory.TopicRecord(
             tuple((p, tuple(b)) for p, b in a[2]), tuple((k, v) for k, v in a[3]), a[4], a[5], a[6],
             tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
-                  for p, r, st, moving in a[7]))
+                  for p, r, st, moving in a[7]),
+            tuple((p, _summary(state, preferred, leader)) for p, state, preferred, leader in a[8]) if len(a) > 8 else ())
     if kind == "B":
         # a[3], the per-broker topic index of earlier builds, is no longer kept
-        return directory.BrokerRecord(model.BrokerFact(a[2][0], a[2][1], a[2][2]))
+        dirs = tuple((t, p) for t, p in a[4]) if len(a) > 4 else ()
+        return directory.BrokerRecord(model.BrokerFact(a[2][0], a[2][1], a[2][2]), dirs)
     if kind == "C":
-        return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]))
+        dynamic, due = (tuple((k, v) for k, v in a[8]), a[9]) if len(a) > 8 else ((), None)
+        return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]),
+                                          dynamic, due)
     raise UnknownEncoding(f"unknown directory record kind {kind!r}")
+
+
+# A cluster has few distinct summaries: decode each once.
+_SUMMARIES: dict[tuple, commands.PartitionSummary] = {}
+
+
+def _summary(state: str | None, preferred: int, leader: int | None) -> commands.PartitionSummary:
+    key = (state, preferred, leader)
+    summary = _SUMMARIES.get(key)
+    if summary is None:
+        if len(_SUMMARIES) > 65536:
+            _SUMMARIES.clear()
+        summary = _SUMMARIES[key] = commands.PartitionSummary(_P[state] if state else None, preferred, leader)
+    return summary
 
 
 _DIRECTORY_TYPES = (directory.TopicRecord, directory.BrokerRecord, directory.ControllerRecord)

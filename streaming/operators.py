@@ -29,13 +29,12 @@ import pandas as pd
 from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from state_machines.commands import DeletionReport
 from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.loop import Pending, RawEvent, Sequencer
 from state_machines.model import ControllerConfig
 
 from . import codec
-from .pipeline import pack_outputs, pack_work, unpack_work
+from .pipeline import pack_outputs, pack_work, read_feedback, unpack_work
 from .storage import PartitionStorage, fold_group
 
 # work and outputs between the operators are packed (pipeline.pack_work, pack_outputs)
@@ -110,14 +109,15 @@ class SequencerProcessor(StatefulProcessor):
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         collect_less()
         events: list[RawEvent] = []
-        reports: list[DeletionReport] = []
+        feedback: list[str] = []
         for pdf in rows:
             for kind, offset, value, source, payload in pdf[["kind", "offset", "value", "source", "payload"]].itertuples(index=False):
                 if kind == "event":
                     # a null value (a tombstone) stays None, for the dead letters to say so
                     events.append(RawEvent(int(offset), None if value is None else bytes(value), str(source)))
                 else:
-                    reports.append(codec.loads(payload, DeletionReport))
+                    feedback.append(payload)
+        reports, summaries = read_feedback(feedback)
         stamped = self.records.getValue((codec.DIRECTORY_STAMP_KEY,))
         stamp = stamped[0] if stamped else None
         directory = _LAST_DIRECTORY.take(stamp)
@@ -126,7 +126,7 @@ class SequencerProcessor(StatefulProcessor):
         pending = codec.loads(self.pending.get()[0], Pending) if self.pending.exists() else None
         buffered = [RawEvent(int(o), None if v is None else bytes(v), s) for o, v, s in self.buffer.get()] if self.buffer.exists() else []
         seq = Sequencer(directory, self.config, self.limits)
-        pending, rest = seq.run(pending, buffered, events, reports)
+        pending, rest = seq.run(pending, buffered, events, reports, summaries)
         for k in sorted(seq.changed):
             rec = directory.get(k)
             if rec is None:

@@ -9,8 +9,10 @@ sink**, in `foreachBatch`. The controller's loop itself is the core's
 `merge_shutdown_shares`, exactly as the in-process engine does. This module only encodes what they return so it can cross Spark, and decodes
 it on the other side; `batches.run_batches` runs the same path without Spark, for tests.
 
-Deletion reports cannot loop inside one micro-batch: they travel through the feedback
-files to the next one, and meanwhile the sequencer holds every later event. Decisions are
+Deletion reports and the partitions' summaries cannot loop inside one micro-batch: they
+travel through the feedback files to the next one (`BatchOutput.reports`, `read_feedback`).
+Meanwhile the sequencer holds a cause that waits for them, and every later event; when it
+holds only for the fold, a wake line makes sure it runs in the next batch. Decisions are
 therefore exactly the engine's, only later.
 """
 
@@ -23,11 +25,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from state_machines.commands import Command
+from state_machines.commands import Command, DeletionReport, PartitionSummary, SummaryReport
 from state_machines.loop import (
-    DeadLetter, Decision, PartitionSlot, Replies, Work, fold_partition, fold_partitions, merge_shutdown_shares,
+    DeadLetter, Decision, PartitionSlot, Replies, Wake, Work, fold_partition, fold_partitions, merge_shutdown_shares,
     number_directory_records,
 )
+from state_machines.states import PartitionState
 from state_machines.model import ControllerConfig
 from state_machines.outputs import ControlledShutdownResultRecord, Record, StillLeads
 
@@ -35,7 +38,7 @@ from . import codec
 
 __all__ = [
     "assemble_batch", "bucket_stage", "dead_letter", "direct_stage", "pack_outputs", "pack_work",
-    "partition_stage_rows", "unpack_outputs", "unpack_work",
+    "partition_stage_rows", "read_feedback", "unpack_outputs", "unpack_work",
 ]
 
 
@@ -93,6 +96,8 @@ def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
 def _encode_item(item: Any, dlq_max_value_bytes: int) -> tuple[str, str]:
     if isinstance(item, Command):
         return "cmd", codec.dumps(item)
+    if isinstance(item, Wake):
+        return "wake", ""
     if isinstance(item, DeadLetter):
         return "dlq", codec.canonical_json(dead_letter(item, dlq_max_value_bytes))
     return "out", codec.dumps(item)
@@ -128,6 +133,8 @@ def unpack_work(packed: Iterable[str]) -> list[Work]:
                 item = codec.loads(payload, Command)
             elif kind == "dlq":
                 item = LetterText(payload)
+            elif kind == "wake":
+                item = Wake()
             else:
                 item = codec.loads(payload, Record)
             work.append(Work(target, int(cause), int(round_), int(idx), item, cause_id))
@@ -196,6 +203,8 @@ def _reply_rows(replies: EncodedReplies, dlq_max_value_bytes: int) -> list[Outpu
         out.append(("stat", 0, "", 0, outcome))
     for target, report in replies.reports:
         out.append(("report", 0, target, 0, codec.dumps(report)))
+    for summary in replies.summaries:
+        out.append(("summary", summary.cause_offset, "", 0, _summary_line(summary)))
     for letter in replies.dead_letters:
         out.append(("dlq", letter.offset, "", 0, codec.canonical_json(dead_letter(letter, dlq_max_value_bytes))))
     return out
@@ -223,6 +232,8 @@ def direct_stage(work: Iterable[Work]) -> list[OutputRow]:
     for w in work:
         if isinstance(w.item, LetterText):
             out.append(("dlq", w.cause_offset, "", 0, str(w.item)))
+        elif isinstance(w.item, Wake):
+            out.append(("wake", w.cause_offset, "", 0, WAKE_LINE))
         else:
             records.append(w)
     replies = EncodedReplies()
@@ -239,6 +250,7 @@ class BatchOutput:
     # (record key, the record's JSON) in (cause_offset, key, seq) order
     decisions: list[tuple[str, str]]
     dlq: list[dict[str, Any]]
+    # the feedback lines for the next batch: deletion reports, summaries, a wake
     reports: list[str]
     observations: dict[str, int] = field(default_factory=dict)
 
@@ -264,8 +276,10 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
             still.append((cause, StillLeads(int(key[len("broker-"):]), topic, int(partition))))
         elif kind == "dlq":
             dlq.append(json.loads(payload))
-        elif kind == "report":
+        elif kind in ("report", "summary"):
             reports.append(payload)
+        elif kind == "wake" and WAKE_LINE not in reports:
+            reports.append(WAKE_LINE)
         elif kind == "stat":
             observations[payload] = observations.get(payload, 0) + 1
     for d in merge_shutdown_shares(shutdowns, still):
@@ -275,3 +289,42 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
     # a row holds a run of one partition's records for one cause
     records = [(key, doc) for _, key, _, payload in decisions for doc in payload.split("\n")]
     return BatchOutput(records, dlq, reports, observations)
+
+
+# ---------------------------------------------------------------------------------------
+# the feedback lines: a deletion report is its JSON document (as ever), a summary
+# `S<TAB>topic<TAB>partition<TAB>cause<TAB>state|-<TAB>preferred<TAB>leader|-` (`R` after
+# the cause: the partition is gone), a wake `W`.
+
+WAKE_LINE = "W"
+_STATES = {s.value: s for s in PartitionState}
+
+
+def _summary_line(r: SummaryReport) -> str:
+    s = r.summary
+    if s is None:
+        return f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\tR"
+    state = s.state.value if s.state else "-"
+    leader = "-" if s.leader is None else s.leader
+    return f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\t{state}\t{s.preferred}\t{leader}"
+
+
+def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[SummaryReport]]:
+    """The deletion reports and the summaries of feedback lines (a wake only wakes)."""
+    reports: list[DeletionReport] = []
+    summaries: list[SummaryReport] = []
+    for line in lines:
+        if line == WAKE_LINE:
+            continue
+        if line.startswith("S\t"):
+            fields = line.split("\t")
+            topic, partition, cause = fields[1], int(fields[2]), int(fields[3])
+            if fields[4] == "R":
+                summaries.append(SummaryReport(topic, partition, None, cause))
+            else:
+                state = None if fields[4] == "-" else _STATES[fields[4]]
+                leader = None if fields[6] == "-" else int(fields[6])
+                summaries.append(SummaryReport(topic, partition, PartitionSummary(state, int(fields[5]), leader), cause))
+        else:
+            reports.append(codec.loads(line, DeletionReport))
+    return reports, summaries

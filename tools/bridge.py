@@ -12,6 +12,10 @@ Position. The state file holds the last emitted view. It is written atomically, 
 after every event of the poll was confirmed delivered, so a restart emits nothing for what
 was already emitted, and a crash between produce and save re-emits at most that one poll.
 
+Time. Every event carries the poll's time as `ts`. When a poll finds nothing to emit for
+`--tick-interval` seconds, the bridge emits a `ControllerTick`, so the job's event time
+(and its automatic rebalance checks) moves on in a quiet cluster.
+
 Failures. An unreachable cluster (or events cluster) is one log line per failed attempt,
 with the error and the next retry time, and a capped exponential backoff; it never raises.
 """
@@ -48,6 +52,8 @@ class BridgeSettings:
     max_retries: int | None = None  # consecutive failed attempts before giving up; None: never
     backoff_initial_s: float = 1.0
     backoff_max_s: float = 60.0
+    # a ControllerTick after this long without events; 0: never
+    tick_interval_s: float = 30.0
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -68,6 +74,10 @@ def poll_once(reader: ClusterReader, writer: EventsWriter, state_path: str,
     return events
 
 
+# time passing, for the job's event-time schedule (contract: ControllerTick)
+TICK: dict[str, Any] = {"v": 1, "type": "ControllerTick"}
+
+
 def backoff_delay(failures: int, initial_s: float, max_s: float) -> float:
     """Capped exponential backoff after `failures` consecutive failed attempts (>= 1)."""
     return min(max_s, initial_s * 2 ** min(failures - 1, 62))
@@ -80,6 +90,7 @@ def run_bridge(settings: BridgeSettings, *, sleep: Callable[[float], None] = tim
     reader = reader or ClusterReader(settings.bootstrap_servers, settings.request_timeout_s)
     writer: EventsWriter | None = None
     failures = 0
+    last_emitted = clock()
     try:
         while True:
             try:
@@ -87,6 +98,12 @@ def run_bridge(settings: BridgeSettings, *, sleep: Callable[[float], None] = tim
                     writer = EventsWriter(settings.events_bootstrap_servers or settings.bootstrap_servers,
                                           settings.topic, settings.request_timeout_s)
                 events = poll_once(reader, writer, settings.state, clock)
+                now = clock()
+                if events:
+                    last_emitted = now
+                elif settings.tick_interval_s and now - last_emitted >= settings.tick_interval_s:
+                    writer.write([TICK], int(now * 1000))
+                    events, last_emitted = [TICK], now
             except StateMismatch as exc:
                 log.error("bridge: %s; refusing to diff against it", exc)
                 return 2
@@ -138,7 +155,7 @@ def cmd_bridge(args: argparse.Namespace) -> int:
         bootstrap_servers=args.bootstrap_servers, events_bootstrap_servers=args.events_bootstrap_servers,
         topic=args.topic, state=args.state, interval_s=args.interval, once=args.once,
         request_timeout_s=args.timeout, max_retries=args.max_retries,
-        backoff_initial_s=args.backoff_initial, backoff_max_s=args.backoff_max,
+        backoff_initial_s=args.backoff_initial, backoff_max_s=args.backoff_max, tick_interval_s=args.tick_interval,
     )
     return BRIDGE_EXIT_CODES.get(run_bridge(settings), exits.JOB_FAILED)
 
@@ -158,6 +175,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--state", default="bridge-state.json", help="the bridge's position (last emitted view)")
     p.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="poll interval (default 10)")
     p.add_argument("--once", action="store_true", help="poll once (retrying on failure), then exit")
+    p.add_argument("--tick-interval", type=_non_negative, default=30.0, metavar="SECONDS",
+                   help="emit a ControllerTick after this long without events, so event time moves on "
+                        "(default 30; 0: never)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="admin request timeout (default 10)")
     p.add_argument("--max-retries", type=int, default=None,
                    help="give up (exit 1) after this many consecutive failed attempts (default: never)")
@@ -165,3 +185,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--backoff-max", type=float, default=60.0, metavar="SECONDS", help="backoff cap (default 60)")
     p.set_defaults(func=cmd_bridge)
     return p
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text}")
+    return value

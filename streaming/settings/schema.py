@@ -125,6 +125,8 @@ SCHEMA = (
     Setting("controller.auto.leader.rebalance.enable", boolean, "controller.auto_leader_rebalance_enable"),
     Setting("controller.leader.imbalance.per.broker.percentage", count,
             "controller.leader_imbalance_per_broker_percentage"),
+    Setting("controller.leader.imbalance.check.interval.seconds", integer(1),
+            "controller.leader_imbalance_check_interval_seconds"),
     Setting("controller.delete.topic.enable", boolean, "controller.delete_topic_enable"),
     Setting("controller.leader.recovery.supported", boolean, "controller.leader_recovery_supported"),
     Setting("controller.shadow.follow", boolean, "controller.shadow_follow"),

@@ -186,3 +186,30 @@ def test_an_unreachable_cluster_is_logged_and_retried_without_raising(tmp_path, 
         assert "next retry at" in line
     assert "giving up after 3 retries" in lines[3]
     assert not (tmp_path / "state.json").exists()
+
+
+def test_a_quiet_cluster_gets_a_tick_after_the_tick_interval(bootstrap, topics, tmp_path):
+    """Event time must move on in a quiet cluster (the automatic rebalance runs on it): after
+    the first poll's events, polls that find nothing emit a ControllerTick once
+    `tick_interval_s` passed since the last event, and the job accepts it. The clock is the
+    loop's own parameter, so no real time passes."""
+    events, _ = topics
+    now = [1_000.0]
+    polls = [0]
+
+    def sleep(seconds: float) -> None:
+        polls[0] += 1
+        if polls[0] == 4:
+            raise KeyboardInterrupt  # the loop's way out
+        now[0] += seconds
+
+    settings = BridgeSettings(bootstrap, topic=events, state=str(tmp_path / "state.json"), interval_s=20.0,
+                              tick_interval_s=30.0, request_timeout_s=10.0)
+    assert run_bridge(settings, sleep=sleep, clock=lambda: now[0]) == 0
+    got = [json.loads(m.value()) for m in read_topic(bootstrap, events)]
+    ticks = [e for e in got if e["type"] == "ControllerTick"]
+    # polls at 1000 (the cluster's events), 1020 (quiet, 20 s), 1040 (40 s: a tick), 1060 (20 s after it)
+    assert [t["ts"] for t in ticks] == [1_040_000]
+    assert got[-1] == ticks[-1] and len(got) > 1
+    for offset, e in enumerate(got):
+        parse_event(e, offset)  # every event the bridge wrote is a valid contract event

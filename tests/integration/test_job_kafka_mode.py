@@ -22,7 +22,7 @@ LOGS = sorted((Path(__file__).parents[1] / "scenarios" / "logs").glob("*.jsonl")
 
 
 def run_kafka_job(spark, bootstrap, new_topic, produce, tmp_path: Path, lines: list[bytes],
-                  max_offsets: int | None = None):
+                  max_offsets: int | None = None, buckets: int = 0):
     events = new_topic(prefix="events")
     decisions = new_topic(prefix="decisions")
     from tools.broker import create_topics
@@ -32,6 +32,7 @@ def run_kafka_job(spark, bootstrap, new_topic, produce, tmp_path: Path, lines: l
     settings = JobSettings(
         input="kafka", output="kafka", checkpoint=str(tmp_path / "ckpt"), bootstrap_servers=bootstrap,
         events_topic=events, decisions_topic=decisions, max_offsets_per_trigger=max_offsets,
+        partition_buckets=buckets,
     )
     return settings, run_to_end(spark, settings)
 
@@ -49,11 +50,15 @@ def test_scenario_log_same_decisions_as_simulate(spark, bootstrap, new_topic, pr
     assert_same_multiset([json.loads(m.value()) for m in got], expected)
 
 
-@pytest.mark.parametrize("seed", [5, 17])
-def test_generated_log_over_many_micro_batches(spark, bootstrap, new_topic, produce, tmp_path, seed: int):
+# Generated logs hold every kind of event, the controller-wide ones (ticks, cluster config
+# changes, log-dir failures) included; one run per keying.
+@pytest.mark.parametrize(("seed", "buckets"), [(5, 0), (17, 4)], ids=["per-partition", "buckets-4"])
+def test_generated_log_over_many_micro_batches(spark, bootstrap, new_topic, produce, tmp_path, seed: int,
+                                               buckets: int):
     lines = [json.dumps(e).encode() for e in generate_log(seed, n_events=50)]
     expected = simulate_records(lines)
-    settings, sink = run_kafka_job(spark, bootstrap, new_topic, produce, tmp_path, lines, max_offsets=8)
+    settings, sink = run_kafka_job(spark, bootstrap, new_topic, produce, tmp_path, lines, max_offsets=8,
+                                   buckets=buckets)
     assert len(sink.stats) >= len(lines) // 8
     got = consume_all(bootstrap, settings.decisions_topic, len(expected))
     assert_same_multiset([json.loads(m.value()) for m in got], expected)
