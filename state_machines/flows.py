@@ -52,13 +52,12 @@ def failover(run: Run) -> None:
     # The new controller starts from an empty context (resetContext on resignation) and
     # reads assignments and leader-and-ISR from the store.
     rec = run.rec
-    run.rec = rec.with_replica_states(()).with_state(None).with_being_reassigned(rec.assignment.is_being_reassigned)
     # a new controller starts with no failed log dirs (replicasOnOfflineDirs is empty)
     run.set_offline_dirs(())
     replicas = rec.assignment.replicas
     # ReplicaStateMachine.startup: initializeReplicaState, then Online -> Online
     # (LeaderAndIsr to each) and Ineligible -> Offline.
-    run.rec = rsm.startup(run.rec, run.facts)
+    run.rec = run.rec.reset_for_failover(rsm.startup(run.rec, run.facts))
     run.replicas([r for r in replicas if run.facts.is_online(r)], R.OnlineReplica)
     run.replicas([r for r in replicas if not run.facts.is_online(r)], R.OfflineReplica)
     # PartitionStateMachine.startup: initializePartitionState, then the online trigger

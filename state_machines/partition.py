@@ -51,12 +51,16 @@ class PartitionResult:
 def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig) -> Run:
     """A run over `rec` whose view of the brokers is updated by the command's."""
     brokers = dict(rec.brokers)
-    if ctx.brokers:
-        brokers.update(ctx.brokers)
-        merged = tuple(sorted(brokers.items()))
-        if merged != rec.brokers:
-            rec = PartitionRecord(rec.topic, rec.partition, rec.assignment, rec.state, rec.leadership,
-                                  rec.replica_states, merged, rec.being_reassigned, rec.offline_dirs)
+    changed = False
+    for b, fact in ctx.brokers:
+        known = brokers.get(b)
+        if known is not fact and known != fact:
+            brokers[b] = fact
+            changed = True
+    if changed:
+        rec = PartitionRecord(rec.topic, rec.partition, rec.assignment, rec.state, rec.leadership,
+                              rec.replica_states, tuple(sorted(brokers.items())), rec.being_reassigned,
+                              rec.offline_dirs)
     return Run(rec, Facts(ctx, config, brokers, rec.offline_dirs))
 
 

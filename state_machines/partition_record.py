@@ -72,6 +72,14 @@ class PartitionRecord:
         return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
                                self.replica_states, self.brokers, self.being_reassigned, offline_dirs)
 
+    def reset_for_failover(self, replica_states: tuple[tuple[int, ReplicaState], ...]) -> PartitionRecord:
+        """What a new controller holds after `resetContext` and reading the store: the
+        assignment and the leader-and-ISR, no partition state, `replica_states` (its replica
+        state machine's startup), being reassigned as the stored assignment says, and no
+        failed log dirs."""
+        return PartitionRecord(self.topic, self.partition, self.assignment, None, self.leadership, replica_states,
+                               self.brokers, self.assignment.is_being_reassigned, ())
+
     def replica_state(self, broker: int) -> ReplicaState | None:
         for b, s in self.replica_states:
             if b == broker:

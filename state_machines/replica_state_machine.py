@@ -25,7 +25,6 @@ directly, without a transition.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from .model import NO_LEADER, LeaderAndIsr, ReplicaAssignment
 from .outputs import Output, ReplicaStateChangeRecord, StateChangeFailedRecord
@@ -36,22 +35,29 @@ from .states import ReplicaState
 R = ReplicaState
 
 
-class Transition(NamedTuple):
-    """One replica's transition: its new state (None: the replica is forgotten), the stored
-    leader-and-ISR and the assignment after it, its requests, or why it failed (then the
-    state is unchanged)."""
+# One replica's transition: its new state (None: the replica is forgotten), the stored
+# leader-and-ISR and the assignment after it, its requests, and why it failed (then the
+# state is unchanged). A plain tuple: a fan-out makes one per replica, and a named tuple
+# costs several times as much to build.
+Transition = tuple[ReplicaState | None, LeaderAndIsr | None, ReplicaAssignment, tuple[Request, ...], str | None]
+_NO_REQUESTS: tuple[Request, ...] = ()
 
-    state: ReplicaState | None
-    leadership: LeaderAndIsr | None
-    assignment: ReplicaAssignment
-    requests: tuple[Request, ...] = ()
-    failure: str | None = None
+# The last partition state built, by identity of its inputs: the transitions of one machine
+# call usually send the same leadership and assignment, and equal states that are the same
+# object let the batch group recipients without hashing (RequestBatch.records).
+_last_state: list[object] = [None, None, None]
 
 
 def partition_state_for(leadership: LeaderAndIsr, assignment: ReplicaAssignment,
                         election: str | None = None) -> LeaderAndIsrPartitionState:
-    return LeaderAndIsrPartitionState(leadership, assignment.replicas, assignment.adding_replicas,
-                                      assignment.removing_replicas, election)
+    last = _last_state
+    if election is None and last[0] is leadership and last[1] is assignment:
+        return last[2]  # type: ignore[return-value]
+    state = LeaderAndIsrPartitionState(leadership, assignment.replicas, assignment.adding_replicas,
+                                       assignment.removing_replicas, election)
+    if election is None:
+        last[:] = [leadership, assignment, state]
+    return state
 
 
 def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[int], target: ReplicaState) -> Step:
@@ -63,33 +69,39 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
     added = False
     leadership, assignment = rec.leadership, rec.assignment
     out: list[Output] = []
-    batch = RequestBatch()
-    for broker in dict.fromkeys(brokers):
+    batch: RequestBatch | None = None  # opened by the first request (most transitions send none)
+    transition = _TRANSITIONS[target]
+    valid = target.valid_previous_states
+    for broker in (brokers if len(brokers) == 1 else dict.fromkeys(brokers)):
         # putReplicaStateIfNotExists(NonExistentReplica), then validate
         current = states.get(broker)
         if current is None:
             current = states[broker] = R.NonExistentReplica
             added = True
-        if current not in target.valid_previous_states:
+        if current not in valid:
             out.append(StateChangeFailedRecord(topic, partition, broker, target.value,
                                                f"invalid transition from {current.value}"))
             continue
-        t = _TRANSITIONS[target](broker, current, leadership, assignment, facts)
-        leadership, assignment = t.leadership, t.assignment
-        batch.add_all(t.requests)
-        if t.failure is not None:
+        new_state, leadership, assignment, requests, failure = transition(broker, current, leadership, assignment,
+                                                                          facts)
+        if requests:
+            if batch is None:
+                batch = RequestBatch()
+            batch.add_all(requests)
+        if failure is not None:
             # ZkReplicaStateMachine.doHandleStateChanges logs a refused NewReplica naming
             # OfflineReplica as the target state (logFailedStateChange(..., OfflineReplica, ...)).
             logged = R.OfflineReplica.value if target is R.NewReplica else target.value
-            out.append(StateChangeFailedRecord(topic, partition, broker, logged, t.failure))
-        elif t.state is None:
+            out.append(StateChangeFailedRecord(topic, partition, broker, logged, failure))
+        elif new_state is None:
             del states[broker]
             out.append(ReplicaStateChangeRecord(topic, partition, broker, current.value, R.NonExistentReplica.value))
         else:
-            states[broker] = t.state
-            if current is not t.state:
-                out.append(ReplicaStateChangeRecord(topic, partition, broker, current.value, t.state.value))
-    out.extend(batch.records(topic, partition, facts.is_registered))
+            states[broker] = new_state
+            if current is not new_state:
+                out.append(ReplicaStateChangeRecord(topic, partition, broker, current.value, new_state.value))
+    if batch is not None:
+        out.extend(batch.records(topic, partition, facts.is_registered))
     replica_states = tuple(sorted(states.items())) if added else tuple(states.items())
     new = PartitionRecord(topic, partition, assignment, rec.state, leadership, replica_states, rec.brokers,
                           rec.being_reassigned, rec.offline_dirs)
@@ -102,10 +114,10 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
 def _to_new(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
             facts: Facts) -> Transition:
     if la is None:
-        return Transition(R.NewReplica, la, a)
+        return R.NewReplica, la, a, _NO_REQUESTS, None
     if la.leader == broker:
-        return Transition(current, la, a, failure="replica is being requested to become leader")
-    return Transition(R.NewReplica, la, a, (LeaderAndIsrRequest((broker,), partition_state_for(la, a), True),))
+        return current, la, a, _NO_REQUESTS, "replica is being requested to become leader"
+    return R.NewReplica, la, a, (LeaderAndIsrRequest((broker,), partition_state_for(la, a), True),), None
 
 
 def _to_online(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
@@ -114,19 +126,19 @@ def _to_online(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: R
         if broker not in a.replicas:
             # Kafka logs an error and appends the replica to the assignment.
             a = ReplicaAssignment(a.replicas + (broker,), a.adding_replicas, a.removing_replicas)
-        return Transition(R.OnlineReplica, la, a)
+        return R.OnlineReplica, la, a, _NO_REQUESTS, None
     if la is None:
-        return Transition(R.OnlineReplica, la, a)
-    return Transition(R.OnlineReplica, la, a, (LeaderAndIsrRequest((broker,), partition_state_for(la, a), False),))
+        return R.OnlineReplica, la, a, _NO_REQUESTS, None
+    return R.OnlineReplica, la, a, (LeaderAndIsrRequest((broker,), partition_state_for(la, a), False),), None
 
 
 def _to_offline(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
                 facts: Facts) -> Transition:
     stop = StopReplicaRequest(broker, False, facts.stop_replica_epoch(la))
     if la is None:
-        return Transition(R.OfflineReplica, la, a, (stop,))
+        return R.OfflineReplica, la, a, (stop,), None
     if facts.newer_controller_wrote(la):
-        return Transition(current, la, a, (stop,), "leader and isr path written by a newer controller")
+        return current, la, a, (stop,), "leader and isr path written by a newer controller"
     if broker in la.isr:
         # removeReplicasFromIsr: the ISR is never emptied (its last member stays) and the
         # write bumps the leader epoch (newLeaderAndIsr).
@@ -134,29 +146,29 @@ def _to_offline(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: 
         isr = la.isr if len(la.isr) == 1 else tuple(r for r in la.isr if r != broker)
         la = la.new_leader_and_isr(leader, isr).written(facts.controller_epoch)
     if facts.queued:
-        return Transition(R.OfflineReplica, la, a, (stop,))
+        return R.OfflineReplica, la, a, (stop,), None
     others = tuple(r for r in a.replicas if r != broker)
-    return Transition(R.OfflineReplica, la, a, (stop, LeaderAndIsrRequest(others, partition_state_for(la, a), False)))
+    return R.OfflineReplica, la, a, (stop, LeaderAndIsrRequest(others, partition_state_for(la, a), False)), None
 
 
 def _to_deletion_started(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
                          facts: Facts) -> Transition:
-    return Transition(R.ReplicaDeletionStarted, la, a, (StopReplicaRequest(broker, True, facts.stop_replica_epoch(la)),))
+    return R.ReplicaDeletionStarted, la, a, (StopReplicaRequest(broker, True, facts.stop_replica_epoch(la)),), None
 
 
 def _to_deletion_successful(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
                             facts: Facts) -> Transition:
-    return Transition(R.ReplicaDeletionSuccessful, la, a)
+    return R.ReplicaDeletionSuccessful, la, a, _NO_REQUESTS, None
 
 
 def _to_deletion_ineligible(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
                             facts: Facts) -> Transition:
-    return Transition(R.ReplicaDeletionIneligible, la, a)
+    return R.ReplicaDeletionIneligible, la, a, _NO_REQUESTS, None
 
 
 def _to_nonexistent(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
                     facts: Facts) -> Transition:
-    return Transition(None, la, a.remove_replica(broker))
+    return None, la, a.remove_replica(broker), _NO_REQUESTS, None
 
 
 _TRANSITIONS = {
@@ -170,8 +182,8 @@ _TRANSITIONS = {
 }
 
 
-def startup(rec: PartitionRecord, facts: Facts) -> PartitionRecord:
+def startup(rec: PartitionRecord, facts: Facts) -> tuple[tuple[int, ReplicaState], ...]:
     """`initializeReplicaState`: online replicas start Online, the others
     ReplicaDeletionIneligible, recorded directly (no transition, no record)."""
     states = {r: R.OnlineReplica if facts.is_online(r) else R.ReplicaDeletionIneligible for r in rec.assignment.replicas}
-    return rec.with_replica_states(tuple(sorted(states.items())))
+    return tuple(sorted(states.items()))
