@@ -144,11 +144,16 @@ def _feedback_batches(path: str) -> list[int]:
 class FeedbackReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]):
         self.path = options["path"]
+        self.pause_file = options.get("shadow.pauseFile")
 
     def initialOffset(self) -> dict:
         return {"batch": -1}
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if self.pause_file and os.path.exists(self.pause_file):
+            # the job is stopping: a feedback file (deletion reports, summaries, a wake)
+            # must not plan a batch the stop would abandon; a restart reads it
+            return start
         batches = _feedback_batches(self.path)
         return {"batch": max([start["batch"], *batches])}
 

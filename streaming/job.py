@@ -97,7 +97,8 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
         )
     events = events.withColumn("payload", F.lit(None).cast("string"))
     feedback = (
-        spark.readStream.format("shadow-feedback").option("path", settings.feedback_dir).load()
+        spark.readStream.format("shadow-feedback").option("path", settings.feedback_dir)
+        .option("shadow.pauseFile", settings.pause_file).load()
         .select(
             F.lit("report").alias("kind"), F.lit(-1).cast("long").alias("offset"),
             F.lit(None).cast("binary").alias("value"), F.lit(None).cast("string").alias("source"),

@@ -117,8 +117,10 @@ def _print_decisions_of(consumer: Any, offset: int, query: Any, sink: BatchSink,
                         deadline_s: float) -> float | None:
     """Print the decisions caused by event `offset`; return when the first one arrived.
 
-    Done when the job has committed a batch past `offset` and every decision the sink has
-    written so far has been read back (an event may decide nothing, e.g. while inactive)."""
+    Done when the job has committed a batch past `offset`, has nothing more to do (an event
+    that reads every partition's summary waits for the next micro-batch, and deletion
+    reports come back through the feedback), and every decision the sink has written so far
+    has been read back (an event may decide nothing, e.g. while inactive)."""
     end = time.monotonic() + deadline_s
     first: float | None = None
     while time.monotonic() < end:
@@ -128,7 +130,9 @@ def _print_decisions_of(consumer: Any, offset: int, query: Any, sink: BatchSink,
         if msg is None:
             progress = query.lastProgress
             written = sum(s["decisions"] for s in list(sink.stats.values()))
-            if progress and _end_offset(progress) > offset and shown[0] >= written:
+            status = query.status
+            idle = not status.get("isDataAvailable") and not status.get("isTriggerActive")
+            if progress and _end_offset(progress) > offset and shown[0] >= written and idle:
                 return first
             continue
         if msg.error():
@@ -139,7 +143,8 @@ def _print_decisions_of(consumer: Any, offset: int, query: Any, sink: BatchSink,
             first = time.monotonic()
         line = describe_decision(d)
         if line:
-            print(f"    {line}", file=out, flush=True)
+            earlier = f"  (from #{d['cause_offset']})" if d.get("cause_offset") != offset else ""
+            print(f"    {line}{earlier}", file=out, flush=True)
     return first
 
 
