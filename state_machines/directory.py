@@ -134,7 +134,8 @@ class DirectoryView:
     def __init__(self, view: Mapping[str, DirectoryRecord], config: ControllerConfig, offset: int,
                  cause_id: str | None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None):
         self.view = view
-        self._ts = ts
+        # the event time of the cause (its envelope's `ts`), if it has one
+        self.ts = ts
         # the partitions earlier steps of this cause already reached
         self.touched = touched
         self.config = config
@@ -214,11 +215,6 @@ class DirectoryView:
             assert rec is not None
             out.extend((topic, p) for p, brokers in rec.partitions if broker_id in brokers)
         return out
-
-    @property
-    def ts(self) -> int | None:
-        """The event time of the cause (its envelope's `ts`), if it has one."""
-        return self._ts
 
     def result(self, continuation: Continuation | None = None, followups: tuple[ev.CauseStep, ...] = ()) -> DirectoryResult:
         return DirectoryResult(self.changes, tuple(self.commands), tuple(self.outputs), continuation, followups)

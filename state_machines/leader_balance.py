@@ -33,10 +33,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .commands import AutoRebalance, PartitionSummary
-from .directory import CONTROLLER_KEY, DirectoryView
+from .directory import CONTROLLER_KEY, ControllerRecord, DirectoryView
 from .event_types import RebalanceCheck
 
-__all__ = ["FIRST_DELAY_MS", "PENDING_START", "RebalanceCheck", "check", "due_check", "schedule_at_failover"]
+__all__ = ["FIRST_DELAY_MS", "PENDING_START", "RebalanceCheck", "check", "due_check", "is_due", "schedule_at_failover"]
 
 # onControllerFailover: scheduleAutoLeaderRebalanceTask(delay = 5, unit = TimeUnit.SECONDS)
 FIRST_DELAY_MS = 5_000
@@ -54,15 +54,19 @@ def schedule_at_failover(d: DirectoryView) -> None:
         d.put(CONTROLLER_KEY, replace(c, rebalance_due=due))
 
 
+def is_due(c: ControllerRecord, ts: int | None) -> bool:
+    """Whether a check is due before an event at `ts`."""
+    due = c.rebalance_due
+    return c.active and due is not None and due != PENDING_START and ts is not None and ts >= due
+
+
 def due_check(d: DirectoryView) -> bool:
     """Whether a check runs before this cause's event (starting a pending schedule first)."""
     c = d.controller
-    if not c.active or c.rebalance_due is None or d.ts is None:
-        return False
-    if c.rebalance_due == PENDING_START:
+    if c.active and c.rebalance_due == PENDING_START and d.ts is not None:
         d.put(CONTROLLER_KEY, replace(c, rebalance_due=d.ts + FIRST_DELAY_MS))
         return False
-    return d.ts >= c.rebalance_due
+    return is_due(c, d.ts)
 
 
 def check(d: DirectoryView) -> None:

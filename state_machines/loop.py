@@ -39,7 +39,7 @@ from .commands import Command, DeletionReport, SummaryReport
 from .controller_events import directory_step
 from .directory import CONTROLLER_KEY, Continuation, ControllerRecord, DirectoryResult
 from .errors import InvalidEvent
-from .leader_balance import PENDING_START
+from .leader_balance import is_due
 from .event_types import (
     BrokerConfigChange, BrokerFailure, BrokerStartup, CauseStep, RebalanceCheck, ReplicaDirFailure,
 )
@@ -189,8 +189,7 @@ class Sequencer:
         if isinstance(env.event, (BrokerStartup, BrokerFailure, BrokerConfigChange, ReplicaDirFailure)):
             return True
         controller = self.directory.get(CONTROLLER_KEY)
-        due = controller.rebalance_due if isinstance(controller, ControllerRecord) else None
-        return due is not None and due != PENDING_START and env.ts is not None and env.ts >= due
+        return isinstance(controller, ControllerRecord) and is_due(controller, env.ts)
 
     def start(self, env: Envelope) -> Pending | None:
         """Apply one parsed event (one cause)."""

@@ -80,12 +80,6 @@ class PartitionRecord:
         return PartitionRecord(self.topic, self.partition, self.assignment, None, self.leadership, replica_states,
                                self.brokers, self.assignment.is_being_reassigned, ())
 
-    def replica_state(self, broker: int) -> ReplicaState | None:
-        for b, s in self.replica_states:
-            if b == broker:
-                return s
-        return None
-
 
 class Facts:
     """What one command may read beyond its partition: its context and the brokers' facts
@@ -106,9 +100,6 @@ class Facts:
         self.config = config
         self.brokers = brokers
         self.offline_dirs = offline_dirs
-
-    def fact(self, broker: int) -> BrokerFact:
-        return self.brokers.get(broker, UNKNOWN_BROKER)
 
     def is_live_broker(self, broker: int) -> bool:
         """`controllerContext.liveBrokerIds.contains` (a shutting-down broker is not live)."""

@@ -12,8 +12,8 @@ version it does not know (`check_version`) rather than guess. There are four enc
   command (its `PartitionRecord`, its `Command`, the directory's records), written from
   templates because they are written by the ten thousand;
 - `bucket`: scale mode's state of one bucket, one line per partition under a header;
-- `contract`: a decision record as the contract's JSON (docs/contract.md), from templates
-  for the four records a fan-out produces, otherwise through `compact_json`.
+- `contract`: a decision record as the contract's JSON (docs/contract.md), written by
+  `decision_json.py`; only its version is kept here.
 
 `dumps` and `loads` pick the encoding by type. JSON strings are used rather than Spark
 map/array state fields because those crash the Python worker in 4.3.0 (spark-notes).
@@ -28,6 +28,7 @@ from state_machines import commands, directory, model, outputs, partition
 from state_machines.errors import ShadowControllerError
 from state_machines.states import LeaderRecoveryState, PartitionState, ReplicaState
 
+from .json_text import canonical_json, compact_json, json_ints, json_str
 from .tagged import TAGGED, from_jsonable, to_jsonable
 
 # -- versions ---------------------------------------------------------------------------------
@@ -57,13 +58,6 @@ def check_compact(what: str, found: Any) -> None:
         raise UnknownEncoding(f"{what} in compact version {found}; this build reads {COMPACT_VERSION}")
 
 
-# The two JSON writers shared by everything here (json.dumps builds an encoder per call
-# when given options): compact, as the contract writes records, and canonical, the same
-# with keys sorted, so that the same value always has the same bytes.
-compact_json = json.JSONEncoder(separators=(",", ":")).encode
-canonical_json = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
-
-
 # The sequencer's directory map holds, beside its records, a stamp naming its version
 # (streaming/operators.py), under a key no record has: records are "controller", "broker-<id>"
 # and "topic-<name>", and a topic name cannot hold "~".
@@ -71,29 +65,6 @@ DIRECTORY_STAMP_KEY = "~stamp"
 
 DirectoryRecord = Union[directory.ControllerRecord, directory.BrokerRecord, directory.TopicRecord]
 PartitionRecordType = partition.PartitionRecord
-
-
-_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
-
-
-def _opt(value: str | None) -> str:
-    return "null" if value is None else _str(value)
-
-
-# A cluster has few distinct replica lists and ISRs, and every record written holds several.
-_INTS: dict[tuple[int, ...], str] = {}
-
-
-def _ints(values: tuple[int, ...]) -> str:
-    try:
-        text = _INTS.get(values)
-    except TypeError:  # a list
-        return f"[{','.join(map(str, values))}]"
-    if text is None:
-        if len(_INTS) >= 65536:
-            _INTS.clear()
-        text = _INTS[values] = f"[{','.join(map(str, values))}]"
-    return text
 
 
 # ---------------------------------------------------------------------------------------
@@ -159,7 +130,7 @@ def _record_out(r: partition.PartitionRecord) -> list:
 # be read. Every partition a command changes is written once per batch.
 # (tests/unit/test_codec.py holds the two to the same bytes.)
 _BOOL = {True: "true", False: "false"}
-_QUOTED: dict[Any, str] = {s: _str(s.value) for enum in (_R.values(), _P.values(), _LRS) for s in enum}
+_QUOTED: dict[Any, str] = {s: json_str(s.value) for enum in (_R.values(), _P.values(), _LRS) for s in enum}
 
 
 def _record_text(r: partition.PartitionRecord) -> str:
@@ -168,15 +139,15 @@ def _record_text(r: partition.PartitionRecord) -> str:
     if la is None:
         leadership = "null"
     else:
-        leadership = (f"[{la.leader},{la.leader_epoch},{_ints(la.isr)},{la.partition_epoch},"
+        leadership = (f"[{la.leader},{la.leader_epoch},{json_ints(la.isr)},{la.partition_epoch},"
                       f"{_QUOTED[la.leader_recovery_state]},{la.controller_epoch}]")
     states = ",".join([f"[{b},{_QUOTED[s]}]" for b, s in r.replica_states])
     brokers = ",".join([f"[{b},{_BOOL[f.registered]},{_BOOL[f.shutting_down]},"
                         f"{'null' if f.broker_epoch is None else f.broker_epoch}]" for b, f in r.brokers])
-    return (f"[{COMPACT_VERSION},{_str(r.topic)},{r.partition},{_ints(a.replicas)},{_ints(a.adding_replicas)},"
-            f"{_ints(a.removing_replicas)},{'null' if r.state is None else _QUOTED[r.state]},{leadership},"
+    return (f"[{COMPACT_VERSION},{json_str(r.topic)},{r.partition},{json_ints(a.replicas)},{json_ints(a.adding_replicas)},"
+            f"{json_ints(a.removing_replicas)},{'null' if r.state is None else _QUOTED[r.state]},{leadership},"
             f"[{states}],[{brokers}],{_BOOL[r.being_reassigned]}"
-            f"{',' + _ints(r.offline_dirs) if r.offline_dirs else ''}]")
+            f"{',' + json_ints(r.offline_dirs) if r.offline_dirs else ''}]")
 
 
 def _record_in(a: list) -> partition.PartitionRecord:
@@ -344,7 +315,6 @@ def loads(text: str, hint: Any) -> Any:
 # or newline, and the compact JSON of a record holds neither unescaped.)
 
 
-
 def bucket_entries(text: str | None) -> dict[str, str]:
     """{gkey: encoded line tail} of a bucket's state."""
     if not text:
@@ -371,56 +341,3 @@ def bucket_entry_out(record: partition.PartitionRecord, seq_cause: int, seq_next
 def bucket_text(entries: dict[str, str]) -> str:
     """A bucket's state, lines in key order (same state, same bytes)."""
     return "\n".join([BUCKET_HEADER, *(f"{k}\t{entries[k]}" for k in sorted(entries))])
-
-
-# ---------------------------------------------------------------------------------------
-# Decisions as the contract's JSON: the bytes of json.dumps(to_contract(...)) with compact
-# separators (tests/unit/test_codec.py holds every record of generated logs to that). The
-# four records a fan-out produces by the ten thousand are written from templates, the
-# others through the encoder (which writes tuples as arrays, so no lists are built).
-
-def _head(rec: Any, cause_offset: int, cause_id: str | None, seq: int) -> str:
-    return (f'{{"v":{CONTRACT_VERSION},"type":"{rec.TYPE}","cause_offset":{cause_offset},"cause_id":{_opt(cause_id)},"seq":{seq},'
-            f'"topic":{_str(rec.topic)},"partition":{rec.partition},')
-
-
-def _lair_json(r: outputs.LeaderAndIsrRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
-    return (f'{_head(r, cause_offset, cause_id, seq)}"leader":{r.leader},"leader_epoch":{r.leader_epoch},'
-            f'"isr":{_ints(r.isr)},"partition_epoch":{r.partition_epoch},"controller_epoch":{r.controller_epoch},'
-            f'"replicas":{_ints(r.replicas)},"adding_replicas":{_ints(r.adding_replicas)},'
-            f'"removing_replicas":{_ints(r.removing_replicas)},"leader_recovery_state":{_str(r.leader_recovery_state)},'
-            f'"is_new":{"true" if r.is_new else "false"},"recipients":{_ints(r.recipients)},'
-            f'"election":{_opt(r.election)}}}')
-
-
-def _stop_json(r: outputs.StopReplicaRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
-    return (f'{_head(r, cause_offset, cause_id, seq)}"broker_id":{r.broker_id},'
-            f'"delete_partition":{"true" if r.delete_partition else "false"},"leader_epoch":{r.leader_epoch}}}')
-
-
-def _replica_change_json(r: outputs.ReplicaStateChangeRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
-    return (f'{_head(r, cause_offset, cause_id, seq)}"broker_id":{r.broker_id},"from_state":{_str(r.from_state)},'
-            f'"to_state":{_str(r.to_state)}}}')
-
-
-def _partition_change_json(r: outputs.PartitionStateChangeRecord, cause_offset: int, cause_id: str | None,
-                           seq: int) -> str:
-    return f'{_head(r, cause_offset, cause_id, seq)}"from_state":{_str(r.from_state)},"to_state":{_str(r.to_state)}}}'
-
-
-_TEMPLATES: dict[type, Any] = {
-    outputs.LeaderAndIsrRecord: _lair_json,
-    outputs.StopReplicaRecord: _stop_json,
-    outputs.ReplicaStateChangeRecord: _replica_change_json,
-    outputs.PartitionStateChangeRecord: _partition_change_json,
-}
-
-
-def decision_json(record: outputs.Record, cause_offset: int, cause_id: str | None, seq: int) -> str:
-    cls = type(record)
-    template = _TEMPLATES.get(cls)
-    if template is not None:
-        return template(record, cause_offset, cause_id, seq)
-    doc = {"v": CONTRACT_VERSION, "type": record.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq}
-    doc.update((n, getattr(record, n)) for n in outputs.field_names(cls))
-    return compact_json(doc)

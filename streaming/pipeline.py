@@ -35,6 +35,8 @@ from state_machines.model import ControllerConfig
 from state_machines.outputs import ControlledShutdownResultRecord, Record, StillLeads
 
 from . import codec
+from .decision_json import decision_json
+from .json_text import canonical_json
 
 __all__ = [
     "assemble_batch", "bucket_stage", "dead_letter", "direct_stage", "pack_outputs", "pack_work",
@@ -99,7 +101,7 @@ def _encode_item(item: Any, dlq_max_value_bytes: int) -> tuple[str, str]:
     if isinstance(item, Wake):
         return "wake", ""
     if isinstance(item, DeadLetter):
-        return "dlq", codec.canonical_json(dead_letter(item, dlq_max_value_bytes))
+        return "dlq", canonical_json(dead_letter(item, dlq_max_value_bytes))
     return "out", codec.dumps(item)
 
 
@@ -186,7 +188,7 @@ class EncodedReplies(Replies):
             run = self._run = []
         if not run:
             self._key, self._cause, self._seq = key, cause_offset, seq
-        run.append(codec.decision_json(record, cause_offset, cause_id, seq))
+        run.append(decision_json(record, cause_offset, cause_id, seq))
 
     def finish(self) -> list[OutputRow]:
         if self._run:
@@ -206,7 +208,7 @@ def _reply_rows(replies: EncodedReplies, dlq_max_value_bytes: int) -> list[Outpu
     for summary in replies.summaries:
         out.append(("summary", summary.cause_offset, "", 0, _summary_line(summary)))
     for letter in replies.dead_letters:
-        out.append(("dlq", letter.offset, "", 0, codec.canonical_json(dead_letter(letter, dlq_max_value_bytes))))
+        out.append(("dlq", letter.offset, "", 0, canonical_json(dead_letter(letter, dlq_max_value_bytes))))
     return out
 
 
@@ -283,7 +285,7 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
         elif kind == "stat":
             observations[payload] = observations.get(payload, 0) + 1
     for d in merge_shutdown_shares(shutdowns, still):
-        decisions.append((d.cause_offset, d.key, d.seq, codec.decision_json(d.record, d.cause_offset, d.cause_id, d.seq)))
+        decisions.append((d.cause_offset, d.key, d.seq, decision_json(d.record, d.cause_offset, d.cause_id, d.seq)))
     decisions.sort(key=lambda d: (d[0], d[1], d[2]))
     dlq.sort(key=lambda d: d["offset"])
     # a row holds a run of one partition's records for one cause

@@ -24,8 +24,8 @@ from pyspark.sql import DataFrame
 
 from state_machines.errors import ShadowControllerError
 
-from . import codec
 from .file_source import feedback_file
+from .json_text import compact_json
 from .operators import collect_less
 from .pipeline import assemble_batch, unpack_outputs
 from .settings.schema import JobSettings
@@ -146,7 +146,7 @@ def _collect(df: DataFrame) -> list[tuple[str, int, str, int, str]]:
 
 def _write_lines(path: str, docs: list[dict[str, Any]] | list[str]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    lines = (d if isinstance(d, str) else codec.compact_json(d) for d in docs)
+    lines = (d if isinstance(d, str) else compact_json(d) for d in docs)
     _atomic_write(path, "".join(line + "\n" for line in lines))
 
 

@@ -15,6 +15,7 @@ from state_machines.outputs import ObservationOutcome, StillLeads, to_contract
 from state_machines import partition as partition_module
 from state_machines.partition import PartitionRecord
 from streaming import codec
+from streaming.decision_json import decision_json
 from tests.property.generator import generate_log
 
 
@@ -37,7 +38,7 @@ def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch:
             if not isinstance(out, (StillLeads, ObservationOutcome)):
                 # the job's encoding of a decision is the contract document, byte for byte
                 expected = json.dumps(to_contract(out, cmd.cause_offset, cmd.cause_id, i), separators=(",", ":"))
-                assert codec.decision_json(out, cmd.cause_offset, cmd.cause_id, i) == expected
+                assert decision_json(out, cmd.cause_offset, cmd.cause_id, i) == expected
                 seen["decisions"] += 1
         if result.report is not None:
             assert codec.loads(codec.dumps(result.report), DeletionReport) == result.report

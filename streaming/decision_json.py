@@ -1,0 +1,64 @@
+"""Decisions as the contract's JSON (docs/contract.md): the bytes of
+`json.dumps(outputs.to_contract(...))` with compact separators, which
+tests/unit/test_codec.py holds every record of generated logs to.
+
+The four records a fan-out produces by the ten thousand are written from templates; the
+others go through the compact encoder, which writes tuples as arrays, so no lists are built.
+The contract's version is the codec's (`codec.VERSIONS`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from state_machines import outputs
+
+from .codec import CONTRACT_VERSION
+from .json_text import compact_json, json_ints, json_opt, json_str
+
+
+def _head(rec: Any, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return (f'{{"v":{CONTRACT_VERSION},"type":"{rec.TYPE}","cause_offset":{cause_offset},"cause_id":{json_opt(cause_id)},"seq":{seq},'
+            f'"topic":{json_str(rec.topic)},"partition":{rec.partition},')
+
+
+def _lair_json(r: outputs.LeaderAndIsrRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return (f'{_head(r, cause_offset, cause_id, seq)}"leader":{r.leader},"leader_epoch":{r.leader_epoch},'
+            f'"isr":{json_ints(r.isr)},"partition_epoch":{r.partition_epoch},"controller_epoch":{r.controller_epoch},'
+            f'"replicas":{json_ints(r.replicas)},"adding_replicas":{json_ints(r.adding_replicas)},'
+            f'"removing_replicas":{json_ints(r.removing_replicas)},"leader_recovery_state":{json_str(r.leader_recovery_state)},'
+            f'"is_new":{"true" if r.is_new else "false"},"recipients":{json_ints(r.recipients)},'
+            f'"election":{json_opt(r.election)}}}')
+
+
+def _stop_json(r: outputs.StopReplicaRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return (f'{_head(r, cause_offset, cause_id, seq)}"broker_id":{r.broker_id},'
+            f'"delete_partition":{"true" if r.delete_partition else "false"},"leader_epoch":{r.leader_epoch}}}')
+
+
+def _replica_change_json(r: outputs.ReplicaStateChangeRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return (f'{_head(r, cause_offset, cause_id, seq)}"broker_id":{r.broker_id},"from_state":{json_str(r.from_state)},'
+            f'"to_state":{json_str(r.to_state)}}}')
+
+
+def _partition_change_json(r: outputs.PartitionStateChangeRecord, cause_offset: int, cause_id: str | None,
+                           seq: int) -> str:
+    return f'{_head(r, cause_offset, cause_id, seq)}"from_state":{json_str(r.from_state)},"to_state":{json_str(r.to_state)}}}'
+
+
+_TEMPLATES: dict[type, Any] = {
+    outputs.LeaderAndIsrRecord: _lair_json,
+    outputs.StopReplicaRecord: _stop_json,
+    outputs.ReplicaStateChangeRecord: _replica_change_json,
+    outputs.PartitionStateChangeRecord: _partition_change_json,
+}
+
+
+def decision_json(record: outputs.Record, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    cls = type(record)
+    template = _TEMPLATES.get(cls)
+    if template is not None:
+        return template(record, cause_offset, cause_id, seq)
+    doc = {"v": CONTRACT_VERSION, "type": record.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq}
+    doc.update((n, getattr(record, n)) for n in outputs.field_names(cls))
+    return compact_json(doc)
