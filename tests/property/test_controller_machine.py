@@ -93,6 +93,8 @@ class InvariantChecker:
         self.received_epoch: dict[str, dict[int, int]] = {}
         # brokers whose OfflineReplica transition was refused from NonExistentReplica
         self.refused_offline: dict[str, set[int]] = {}
+        # brokers an accepted AlterPartition put in the ISR while outside the replica set
+        self.altered_in: dict[str, set[int]] = {}
         self.steps = 0
 
     def check_step(self, event: dict[str, Any], before: State, records: list[Rec], after: State) -> None:
@@ -111,6 +113,9 @@ class InvariantChecker:
                 if (r["type"] == "StateChangeFailed" and r["target_state"] == "OfflineReplica"
                         and r["broker_id"] is not None and "NonExistentReplica" in r["reason"]):
                     self.refused_offline.setdefault(key, set()).add(r["broker_id"])
+                if r["type"] == "AlterPartitionResult" and r["error"] is None and a is not None:
+                    outside = set(r["isr"]) - set(a["replicas"])
+                    self.altered_in.setdefault(key, set()).update(outside)
             self.check_leader_epoch_monotone(key, rs, a, ctx)
             self.check_one_leader_per_epoch(key, rs, a, ctx)
             states = self.check_epoch_accounting(key, b, rs, a, ctx)
@@ -134,6 +139,7 @@ class InvariantChecker:
                 self.epoch_leaders.pop(key, None)
                 self.received_epoch.pop(key, None)
                 self.refused_offline.pop(key, None)
+                self.altered_in.pop(key, None)
 
         if self.retries_offline(event, before, after):
             self.check_offline_partitions_retried(after, ctx)
@@ -379,21 +385,27 @@ class InvariantChecker:
            them from the assignment only. Such an orphan may keep leading, and its
            AlterPartition requests are accepted without comparing the ISR with the replica
            set (tryProcessAlterPartition checks epochs, recovery state and liveness only).
+        3. a member named by an accepted AlterPartition: KafkaController.scala
+           tryProcessAlterPartition (3.9.0) rejects only `newLeaderAndIsr.isr.toSet --
+           controllerContext.liveBrokerIds`, so a leader may put any live broker in the ISR,
+           a replica the assignment dropped included, and no controller path removes it
+           (removeReplicasFromIsr runs only for the assignment's replicas).
         """
         if not _has_leadership(a):
             return
         isr, replicas, leader = a["isr"], a["replicas"], a["leader"]
         assert isr, f"[isr-nonempty] {key}: empty ISR{ctx}"
         refused = self.refused_offline.get(key, set())
+        altered = self.altered_in.get(key, set())
         for m in isr:
             if m in replicas:
                 continue
             no_state = a["replica_states"].get(str(m), "NonExistentReplica") == "NonExistentReplica"
             last_member = isr == [m] and leader in (-1, m)
-            assert no_state and (last_member or m in refused), (
+            assert no_state and (last_member or m in refused or m in altered), (
                 f"[isr-within-replicas] {key}: ISR {isr} has {m} outside replicas {replicas} (leader {leader}, "
-                f"replica states {a['replica_states']}), neither an orphaned last ISR member nor a stateless "
-                f"ISR member whose OfflineReplica transition was refused{ctx}")
+                f"replica states {a['replica_states']}), neither an orphaned last ISR member, a stateless "
+                f"ISR member whose OfflineReplica transition was refused, nor one an AlterPartition named{ctx}")
 
     # -- state machines ------------------------------------------------------------------
 
@@ -623,6 +635,16 @@ KAFKA_EXCEPTION_LOGS: dict[str, list[dict[str, Any]]] = {
         {"v": 1, "type": "PartitionReassignment", "topic": "t0", "partition": 0, "target_replicas": [3, 4, 5]},
         {"v": 1, "type": "BrokerStartup", "broker_id": 4, "broker_epoch": 109},
         {"v": 1, "type": "PartitionReassignment", "topic": "t0", "partition": 0, "target_replicas": [3]},
+    ],
+    # tryProcessAlterPartition checks liveness only: a live broker outside the replica set
+    # joins the ISR (found by seed 102 of the generated logs, after a reassignment away)
+    "alter_partition_names_live_non_replica": [
+        {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101},
+        {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 102},
+        {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 103},
+        {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
+        {"v": 1, "type": "TopicCreation", "topic": "t0", "partitions": {"0": [1, 2]}},
+        {"v": 1, "type": "AlterPartition", "topic": "t0", "partition": 0, "broker_id": 1, "leader_epoch": 0, "partition_epoch": 0, "isr": [1, 2, 3], "leader_recovery_state": "RECOVERED", "broker_epoch": 101},
     ],
 }
 
