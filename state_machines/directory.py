@@ -165,6 +165,12 @@ class DirectoryView:
     def fact(self, broker_id: int) -> BrokerFact:
         return self.broker(broker_id).fact
 
+    def is_replica_online(self, broker_id: int, topic: str, partition: int) -> bool:
+        """`controllerContext.isReplicaOnline(broker, partition)`: the broker is live and the
+        partition is not on one of its failed log dirs."""
+        rec = self.broker(broker_id)
+        return rec.fact.live and (topic, partition) not in rec.offline_dirs
+
     def topic(self, name: str) -> TopicRecord | None:
         return cast("TopicRecord | None", self.get(topic_key(name)))
 

@@ -113,7 +113,8 @@ def after_reports(
         for t in sorted(queued):
             rec = d.topic(t)
             assert rec is not None
-            offline = any(not d.fact(b).live for _, m in rec.mirror for b in m.replicas)
+            # TopicDeletionManager.init: isReplicaOnline (a new controller knows no failed dirs)
+            offline = any(not d.is_replica_online(b, t, p) for p, m in rec.mirror for b in m.replicas)
             reassigning = any(m.being_reassigned for _, m in rec.mirror)
             if offline or reassigning:
                 d.put(topic_key(t), replace(rec, ineligible=True))
@@ -181,8 +182,9 @@ def _resume_deletions(d: DirectoryView) -> None:
             if op.retry or op.start:
                 d.send(t, p, op)
         if t in eligible:
-            # onPartitionDeletion: a topic with a replica on a dead broker is ineligible
-            dead = any(not d.fact(b).live for _, m in rec.mirror for b in m.replicas)
+            # onPartitionDeletion: a topic with a replica that is not online (a dead broker,
+            # or a failed log dir: isReplicaOnline) is ineligible
+            dead = any(not d.is_replica_online(b, t, p) for p, m in rec.mirror for b in m.replicas)
             d.put(topic_key(t), replace(rec, started=True, ineligible=rec.ineligible or dead))
 
 

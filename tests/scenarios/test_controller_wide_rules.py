@@ -199,3 +199,24 @@ def test_automatic_rebalance_respects_the_ratio_strictly() -> None:
         c("tick", "ControllerTick", ts=5_000)
         elected = [r["partition"] for r in c.out["tick"] if r["type"] == "LeaderAndIsr"]
         assert elected == (list(range(moved)) if expect else [])
+
+
+def test_a_replica_on_a_failed_log_dir_makes_a_topic_deletion_ineligible() -> None:
+    """TopicDeletionManager.onPartitionDeletion splits a topic's replicas with
+    `controllerContext.isReplicaOnline`, which counts a replica on a failed log dir as
+    offline although its broker lives: broker 2's replica goes ReplicaDeletionIneligible and
+    the topic is ineligible ("offline replicas"). When broker 1's deletion succeeds,
+    resumeDeletions retries the ineligible replica (-> OfflineReplica) but does not start
+    its deletion: no StopReplica with delete_partition goes to broker 2."""
+    c = Cluster()
+    c.start(1, 2)
+    c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
+    c("dir", "ReplicaDirFailure", broker_id=2, partitions=[{"topic": "t", "partition": 0}])
+    c("delete", "TopicDeletion", topic="t")
+    assert c.engine.state_json()["topics"]["t"]["deletion"] == "ineligible"
+    assert [(r["broker_id"], r["delete_partition"]) for r in c.out["delete"] if r["type"] == "StopReplica"] == [
+        (1, False), (1, True)]
+    c("deleted-on-1", "StopReplicaResponse", topic="t", partition=0, broker_id=1, error=None)
+    assert [(r["broker_id"], r["delete_partition"]) for r in c.out["deleted-on-1"] if r["type"] == "StopReplica"] == [
+        (2, False)]
+    assert c.partition("t-0")["replica_states"] == {"1": "ReplicaDeletionSuccessful", "2": "OfflineReplica"}
