@@ -51,6 +51,8 @@ def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continua
         if brec.fact.shutting_down or brec.offline_dirs:
             d.put_broker(b, replace(brec, fact=replace(brec.fact, shutting_down=False), offline_dirs=()))
     leader_balance.schedule_at_failover(d)
+    # UpdateMetadata to every broker before the state machines start (onControllerFailover)
+    d.update_metadata(site=0)
     if not d.config.delete_topic_enable:
         # TopicDeletionManager.init with deletion disabled drops the pending deletions
         for t in sorted(c.queued_topics):
@@ -82,9 +84,16 @@ def _broker_startup(d: DirectoryView, e: ev.BrokerStartup) -> tuple[Continuation
     if not d.controller.active:
         return None, ()
     hosted = d.hosted(e.broker_id)
-    # onBrokerStartup: the new broker's replicas go online, then triggerOnlinePartitionStateChange
-    # elects every New or Offline partition of the cluster
-    for t, p in _with_retries(d, hosted):
+    # onBrokerStartup: UpdateMetadata to the existing brokers (no partitions), then to the
+    # new one with every partition with leadership of a topic not queued for deletion
+    # (partitionsWithLeaders); the new broker's replicas go online, then
+    # triggerOnlinePartitionStateChange elects every New or Offline partition of the cluster
+    d.update_metadata(site=0, recipients=[b for b in d.live_or_shutting_down() if b != e.broker_id])
+    d.update_metadata(site=1, recipients=[e.broker_id])
+    targets = _with_retries(d, hosted)
+    if d.config.emit_update_metadata:
+        targets = sorted({*targets, *_partitions_with_leaders(d)})
+    for t, p in targets:
         d.send(t, p, BrokersStarted((e.broker_id,)), (e.broker_id,))
     queued = frozenset(t for t, _ in hosted if t in d.controller.queued_topics)
     return (Continuation(resume_topics=queued) if queued else None), ()
@@ -108,8 +117,22 @@ def _broker_failure(d: DirectoryView, e: ev.BrokerFailure) -> Continuation | Non
             targets.extend(d.hosted(b))
     for t, p in _with_retries(d, targets):
         d.send(t, p, BrokersFailed((e.broker_id,)), (e.broker_id,))
+    # onReplicasBecomeOffline: when no partition changed leader or ISR (every election failed
+    # and no replica outside a queued topic went offline), UpdateMetadata on its own
+    d.update_metadata(site=5, unless_sites=(2, 3))
     queued = frozenset(t for t, p in d.hosted(e.broker_id) if t in d.controller.queued_topics)
     return Continuation(mark_topics=queued, resume=True) if queued else None
+
+
+def _partitions_with_leaders(d: DirectoryView) -> list[tuple[str, int]]:
+    """`partitionsWithLeaders`: partitions with leadership of topics not queued for
+    deletion, as the partitions' summaries say."""
+    out: list[tuple[str, int]] = []
+    for topic in sorted(d.controller.topics):
+        rec = d.topic(topic)
+        if rec is not None and not rec.queued:
+            out.extend((topic, p) for p, s in rec.summaries if s.leader is not None)
+    return out
 
 
 def _with_retries(d: DirectoryView, targets: list[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -218,6 +241,10 @@ def _alter_partition(d: DirectoryView, e: ev.AlterPartition) -> None:
     rec = d.topic(e.topic)
     if rec is None or e.partition not in rec.partition_ids():
         refuse("UNKNOWN_TOPIC_OR_PARTITION")
+        if rec is not None:
+            # a known topic: the partition is in partitionsToAlter, and the UpdateMetadata
+            # after the writes goes out without its state (it has no leadership)
+            d.update_metadata(site=1)
         return
     mentioned = (e.broker_id, *e.isr)
     d.remember_brokers(e.topic, e.partition, mentioned)
@@ -345,6 +372,9 @@ def _replica_dir_failure(d: DirectoryView, e: ev.ReplicaDirFailure) -> Continuat
         targets = _with_retries(d, targets)
     for t, p in targets:
         d.send(t, p, LogDirFailure(e.broker_id, (t, p) in new, bool(new)), (e.broker_id,))
+    if new:
+        # onReplicasBecomeOffline's own UpdateMetadata (see _broker_failure)
+        d.update_metadata(site=6, unless_sites=(3, 4))
     # failReplicaDeletion for the new offline replicas of topics queued for deletion
     queued = frozenset(t for t, _ in new if t in d.controller.queued_topics)
     return Continuation(mark_topics=queued, resume=True) if queued else None

@@ -31,7 +31,7 @@ from typing import Union, cast
 from . import event_types as ev
 from .commands import Command, Op, PartitionContext, PartitionSummary
 from .model import UNKNOWN_BROKER, BrokerFact, ControllerConfig
-from .outputs import ObservationOutcome, Record
+from .outputs import ROUND_BROKERS, ObservationOutcome, Record, UpdateMetadataSend
 from .states import ReplicaState
 
 CONTROLLER_KEY = "controller"
@@ -123,7 +123,7 @@ class Continuation:
 class DirectoryResult:
     changes: dict[str, DirectoryRecord | None]  # None: the record is deleted
     commands: tuple[Command, ...]
-    outputs: tuple[Record | ObservationOutcome, ...]
+    outputs: tuple[Record | ObservationOutcome | UpdateMetadataSend, ...]
     continuation: Continuation | None = None
     followups: tuple[ev.CauseStep, ...] = ()
 
@@ -143,7 +143,8 @@ class DirectoryView:
         self.cause_id = cause_id
         self.changes: dict[str, DirectoryRecord | None] = {}
         self.commands: list[Command] = []
-        self.outputs: list[Record | ObservationOutcome] = []
+        self.outputs: list[Record | ObservationOutcome | UpdateMetadataSend] = []
+        self._explicit_sends = False
         # contexts already built since the last write: a fan-out to every partition of a
         # broker or a topic sends the same one thousands of times
         self._contexts: dict[tuple[str, tuple[int, ...]], PartitionContext] = {}
@@ -222,7 +223,24 @@ class DirectoryView:
             out.extend((topic, p) for p, brokers in rec.partitions if broker_id in brokers)
         return out
 
+    def live_or_shutting_down(self) -> tuple[int, ...]:
+        """`liveOrShuttingDownBrokerIds`, in order."""
+        return tuple(b for b in sorted(self.controller.brokers) if self.fact(b).registered)
+
+    def update_metadata(self, site: int, recipients: Iterable[int] | None = None,
+                        unless_sites: tuple[int, ...] = ()) -> None:
+        """`sendUpdateMetadataRequest(recipients, ...)` at `site` of this round (default: every
+        live or shutting-down broker); the partitions it names share their states at the same
+        site (update_metadata.py)."""
+        if self.config.emit_update_metadata:
+            brokers = self.live_or_shutting_down() if recipients is None else tuple(recipients)
+            self.outputs.append(UpdateMetadataSend(site, brokers, unless_sites))
+            self._explicit_sends = True
+
     def result(self, continuation: Continuation | None = None, followups: tuple[ev.CauseStep, ...] = ()) -> DirectoryResult:
+        if self.config.emit_update_metadata and (self.commands or self._explicit_sends):
+            # the round's live brokers: the recipients of every UpdateMetadata a LeaderAndIsr queued
+            self.outputs.append(UpdateMetadataSend(ROUND_BROKERS, self.live_or_shutting_down()))
         return DirectoryResult(self.changes, tuple(self.commands), tuple(self.outputs), continuation, followups)
 
 

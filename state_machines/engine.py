@@ -25,6 +25,7 @@ from .loop import (
 from .model import ControllerConfig
 from .outputs import ControlledShutdownResultRecord, Record, to_contract
 from .partition import PartitionRecord
+from .update_metadata import merge as merge_update_metadata
 
 TopicPartition = tuple[str, int]
 
@@ -85,6 +86,8 @@ class Engine:
         out = replies.contract
         for d in merge_shutdown_shares(replies.decisions, replies.still):
             out.append((d.key, d.seq, to_contract(d.record, d.cause_offset, d.cause_id, d.seq)))
+        for m in merge_update_metadata(replies.metadata):
+            out.append((m.key, m.seq, to_contract(m.record, m.cause_offset, m.cause_id, m.seq)))
         out.sort(key=_key_seq)  # one cause: the contract's order is (key, seq)
         return [doc for _, _, doc in out]
 

@@ -41,11 +41,11 @@ P = PartitionState
 R = ReplicaState
 
 
-def trigger_online(run: Run) -> None:
+def trigger_online(run: Run, site: int = 1) -> None:
     """`triggerOnlinePartitionStateChange` restricted to this partition: a New or Offline
     partition of a topic not queued for deletion is elected (offline strategy)."""
     if run.rec.state in (P.NewPartition, P.OfflinePartition) and not run.facts.queued:
-        run.partition(P.OnlinePartition, OFFLINE)
+        run.partition(P.OnlinePartition, OFFLINE, site)
 
 
 def failover(run: Run) -> None:
@@ -57,29 +57,35 @@ def failover(run: Run) -> None:
     replicas = rec.assignment.replicas
     # ReplicaStateMachine.startup: initializeReplicaState, then Online -> Online
     # (LeaderAndIsr to each) and Ineligible -> Offline.
+    # (site 0: the directory's UpdateMetadata to every broker, before the state machines)
     run.rec = run.rec.reset_for_failover(rsm.startup(run.rec, run.facts))
-    run.replicas([r for r in replicas if run.facts.is_online(r)], R.OnlineReplica)
-    run.replicas([r for r in replicas if not run.facts.is_online(r)], R.OfflineReplica)
+    run.replicas([r for r in replicas if run.facts.is_online(r)], R.OnlineReplica, site=1)
+    run.replicas([r for r in replicas if not run.facts.is_online(r)], R.OfflineReplica, site=2)
     # PartitionStateMachine.startup: initializePartitionState, then the online trigger
     run.rec = psm.startup(run.rec, run.facts)
-    trigger_online(run)
+    trigger_online(run, site=3)
     # initializePartitionReassignments
     if run.rec.being_reassigned:
         run_reassignment(run, run.rec.assignment)
 
 
 def create(run: Run, replicas: tuple[int, ...]) -> None:
-    run.partition(P.NewPartition)
-    run.replicas(replicas, R.NewReplica)
-    run.partition(P.OnlinePartition, OFFLINE)
-    run.replicas(replicas, R.OnlineReplica)
+    run.partition(P.NewPartition, site=1)
+    run.replicas(replicas, R.NewReplica, site=2)
+    run.partition(P.OnlinePartition, OFFLINE, site=3)
+    run.replicas(replicas, R.OnlineReplica, site=4)
 
 
 def brokers_started(run: Run, new_brokers: tuple[int, ...]) -> None:
     # newBrokers.foreach(controllerContext.replicasOnOfflineDirs.remove)
     run.set_offline_dirs(tuple(b for b in run.rec.offline_dirs if b not in new_brokers))
-    run.replicas([b for b in new_brokers if b in run.rec.assignment.replicas], R.OnlineReplica)
-    trigger_online(run)
+    # sendUpdateMetadataRequest(newBrokers, partitionsWithLeaders): the directory sends
+    # every partition with leadership of a topic not queued for deletion (site 1; site 0 is
+    # the existing brokers' send, with no partitions)
+    if run.rec.leadership is not None and not run.facts.queued:
+        run.update_metadata(site=1)
+    run.replicas([b for b in new_brokers if b in run.rec.assignment.replicas], R.OnlineReplica, site=2)
+    trigger_online(run, site=3)
     # maybeResumeReassignments: a reassignment whose target includes a new broker
     a = run.rec.assignment
     if run.rec.being_reassigned and any(b in new_brokers for b in a.target_replicas):
@@ -92,20 +98,24 @@ def brokers_failed(run: Run, dead: tuple[int, ...]) -> None:
     _replicas_become_offline(run, [b for b in dead if b in run.rec.assignment.replicas])
 
 
-def _replicas_become_offline(run: Run, hosted: list[int]) -> None:
-    """`onReplicasBecomeOffline` for this partition, whose replicas on `hosted` went offline."""
+def _replicas_become_offline(run: Run, hosted: list[int], site: int = 1) -> None:
+    """`onReplicasBecomeOffline` for this partition, whose replicas on `hosted` went offline;
+    its batches are at `site` and after."""
     la = run.rec.leadership
     # onReplicasBecomeOffline: partitions whose leader is not online go Offline, then every
     # New/Offline partition is elected *before* the dead replicas leave the ISR.
     if la is not None and not run.facts.queued and not run.facts.is_online(la.leader):
-        run.partition(P.OfflinePartition)
-    trigger_online(run)
+        run.partition(P.OfflinePartition, site=site)
+    trigger_online(run, site=site + 1)
     if run.facts.queued:
         # failReplicaDeletion
-        run.replicas(hosted, R.ReplicaDeletionIneligible)
-    else:
+        run.replicas(hosted, R.ReplicaDeletionIneligible, site=site + 3)
+    elif hosted:
         # handleStateChanges groups by broker: one ISR write (one epoch bump) per broker
-        run.replicas(hosted, R.OfflineReplica)
+        run.replicas(hosted, R.OfflineReplica, site=site + 2)
+        # newOfflineReplicasNotForDeletion is not empty: no UpdateMetadata of its own
+        # (the directory's send at site + 4 unless site + 1 or site + 2 ran)
+        run.update_metadata(site=site + 2, mark=True)
 
 
 def log_dir_failure(run: Run, op: LogDirFailure) -> None:
@@ -113,14 +123,14 @@ def log_dir_failure(run: Run, op: LogDirFailure) -> None:
     # onBrokerLogDirFailure: every replica on the broker is sent LeaderAndIsr (OnlineReplica)
     # to learn which are still online
     hosted = [broker] if broker in run.rec.assignment.replicas else []
-    run.replicas(hosted, R.OnlineReplica)
+    run.replicas(hosted, R.OnlineReplica, site=1)
     if not op.offline_step:
         return
     # processLeaderAndIsrResponseReceived: the replica that answered KAFKA_STORAGE_ERROR
     # joins replicasOnOfflineDirs, then onReplicasBecomeOffline(newOfflineReplicas)
     if op.newly_failed:
         run.set_offline_dirs(tuple(sorted({*run.rec.offline_dirs, broker})))
-    _replicas_become_offline(run, hosted if op.newly_failed else [])
+    _replicas_become_offline(run, hosted if op.newly_failed else [], site=2)
 
 
 def auto_rebalance(run: Run) -> None:
@@ -131,7 +141,10 @@ def auto_rebalance(run: Run) -> None:
     if la is None or not replicas or la.leader == replicas[0]:
         return
     if run.facts.is_online(replicas[0]) and replicas[0] in la.isr:
-        run.partition(P.OnlinePartition, PREFERRED)
+        # onReplicaElection runs once per preferred broker: one batch each
+        run.scope = f"broker-{replicas[0]}"
+        run.partition(P.OnlinePartition, PREFERRED, site=1)
+        run.scope = ""
 
 
 def controlled_shutdown(run: Run, broker: int) -> None:
@@ -139,13 +152,13 @@ def controlled_shutdown(run: Run, broker: int) -> None:
     replicas = rec.assignment.replicas
     if broker in replicas and len(replicas) > 1 and rec.leadership is not None and not run.facts.queued:
         if rec.leadership.leader == broker:
-            run.partition(P.OnlinePartition, CONTROLLED_SHUTDOWN)
+            run.partition(P.OnlinePartition, CONTROLLED_SHUTDOWN, site=1)
         else:
             # the follower is told to stop first, then leaves the ISR
             batch = RequestBatch()
             batch.add_stop_replica(broker, False, run.facts.stop_replica_epoch(rec.leadership))
-            run.send(batch)
-            run.replicas((broker,), R.OfflineReplica)
+            run.send(batch, site=2)
+            run.replicas((broker,), R.OfflineReplica, site=3)
     # partitionLeadersOnBroker: the broker's reply lists what it still leads
     la = run.rec.leadership
     if la is not None and la.leader == broker and len(run.rec.assignment.replicas) > 1 and not run.facts.queued:
@@ -154,7 +167,16 @@ def controlled_shutdown(run: Run, broker: int) -> None:
 
 def alter_partition(run: Run, op: AlterIsr) -> None:
     """tryProcessAlterPartition's per-partition checks (the broker-epoch check ran in the
-    directory), then maybeCompleteReassignment for partitions being reassigned."""
+    directory) and its UpdateMetadata for every partition of the request (`partitionsToAlter`,
+    whatever the outcome), then maybeCompleteReassignment for partitions being reassigned."""
+    success = _try_alter_partition(run, op)
+    run.update_metadata(site=1)
+    if success and run.rec.being_reassigned:
+        maybe_complete(run)
+
+
+def _try_alter_partition(run: Run, op: AlterIsr) -> bool:
+    """Whether the partition's new state was accepted (or already held)."""
     rec = run.rec
     la = rec.leadership
 
@@ -167,14 +189,14 @@ def alter_partition(run: Run, op: AlterIsr) -> None:
 
     if la is None:
         result("UNKNOWN_TOPIC_OR_PARTITION")
-        return
+        return False
     requested = LeaderRecoveryState(op.leader_recovery_state)
     if op.partition_epoch > la.partition_epoch or op.leader_epoch > la.leader_epoch:
         result("NOT_CONTROLLER")
-        return
+        return False
     if op.leader_epoch < la.leader_epoch:
         result("FENCED_LEADER_EPOCH")
-        return
+        return False
     success = True
     if (op.broker_id == la.leader and op.isr == la.isr and requested == la.leader_recovery_state
             and op.partition_epoch <= la.partition_epoch):
@@ -201,8 +223,7 @@ def alter_partition(run: Run, op: AlterIsr) -> None:
                                la.controller_epoch).written(run.facts.controller_epoch)
         run.rec = rec.with_leadership(written)
         result(None, written)
-    if success and run.rec.being_reassigned:
-        maybe_complete(run)
+    return success
 
 
 def elect(run: Run, op: Elect) -> None:
@@ -225,7 +246,7 @@ def elect(run: Run, op: Elect) -> None:
     if not needed:
         result("ELECTION_NOT_NEEDED")
         return
-    refusal = run.partition(P.OnlinePartition, PREFERRED if preferred else OfflineElection(op.allow_unclean))
+    refusal = run.partition(P.OnlinePartition, PREFERRED if preferred else OfflineElection(op.allow_unclean), site=1)
     if refusal is None:
         assert run.rec.leadership is not None
         result(None, run.rec.leadership.leader)

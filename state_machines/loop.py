@@ -45,10 +45,13 @@ from .event_types import (
 )
 from .events import DEFAULT_LIMITS, Envelope, InputLimits, parse_line
 from .model import ControllerConfig
-from .outputs import ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads
+from .outputs import (
+    ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads, UpdateMetadataSend, UpdateMetadataShare,
+)
 from .partition import PartitionRecord, describe_error, guarded_partition_step
 from .partition_summaries import apply_summaries, summary_of
 from .topic_deletion import after_reports
+from .update_metadata import Piece
 
 # The target of work that is not a partition's: the directory's own records and dead letters.
 DIRECT = "__direct__"
@@ -91,7 +94,7 @@ class Work(NamedTuple):
     cause_offset: int
     round: int
     idx: int
-    item: Union[Command, Record, ObservationOutcome, DeadLetter, Wake]
+    item: Union[Command, Record, ObservationOutcome, UpdateMetadataSend, DeadLetter, Wake]
     cause_id: str | None = None
 
 
@@ -321,6 +324,8 @@ class Replies:
     reports: list[tuple[str, DeletionReport]] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     summaries: list[SummaryReport] = field(default_factory=list)
+    # UpdateMetadata shares and sends, merged by update_metadata.merge
+    metadata: list[Piece] = field(default_factory=list)
 
     def decision(self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None) -> None:
         self.decisions.append(Decision(cause_offset, key, seq, record, cause_id))
@@ -347,6 +352,8 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
         for o in result.outputs:
             if isinstance(o, StillLeads):
                 replies.still.append((cause, o))
+            elif isinstance(o, UpdateMetadataShare):
+                replies.metadata.append(Piece(cause, cmd.cause_id, w.round, o))
             elif isinstance(o, ObservationOutcome):
                 replies.outcomes.append(o.outcome)
             else:
@@ -394,6 +401,8 @@ def number_directory_records(work: Iterable[Work], replies: Replies) -> None:
             replies.dead_letters.append(item)
         elif isinstance(item, ObservationOutcome):
             replies.outcomes.append(item.outcome)
+        elif isinstance(item, UpdateMetadataSend):
+            replies.metadata.append(Piece(w.cause_offset, w.cause_id, w.round, item))
         else:
             key = item.key()  # type: ignore[union-attr]
             seq = counters.get((w.cause_offset, key), 0)

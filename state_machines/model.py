@@ -130,6 +130,10 @@ class ControllerConfig:
     # Not Kafka: shadow mode. After reporting a divergence, adopt the cluster's observed
     # leader, epochs and ISR so one divergence does not snowball.
     shadow_follow: bool = True
+    # Kafka sends UpdateMetadata with every LeaderAndIsr batch and on its own at failover,
+    # broker startup and the rest (update_metadata.py); off, the job writes no
+    # UpdateMetadata record and skips the fan-out a broker startup's full send needs.
+    emit_update_metadata: bool = True
 
     def __post_init__(self) -> None:
         # ReplicationConfigs: leader.imbalance.check.interval.seconds is atLeast(1)
@@ -150,6 +154,7 @@ class ControllerConfig:
             "delete.topic.enable",
             "leader.recovery.supported",
             "shadow.follow",
+            "emit.update.metadata",
         }
         unknown = sorted(set(props) - known)
         if unknown:
@@ -162,6 +167,7 @@ class ControllerConfig:
             delete_topic_enable=flag("delete.topic.enable", True),
             leader_recovery_supported=flag("leader.recovery.supported", True),
             shadow_follow=flag("shadow.follow", True),
+            emit_update_metadata=flag("emit.update.metadata", True),
         )
 
     def unclean_enabled_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...],

@@ -3,7 +3,8 @@
 Records are values without their envelope; the engine adds `v`, `cause_offset`, `cause_id`
 and `seq` (the index among the records one cause produced for one record key).
 `StillLeads` is internal: the partition step's share of a `ControlledShutdownResult`, merged
-into the result by `loop.merge_shutdown_shares`.
+into the result by `loop.merge_shutdown_shares`; so are `UpdateMetadataShare` and
+`UpdateMetadataSend`, merged into `UpdateMetadataRecord`s by `update_metadata.merge`.
 """
 
 from __future__ import annotations
@@ -165,6 +166,59 @@ class StillLeads:
 
 
 @dataclass(frozen=True, slots=True)
+class UpdateMetadataRecord(_Record):
+    """One UpdateMetadata send (`sendUpdateMetadataRequests`): the same request to every
+    broker in `recipients`, carrying the cluster's `live_brokers` and the states of the
+    partitions of one Kafka batch (UpdateMetadataPartitionState, `zk_version` being the
+    partition epoch), in (topic, partition) order. A send of more than
+    `update_metadata.MAX_PARTITIONS_PER_RECORD` partitions is split over records with
+    consecutive `seq`."""
+
+    TYPE: ClassVar[str] = "UpdateMetadata"
+    # the send's place in its cause, and the record's key: update-metadata-<round>[-<scope>]-<site>
+    send: str
+    recipients: tuple[int, ...]
+    live_brokers: tuple[int, ...]
+    partitions: tuple[dict[str, Any], ...]
+
+    def key(self) -> str:
+        return self.send
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateMetadataShare:
+    """Internal: a partition's share of one UpdateMetadata send. `site` names the Kafka
+    batch within its round (the flow's call, in Kafka's order); `scope` is "" for a batch of
+    many partitions, or names the one thing the batch is for (a partition's reassignment, a
+    broker's rebalance). `state` is the partition's UpdateMetadataPartitionState, or None
+    when the batch names the brokers only (no leadership: Kafka skips the partition).
+    `mark` only records that the batch ran (for `UpdateMetadataSend.unless_sites`)."""
+
+    site: int
+    scope: str
+    topic: str
+    partition: int
+    state: dict[str, Any] | None
+    mark: bool = False
+
+
+# UpdateMetadataSend.site of the round's live or shutting-down brokers
+ROUND_BROKERS = -1
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateMetadataSend:
+    """Internal, from the directory: `site` -1 gives the round's live or shutting-down
+    brokers (the recipients of every send a LeaderAndIsr queued); any other site is an
+    explicit `sendUpdateMetadataRequest(recipients, ...)`, sent even without partitions
+    unless a partition shared at one of `unless_sites` in the same round."""
+
+    site: int
+    recipients: tuple[int, ...]
+    unless_sites: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ObservationOutcome:
     """Internal: one comparison of an observed partition state with ours, for the running
     counts of matches and divergences by severity."""
@@ -175,9 +229,9 @@ class ObservationOutcome:
 Record = Union[
     LeaderAndIsrRecord, StopReplicaRecord, PartitionStateChangeRecord, ReplicaStateChangeRecord,
     StateChangeFailedRecord, ControlledShutdownResultRecord, AlterPartitionResultRecord,
-    ElectionResultRecord, DivergenceRecord,
+    ElectionResultRecord, DivergenceRecord, UpdateMetadataRecord,
 ]
-Output = Union[Record, StillLeads, ObservationOutcome]
+Output = Union[Record, StillLeads, ObservationOutcome, UpdateMetadataShare]
 
 
 def to_contract(record: Record, cause_offset: int, cause_id: str | None, seq: int) -> dict[str, Any]:

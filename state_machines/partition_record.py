@@ -147,3 +147,5 @@ class Step(NamedTuple):
 
     record: PartitionRecord
     outputs: list[Output]
+    # the batch asked for UpdateMetadata for this partition (requests.RequestBatch)
+    update_metadata: bool = False

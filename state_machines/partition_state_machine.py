@@ -57,6 +57,8 @@ class PartitionStep(NamedTuple):
     record: PartitionRecord
     outputs: list[Output]
     refusal: Refusal | None
+    # the batch asked for UpdateMetadata for this partition (requests.RequestBatch)
+    update_metadata: bool = False
 
 
 def handle_state_changes(rec: PartitionRecord, facts: Facts, target: PartitionState,
@@ -90,7 +92,7 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, target: PartitionSt
         new = PartitionRecord(topic, partition, rec.assignment, P.OnlinePartition, leadership, rec.replica_states,
                               rec.brokers, rec.being_reassigned, rec.offline_dirs)
     out.extend(batch.records(topic, partition, facts.is_registered))
-    return PartitionStep(new, out, None if failure is None else Refusal(failure))
+    return PartitionStep(new, out, None if failure is None else Refusal(failure), batch.update_metadata)
 
 
 def _initialize_leader_and_isr(rec: PartitionRecord, facts: Facts,

@@ -75,10 +75,14 @@ def request(run: Run, target: tuple[int, ...] | None, known: bool) -> None:
 def run_reassignment(run: Run, reassignment: ReplicaAssignment) -> None:
     """onPartitionReassignment with Kafka's exception handling: what ran before the
     exception stays, and the failure is recorded (UNKNOWN_SERVER_ERROR)."""
+    # onPartitionReassignment runs per partition: its batches are this partition's alone
+    run.scope = f"{run.rec.topic}-{run.rec.partition}"
     try:
         _on_partition_reassignment(run, reassignment)
     except _LeaderEpochNotUpdated as exc:
         run.failed("PartitionReassignment", f"UNKNOWN_SERVER_ERROR: {exc}")
+    finally:
+        run.scope = ""
 
 
 def maybe_complete(run: Run) -> None:
@@ -97,7 +101,7 @@ def _is_complete(run: Run, assignment: ReplicaAssignment) -> bool:
     return set(assignment.target_replicas) <= set(la.isr)
 
 
-def _update_leader_epoch_and_send(run: Run, assignment: ReplicaAssignment) -> None:
+def _update_leader_epoch_and_send(run: Run, assignment: ReplicaAssignment, site: int) -> None:
     """`updateLeaderEpochAndSendRequest`: bump the leader epoch (a conditional write), then
     LeaderAndIsr to the origin replicas and, as new, to the adding ones."""
     la = run.rec.leadership
@@ -111,13 +115,14 @@ def _update_leader_epoch_and_send(run: Run, assignment: ReplicaAssignment) -> No
     state = partition_state_for(written, run.rec.assignment)
     batch.add_leader_and_isr(assignment.origin_replicas, state, False)
     batch.add_leader_and_isr(assignment.adding_replicas, state, True)
-    run.send(batch)
+    run.send(batch, site)
 
 
-def _stop_removed_replicas(run: Run, removed: Sequence[int]) -> None:
-    """`stopRemovedReplicasOfReassignedPartition`."""
-    for target in (R.OfflineReplica, R.ReplicaDeletionStarted, R.ReplicaDeletionSuccessful, R.NonExistentReplica):
-        run.replicas(removed, target)
+def _stop_removed_replicas(run: Run, removed: Sequence[int], site: int) -> None:
+    """`stopRemovedReplicasOfReassignedPartition`: four batches, at `site` and after."""
+    for i, target in enumerate((R.OfflineReplica, R.ReplicaDeletionStarted, R.ReplicaDeletionSuccessful,
+                                R.NonExistentReplica)):
+        run.replicas(removed, target, site + i)
 
 
 def _on_partition_reassignment(run: Run, reassignment: ReplicaAssignment) -> None:
@@ -129,29 +134,31 @@ def _on_partition_reassignment(run: Run, reassignment: ReplicaAssignment) -> Non
         run.rec = run.rec.with_assignment(reassignment)
         unneeded = [r for r in current.replicas if r not in reassignment.replicas]
         if unneeded:
-            _stop_removed_replicas(run, unneeded)
+            _stop_removed_replicas(run, unneeded, site=1)
     run.rec = run.rec.with_being_reassigned(True)
     adding, removing = reassignment.adding_replicas, reassignment.removing_replicas
     if not _is_complete(run, reassignment):
         # Phase A: bump the epoch so the new assignment reaches the replicas, then start
         # the new replicas one call each.
-        _update_leader_epoch_and_send(run, reassignment)
-        for replica in adding:
-            run.replicas((replica,), R.NewReplica)
+        _update_leader_epoch_and_send(run, reassignment, site=5)
+        for i, replica in enumerate(adding):
+            run.replicas((replica,), R.NewReplica, site=6 + i)
         return
     # Phase B
-    run.replicas(adding, R.OnlineReplica)
+    run.replicas(adding, R.OnlineReplica, site=5)
     completed = ReplicaAssignment(reassignment.target_replicas)
     run.rec = run.rec.with_assignment(completed)
     la = run.rec.leadership
     leader = la.leader if la else NO_LEADER
     if leader not in completed.replicas:
-        run.partition(P.OnlinePartition, REASSIGN)
+        run.partition(P.OnlinePartition, REASSIGN, site=6)
     elif run.facts.is_online(leader):
-        _update_leader_epoch_and_send(run, completed)
+        _update_leader_epoch_and_send(run, completed, site=6)
     else:
-        run.partition(P.OnlinePartition, REASSIGN)
-    _stop_removed_replicas(run, removing)
+        run.partition(P.OnlinePartition, REASSIGN, site=6)
+    _stop_removed_replicas(run, removing, site=7)
     run.rec = run.rec.with_being_reassigned(False)
+    # B8: UpdateMetadata for the partition to every broker
+    run.update_metadata(site=11)
     if run.facts.queued:
         run.resume_deletion = True

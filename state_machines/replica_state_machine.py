@@ -29,7 +29,9 @@ from collections.abc import Sequence
 from .model import NO_LEADER, LeaderAndIsr, ReplicaAssignment
 from .outputs import Output, ReplicaStateChangeRecord, StateChangeFailedRecord
 from .partition_record import Facts, PartitionRecord, Step
-from .requests import LeaderAndIsrPartitionState, LeaderAndIsrRequest, Request, RequestBatch, StopReplicaRequest
+from .requests import (
+    UPDATE_METADATA, LeaderAndIsrPartitionState, LeaderAndIsrRequest, Request, RequestBatch, StopReplicaRequest,
+)
 from .states import ReplicaState
 
 R = ReplicaState
@@ -105,7 +107,7 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
     replica_states = tuple(sorted(states.items())) if added else tuple(states.items())
     new = PartitionRecord(topic, partition, assignment, rec.state, leadership, replica_states, rec.brokers,
                           rec.being_reassigned, rec.offline_dirs)
-    return Step(new, out)
+    return Step(new, out, batch is not None and batch.update_metadata)
 
 
 # -- transitions: doHandleStateChanges, one case per target state --------------------------
@@ -136,7 +138,9 @@ def _to_offline(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: 
                 facts: Facts) -> Transition:
     stop = StopReplicaRequest(broker, False, facts.stop_replica_epoch(la))
     if la is None:
-        return R.OfflineReplica, la, a, (stop,), None
+        # replicasWithoutLeadershipInfo: UpdateMetadata for the partition all the same
+        # (ZkReplicaStateMachine.doHandleStateChanges, OfflineReplica)
+        return R.OfflineReplica, la, a, (stop, UPDATE_METADATA), None
     if facts.newer_controller_wrote(la):
         return current, la, a, (stop,), "leader and isr path written by a newer controller"
     if broker in la.isr:

@@ -20,9 +20,14 @@ The batch keeps Kafka's merge rules, restricted to one partition:
   requests, if it is live or shutting down at that moment (a request queued for a dead
   broker is dropped). Brokers sent the same LeaderAndIsr partition state share one record.
 
-Kafka queues an UpdateMetadata request beside every LeaderAndIsr
-(`addUpdateMetadataRequestForBrokers`); this project does not emit UpdateMetadata yet
-(README, deviations).
+* `addLeaderAndIsrRequestForBrokers` ends with `addUpdateMetadataRequestForBrokers(
+  liveOrShuttingDownBrokerIds, Set(partition))`, whatever its recipients: the batch then
+  sends UpdateMetadata for this partition to every live or shutting-down broker. An
+  `UpdateMetadataRequest` asks for the same without a LeaderAndIsr (an OfflineReplica
+  transition of a partition with no leadership). The batch only notes that it was asked
+  (`update_metadata`): one UpdateMetadata request goes to every broker with the states of
+  all the partitions of a Kafka batch, so the partitions' shares are merged across
+  partitions (`flow.Run`, `update_metadata.py`).
 """
 
 from __future__ import annotations
@@ -68,21 +73,32 @@ class StopReplicaRequest:
     leader_epoch: int
 
 
-Request = LeaderAndIsrRequest | StopReplicaRequest
+@dataclass(frozen=True, slots=True)
+class UpdateMetadataRequest:
+    """`addUpdateMetadataRequestForBrokers(liveOrShuttingDownBrokerIds, Set(partition))`."""
+
+
+UPDATE_METADATA = UpdateMetadataRequest()
+
+Request = LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
 
 
 class RequestBatch:
     """One `ControllerBrokerRequestBatch`, restricted to one partition."""
 
-    __slots__ = ("leader_and_isr", "stop_replica")
+    __slots__ = ("leader_and_isr", "stop_replica", "update_metadata")
 
     def __init__(self) -> None:
         self.leader_and_isr: dict[int, tuple[LeaderAndIsrPartitionState, bool]] = {}
         self.stop_replica: dict[int, tuple[bool, int]] = {}
+        # UpdateMetadata for this partition to every live or shutting-down broker
+        self.update_metadata = False
 
     def add(self, request: Request) -> None:
         if isinstance(request, StopReplicaRequest):
             self.add_stop_replica(request.broker, request.delete_partition, request.leader_epoch)
+        elif isinstance(request, UpdateMetadataRequest):
+            self.update_metadata = True
         else:
             self.add_leader_and_isr(request.brokers, request.state, request.is_new)
 
@@ -92,6 +108,7 @@ class RequestBatch:
 
     def add_leader_and_isr(self, brokers: Iterable[int], state: LeaderAndIsrPartitionState, is_new: bool) -> None:
         # brokerIds.filter(_ >= 0): the -1 of a leaderless ISR is never a recipient
+        self.update_metadata = True
         entries = self.leader_and_isr
         for b in brokers:
             if b < 0:

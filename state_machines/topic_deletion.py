@@ -204,7 +204,8 @@ def _complete_delete_topic(d: DirectoryView, topic: str) -> None:
 def replica_deletion_response(run: Run, op: ReplicaDeletionResponse) -> None:
     """`completeReplicaDeletion` / `failReplicaDeletion` for the responding replica."""
     if run.facts.queued:
-        run.replicas((op.broker_id,), R.ReplicaDeletionIneligible if op.error else R.ReplicaDeletionSuccessful)
+        run.replicas((op.broker_id,), R.ReplicaDeletionIneligible if op.error else R.ReplicaDeletionSuccessful,
+                     site=1)
 
 
 def resume_deletion(run: Run, op: ResumeDeletion) -> None:
@@ -212,26 +213,30 @@ def resume_deletion(run: Run, op: ResumeDeletion) -> None:
     rec = run.rec
     if op.retry:
         # retryDeletionForIneligibleReplicas
-        run.replicas([b for b, s in rec.replica_states if s is R.ReplicaDeletionIneligible], R.OfflineReplica)
+        run.replicas([b for b, s in rec.replica_states if s is R.ReplicaDeletionIneligible], R.OfflineReplica,
+                     site=1)
     if op.start:
         if op.first:
-            run.partition(P.OfflinePartition)
-            run.partition(P.NonExistentPartition)
+            run.partition(P.OfflinePartition, site=2)
+            run.partition(P.NonExistentPartition, site=3)
+        # client.sendMetadataUpdate(allPartitionsForDeletion): leader -2 (duringDelete)
+        run.update_metadata(site=4)
         # onPartitionDeletion
         rec = run.rec
         replicas = rec.assignment.replicas
         states = dict(rec.replica_states)
         dead = [r for r in replicas if not run.facts.is_online(r)]
         retry = [r for r in replicas if run.facts.is_online(r) and states.get(r) is not R.ReplicaDeletionSuccessful]
-        run.replicas(dead, R.ReplicaDeletionIneligible)
-        run.replicas(retry, R.OfflineReplica)
-        run.replicas(retry, R.ReplicaDeletionStarted)
+        run.replicas(dead, R.ReplicaDeletionIneligible, site=5)
+        run.replicas(retry, R.OfflineReplica, site=6)
+        run.replicas(retry, R.ReplicaDeletionStarted, site=7)
 
 
 def complete_topic_deletion(run: Run) -> None:
     """`completeDeleteTopic` for this partition: its successfully deleted replicas become
     NonExistent, and the partition is gone."""
-    run.replicas([b for b, s in run.rec.replica_states if s is R.ReplicaDeletionSuccessful], R.NonExistentReplica)
+    run.replicas([b for b, s in run.rec.replica_states if s is R.ReplicaDeletionSuccessful], R.NonExistentReplica,
+                 site=1)
     run.removed = True
 
 

@@ -6,7 +6,7 @@ The Spark query is: events (and the job's own feedback) -> the **sequencer**, in
 sink**, in `foreachBatch`. The controller's loop itself is the core's
 (`state_machines/loop.py`): the sequencer runs `Sequencer`, the partition stage
 `fold_partition`, the direct group `number_directory_records` and the sink
-`merge_shutdown_shares`, exactly as the in-process engine does. This module only encodes what they return so it can cross Spark, and decodes
+`merge_shutdown_shares` and `update_metadata.merge`, exactly as the in-process engine does. This module only encodes what they return so it can cross Spark, and decodes
 it on the other side; `batches.run_batches` runs the same path without Spark, for tests.
 
 Deletion reports and the partitions' summaries cannot loop inside one micro-batch: they
@@ -32,7 +32,10 @@ from state_machines.loop import (
 )
 from state_machines.states import PartitionState
 from state_machines.model import ControllerConfig
-from state_machines.outputs import ControlledShutdownResultRecord, Record, StillLeads
+from state_machines.outputs import (
+    ControlledShutdownResultRecord, Record, StillLeads, UpdateMetadataSend, UpdateMetadataShare,
+)
+from state_machines.update_metadata import Piece, merge as merge_update_metadata
 
 from . import codec
 from .decision_json import decision_json
@@ -102,6 +105,8 @@ def _encode_item(item: Any, dlq_max_value_bytes: int) -> tuple[str, str]:
         return "wake", ""
     if isinstance(item, DeadLetter):
         return "dlq", canonical_json(dead_letter(item, dlq_max_value_bytes))
+    if isinstance(item, UpdateMetadataSend):
+        return "ums", json.dumps([item.site, item.recipients, item.unless_sites], separators=(",", ":"))
     return "out", codec.dumps(item)
 
 
@@ -137,6 +142,9 @@ def unpack_work(packed: Iterable[str]) -> list[Work]:
                 item = LetterText(payload)
             elif kind == "wake":
                 item = Wake()
+            elif kind == "ums":
+                site, recipients, unless = json.loads(payload)
+                item = UpdateMetadataSend(site, tuple(recipients), tuple(unless))
             else:
                 item = codec.loads(payload, Record)
             work.append(Work(target, int(cause), int(round_), int(idx), item, cause_id))
@@ -207,6 +215,8 @@ def _reply_rows(replies: EncodedReplies, dlq_max_value_bytes: int) -> list[Outpu
         out.append(("report", 0, target, 0, codec.dumps(report)))
     for summary in replies.summaries:
         out.append(("summary", summary.cause_offset, "", 0, _summary_line(summary)))
+    for piece in replies.metadata:
+        out.append(("meta", piece.cause_offset, "", piece.round, _metadata_line(piece)))
     for letter in replies.dead_letters:
         out.append(("dlq", letter.offset, "", 0, canonical_json(dead_letter(letter, dlq_max_value_bytes))))
     return out
@@ -243,6 +253,25 @@ def direct_stage(work: Iterable[Work]) -> list[OutputRow]:
     return _reply_rows(replies, DEFAULT_DLQ_MAX_VALUE_BYTES) + out
 
 
+def _metadata_line(piece: Piece) -> str:
+    """An UpdateMetadata share or send as a JSON array (its round travels as the row's seq)."""
+    item = piece.item
+    if isinstance(item, UpdateMetadataSend):
+        doc: list[Any] = ["send", piece.cause_id, item.site, item.recipients, item.unless_sites]
+    else:
+        doc = ["share", piece.cause_id, item.site, item.scope, item.topic, item.partition, item.state, item.mark]
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def _metadata_piece(cause: int, round_: int, payload: str) -> Piece:
+    doc = json.loads(payload)
+    if doc[0] == "send":
+        _, cause_id, site, recipients, unless = doc
+        return Piece(cause, cause_id, round_, UpdateMetadataSend(site, tuple(recipients), tuple(unless)))
+    _, cause_id, site, scope, topic, partition, state, mark = doc
+    return Piece(cause, cause_id, round_, UpdateMetadataShare(site, scope, topic, partition, state, mark))
+
+
 # ---------------------------------------------------------------------------------------
 # the batch sink
 
@@ -264,6 +293,7 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
     decisions: list[tuple[int, str, int, str]] = []
     shutdowns: list[Decision] = []
     still: list[tuple[int, StillLeads]] = []
+    metadata: list[Piece] = []
     dlq: list[dict[str, Any]] = []
     reports: list[str] = []
     observations: dict[str, int] = {}
@@ -276,6 +306,8 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
         elif kind == "still":
             topic, partition = payload.split("\t")
             still.append((cause, StillLeads(int(key[len("broker-"):]), topic, int(partition))))
+        elif kind == "meta":
+            metadata.append(_metadata_piece(cause, seq, payload))
         elif kind == "dlq":
             dlq.append(json.loads(payload))
         elif kind in ("report", "summary"):
@@ -286,6 +318,8 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
             observations[payload] = observations.get(payload, 0) + 1
     for d in merge_shutdown_shares(shutdowns, still):
         decisions.append((d.cause_offset, d.key, d.seq, decision_json(d.record, d.cause_offset, d.cause_id, d.seq)))
+    for m in merge_update_metadata(metadata):
+        decisions.append((m.cause_offset, m.key, m.seq, decision_json(m.record, m.cause_offset, m.cause_id, m.seq)))
     decisions.sort(key=lambda d: (d[0], d[1], d[2]))
     dlq.sort(key=lambda d: d["offset"])
     # a row holds a run of one partition's records for one cause

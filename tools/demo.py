@@ -55,6 +55,9 @@ def describe_decision(d: dict[str, Any]) -> str | None:
         return f"{where:12} ElectionResult {d['election_type']} error={d['error']} leader={d['leader']}"
     if kind == "AlterPartitionResult":
         return f"{where:12} AlterPartitionResult error={d['error']} isr={d['isr']} pe={d['partition_epoch']}"
+    if kind == "UpdateMetadata":
+        names = ", ".join(f"{p['topic']}-{p['partition']}" for p in d["partitions"]) or "no partitions"
+        return f"{'metadata':12} UpdateMetadata ({names}) -> brokers {d['recipients']}"
     if kind == "StateChangeFailed":
         return f"{where:12} StateChangeFailed {d['target_state']}: {d['reason']}"
     return f"{kind} {d}"

@@ -130,6 +130,7 @@ SCHEMA = (
     Setting("controller.delete.topic.enable", boolean, "controller.delete_topic_enable"),
     Setting("controller.leader.recovery.supported", boolean, "controller.leader_recovery_supported"),
     Setting("controller.shadow.follow", boolean, "controller.shadow_follow"),
+    Setting("controller.emit.update.metadata", boolean, "controller.emit_update_metadata"),
 )
 SETTINGS = {s.name: s for s in SCHEMA}
 

@@ -5,7 +5,9 @@ per partition and scale mode's buckets) are byte for byte those of `simulate`, w
 
 The job writes decisions in its own order (partitions run side by side), so the comparison
 is of the sorted decision bytes; `simulate`'s bytes are first checked against the golden
-digest, which is of its own order.
+digest, which is of its own order. The job runs with UpdateMetadata (the default) and
+`simulate` with it too: the golden digest is of the decisions without it, and
+`test_update_metadata_only_adds_records` relates the two.
 """
 
 from __future__ import annotations
@@ -18,11 +20,10 @@ import pytest
 
 from tools.broker import create_topics
 from streaming.settings.schema import JobSettings
-from tests.golden.test_golden_decisions import ALL, GOLDEN
+from tests.golden.test_golden_decisions import ALL, GOLDEN, simulate
 from tests.integration.kafka_helpers import consume_all
 from tests.streaming.spark_helpers import run_to_end, write_input
-from state_machines.engine import Engine
-from state_machines.events import parse_line
+from state_machines.model import ControllerConfig
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -31,14 +32,12 @@ KEYINGS = [pytest.param(0, id="per-partition"), pytest.param(16, id="buckets-16"
 
 
 def simulate_bytes(name: str) -> list[bytes]:
-    """`simulate --out`'s lines for the log, checked against the golden digest."""
-    engine = Engine()
-    lines: list[bytes] = []
-    for i, line in enumerate(ALL[name]):
-        if line.strip():
-            lines.extend(json.dumps(r, separators=(",", ":")).encode() for r in engine.process(parse_line(line, i)))
+    """`simulate --out`'s lines for the log (with UpdateMetadata), once those without it are
+    checked against the golden digest."""
+    without, _ = simulate(ALL[name])
     golden = json.loads(GOLDEN.read_text())[name]
-    assert hashlib.sha256(b"".join(x + b"\n" for x in lines)).hexdigest() == golden["decisions_sha256"]
+    assert hashlib.sha256(b"".join(x + b"\n" for x in without)).hexdigest() == golden["decisions_sha256"]
+    lines, _ = simulate(ALL[name], ControllerConfig())
     return lines
 
 

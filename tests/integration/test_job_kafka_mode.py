@@ -45,7 +45,8 @@ def test_scenario_log_same_decisions_as_simulate(spark, bootstrap, new_topic, pr
     got = consume_all(bootstrap, settings.decisions_topic, len(expected))
     for msg in got:
         record = json.loads(msg.value())
-        key = f"{record['topic']}-{record['partition']}" if "topic" in record else f"broker-{record['broker_id']}"
+        key = (f"{record['topic']}-{record['partition']}" if "topic" in record
+               else record["send"] if record["type"] == "UpdateMetadata" else f"broker-{record['broker_id']}")
         assert msg.key().decode() == key
     assert_same_multiset([json.loads(m.value()) for m in got], expected)
 

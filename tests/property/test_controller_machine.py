@@ -146,8 +146,27 @@ class InvariantChecker:
         for r in records:
             assert not (r["type"] == "ElectionResult" and event["type"] == "ControllerTick"), (
                 f"[no-auto-election-result] an automatic rebalance wrote an ElectionResult{ctx}")
+        self.check_update_metadata(records, after, ctx)
 
     # -- controller-wide rules -----------------------------------------------------------
+
+    def check_update_metadata(self, records: list[Rec], after: State, ctx: str) -> None:
+        """[update-metadata] Every UpdateMetadata send goes to brokers it lists as live
+        (sendUpdateMetadataRequests intersects its broker set with liveOrShuttingDownBrokerIds),
+        names each partition once, in order, each with leadership (leader -2 only for a topic
+        queued for deletion), and lists as offline replicas only replicas of the partition."""
+        for r in records:
+            if r["type"] != "UpdateMetadata":
+                continue
+            assert r["recipients"] and set(r["recipients"]) <= set(r["live_brokers"]), (
+                f"[update-metadata] recipients {r['recipients']} not all live ({r['live_brokers']}){ctx}")
+            keys = [(p["topic"], p["partition"]) for p in r["partitions"]]
+            assert keys == sorted(set(keys)), f"[update-metadata] partitions out of order or repeated: {keys}{ctx}"
+            for p in r["partitions"]:
+                assert set(p["offline_replicas"]) <= set(p["replicas"]) and p["isr"], (
+                    f"[update-metadata] {p}{ctx}")
+                assert p["leader"] != -2 or (p["leader_epoch"], p["zk_version"]) == (0, 0), (
+                    f"[update-metadata] a deleted partition's state is LeaderAndIsr.duringDelete: {p}{ctx}")
 
     def retries_offline(self, event: dict[str, Any], before: State, after: State) -> bool:
         """Whether Kafka ran `triggerOnlinePartitionStateChange()` over the whole cluster for
