@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.engine_bench import cluster_log  # noqa: E402
 from state_machines.engine import Engine  # noqa: E402
 from state_machines.events import parse_event  # noqa: E402
+from state_machines.model import ControllerConfig  # noqa: E402
 
 
 def descendants_peak_rss_mib() -> float:
@@ -61,8 +62,13 @@ def _progress(p) -> dict:
     return p if isinstance(p, dict) else json.loads(p.json)
 
 
+# the controller settings of every run (--no-update-metadata turns UpdateMetadata off, to
+# compare with a tree that has none)
+CONFIG = ControllerConfig()
+
+
 def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
-    engine = Engine()
+    engine = Engine(CONFIG)
     rows, offset = [], 0
     for name, events in phases.items():
         envs = []
@@ -82,7 +88,7 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
 
     settings = JobSettings(input=f"file:{work / 'in'}" if mode == "file" else "kafka",
                            output=f"file:{work / 'out'}" if mode == "file" else "kafka",
-                           checkpoint=str(work / "ckpt"), trigger_interval="0 seconds")
+                           checkpoint=str(work / "ckpt"), trigger_interval="0 seconds", controller=CONFIG)
     if bucket_count:
         settings.partition_buckets = bucket_count
     broker_ctx = None
@@ -177,8 +183,12 @@ def main() -> int:
     ap.add_argument("--shutdown-broker", type=int, help="the broker shut down (default: one leading P/B)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run each mode N times: the table shows each step's median run and the range")
+    ap.add_argument("--no-update-metadata", action="store_true",
+                    help="controller.emit.update.metadata = false (to compare with a tree without it)")
     ap.add_argument("--json")
     args = ap.parse_args()
+    global CONFIG
+    CONFIG = ControllerConfig(emit_update_metadata=not args.no_update_metadata)
     phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True,
                          shutdown_broker=args.shutdown_broker)
     modes = args.modes.split(",")
@@ -198,6 +208,8 @@ def main() -> int:
                            "--modes", mode, "--buckets", str(args.buckets), "--json", str(out)]
                     if args.shutdown_broker:
                         cmd += ["--shutdown-broker", str(args.shutdown_broker)]
+                    if args.no_update_metadata:
+                        cmd += ["--no-update-metadata"]
                     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL if mode == "engine" else None)
                     doc = json.loads(out.read_text())
                 runs.setdefault(mode, []).append(doc["results"][mode])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from functools import cache
 from collections.abc import Callable
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, NamedTuple, Union
 
 from .values import quick_init
 
@@ -179,14 +179,30 @@ class UpdateMetadataRecord(_Record):
     send: str
     recipients: tuple[int, ...]
     live_brokers: tuple[int, ...]
-    partitions: tuple[dict[str, Any], ...]
+    partitions: tuple[MetadataState, ...]
 
     def key(self) -> str:
         return self.send
 
 
-@dataclass(frozen=True, slots=True)
-class UpdateMetadataShare:
+# UpdateMetadataPartitionState as a plain tuple (a partition shares one per send: a tuple of
+# ints and int tuples is not tracked by the cyclic collector), and its contract fields
+MetadataState = tuple[str, int, int, int, int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
+METADATA_STATE_FIELDS = ("topic", "partition", "controller_epoch", "leader", "leader_epoch", "isr", "zk_version",
+                         "replicas", "offline_replicas")
+
+
+def _update_metadata_writer(r: UpdateMetadataRecord, cause_offset: int, cause_id: str | None,
+                            seq: int) -> dict[str, Any]:
+    return {"v": 1, "type": r.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq,
+            "send": r.send, "recipients": list(r.recipients), "live_brokers": list(r.live_brokers),
+            "partitions": [{"topic": t, "partition": p, "controller_epoch": ce, "leader": leader, "leader_epoch": le,
+                            "isr": list(isr), "zk_version": zk, "replicas": list(replicas),
+                            "offline_replicas": list(offline)}
+                           for t, p, ce, leader, le, isr, zk, replicas, offline in r.partitions]}
+
+
+class UpdateMetadataShare(NamedTuple):
     """Internal: a partition's share of one UpdateMetadata send. `site` names the Kafka
     batch within its round (the flow's call, in Kafka's order); `scope` is "" for a batch of
     many partitions, or names the one thing the batch is for (a partition's reassignment, a
@@ -198,7 +214,7 @@ class UpdateMetadataShare:
     scope: str
     topic: str
     partition: int
-    state: dict[str, Any] | None
+    state: MetadataState | None
     mark: bool = False
 
 
@@ -243,7 +259,7 @@ def to_contract(record: Record, cause_offset: int, cause_id: str | None, seq: in
 
 
 _Writer = Callable[[Any, int, "str | None", int], dict[str, Any]]
-_WRITERS: dict[type, _Writer] = {}
+_WRITERS: dict[type, _Writer] = {UpdateMetadataRecord: _update_metadata_writer}
 
 
 def _writer(cls: type) -> _Writer:

@@ -26,10 +26,10 @@ its sends the same way.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .model import LeaderAndIsr
-from .outputs import ROUND_BROKERS, UpdateMetadataRecord, UpdateMetadataSend, UpdateMetadataShare
+from .outputs import ROUND_BROKERS, MetadataState, UpdateMetadataRecord, UpdateMetadataSend, UpdateMetadataShare
 from .partition_record import Facts, PartitionRecord
 
 # An UpdateMetadata send to a starting broker carries every partition of the cluster: its
@@ -40,24 +40,19 @@ MAX_PARTITIONS_PER_RECORD = 1000
 _LEADER_DURING_DELETE = -2
 
 
-def partition_state(rec: PartitionRecord, facts: Facts) -> dict[str, Any] | None:
+def partition_state(rec: PartitionRecord, facts: Facts) -> MetadataState | None:
     """`addUpdateMetadataRequestForBrokers`' UpdateMetadataPartitionState for this partition,
     or None without leadership ("Leader not yet assigned ... Skip")."""
     la: LeaderAndIsr | None = rec.leadership
     if la is None:
         return None
     replicas = rec.assignment.replicas
+    # replicas.filter(!isReplicaOnline(_, partition)): shutting-down brokers count as offline
+    offline = tuple(r for r in replicas if not facts.is_online(r))
     if facts.queued:
-        leader, leader_epoch, zk_version = _LEADER_DURING_DELETE, 0, 0
-    else:
-        leader, leader_epoch, zk_version = la.leader, la.leader_epoch, la.partition_epoch
-    return {
-        "topic": rec.topic, "partition": rec.partition, "controller_epoch": la.controller_epoch,
-        "leader": leader, "leader_epoch": leader_epoch, "isr": list(la.isr), "zk_version": zk_version,
-        "replicas": list(replicas),
-        # replicas.filter(!isReplicaOnline(_, partition)): shutting-down brokers count as offline
-        "offline_replicas": [r for r in replicas if not facts.is_online(r)],
-    }
+        return (rec.topic, rec.partition, la.controller_epoch, _LEADER_DURING_DELETE, 0, la.isr, 0, replicas, offline)
+    return (rec.topic, rec.partition, la.controller_epoch, la.leader, la.leader_epoch, la.isr, la.partition_epoch,
+            replicas, offline)
 
 
 class Piece(NamedTuple):
@@ -90,7 +85,7 @@ def _round(cause: int, cause_id: str | None, round_: int, pieces: list[Piece]) -
     live: tuple[int, ...] = ()
     explicit: dict[int, UpdateMetadataSend] = {}
     # (scope, site) -> partition -> state; and the sites any partition shared at
-    shares: dict[tuple[str, int], dict[tuple[str, int], dict[str, Any] | None]] = {}
+    shares: dict[tuple[str, int], dict[tuple[str, int], MetadataState | None]] = {}
     shared_sites: set[int] = set()
     for p in pieces:
         item = p.item

@@ -9,6 +9,7 @@ The contract's version is the codec's (`codec.VERSIONS`).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from state_machines import outputs
@@ -46,7 +47,12 @@ def _partition_change_json(r: outputs.PartitionStateChangeRecord, cause_offset: 
     return f'{_head(r, cause_offset, cause_id, seq)}"from_state":{json_str(r.from_state)},"to_state":{json_str(r.to_state)}}}'
 
 
+def _update_metadata_json(r: outputs.UpdateMetadataRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return json.dumps(outputs.to_contract(r, cause_offset, cause_id, seq), separators=(",", ":"))
+
+
 _TEMPLATES: dict[type, Any] = {
+    outputs.UpdateMetadataRecord: _update_metadata_json,
     outputs.LeaderAndIsrRecord: _lair_json,
     outputs.StopReplicaRecord: _stop_json,
     outputs.ReplicaStateChangeRecord: _replica_change_json,

@@ -269,6 +269,9 @@ def _metadata_piece(cause: int, round_: int, payload: str) -> Piece:
         _, cause_id, site, recipients, unless = doc
         return Piece(cause, cause_id, round_, UpdateMetadataSend(site, tuple(recipients), tuple(unless)))
     _, cause_id, site, scope, topic, partition, state, mark = doc
+    if state is not None:
+        t, p, ce, leader, le, isr, zk, replicas, offline = state
+        state = (t, p, ce, leader, le, tuple(isr), zk, tuple(replicas), tuple(offline))
     return Piece(cause, cause_id, round_, UpdateMetadataShare(site, scope, topic, partition, state, mark))
 
 
