@@ -251,6 +251,9 @@ def decision_line(d: dict[str, Any]) -> str:
         what = f"replica {d['broker_id']} {d['from_state']} -> {d['to_state']}"
     elif t == "StopReplica":
         what = f"to broker {d['broker_id']}{' delete' if d['delete_partition'] else ''}"
+    elif t == "StateChangeFailed":
+        what = (f"{'replica ' + str(d['broker_id']) + ' ' if d['broker_id'] is not None else ''}"
+                f"to {d['target_state']}: {d['reason']}")
     elif t == "ControlledShutdownResult":
         what = (f"refused: {d['error']}" if d["error"] else
                 f"accepted, still leads {', '.join(d['partitions_remaining']) or 'nothing'}")
