@@ -130,3 +130,34 @@ def test_events_the_job_would_dead_letter_are_refused_with_their_reason() -> Non
     # `v` is filled, nothing else
     [h] = hypotheses(['{"type":"ControllerTick","ts":%d}' % T0], None)
     assert json.loads(h.value) == {"v": 1, "type": "ControllerTick", "ts": T0}
+
+
+def test_what_if_first_applies_what_the_job_read_but_did_not_apply() -> None:
+    """Between two batches the job may hold a cause (a topic deletion waiting for its
+    partitions' reports, which travel in the feedback) and events behind it: what-if
+    settles them first, and the hypothetical events then get the engine's decisions."""
+    from state_machines.loop import DIRECT, RawEvent, Replies, Sequencer
+    from tools.what_if import _fold_partitions
+
+    read = [{"v": 1, "type": "TopicDeletion", "topic": "orders"}, {"v": 1, "type": "BrokerStartup", "broker_id": 5,
+                                                                    "broker_epoch": 205}]
+    engine, _ = engine_state(EVENTS + read)
+    first = len(EVENTS) + len(read)
+    expected = [r for i, e in enumerate(HYPOTHETICAL) for r in engine.process(parse_event(e, first + i))]
+
+    _, state = engine_state()
+    # one batch of the job: the deletion waits for reports, the startup is held behind it
+    seq = Sequencer(state.directory, state.config)
+    raws = [RawEvent(len(EVENTS) + i, json.dumps(e).encode(), f"line:{i}") for i, e in enumerate(read)]
+    pending, rest = seq.run(None, [], raws, [], [])
+    assert pending is not None and [r.offset for r in rest] == [len(EVENTS) + 1]
+    replies = Replies()
+    _fold_partitions(state, {}, [w for w in seq.work if w.target != DIRECT], replies)
+    state.pending, state.buffered, state.next_offset = pending, rest, first
+    state.reports, state.summaries = [r for _, r in replies.reports], list(replies.summaries)
+    assert state.reports and not state.settled
+
+    result = what_if(state, [Hypothesis(f"--event {i + 1}", json.dumps(e).encode()) for i, e in enumerate(HYPOTHETICAL)])
+    assert result["owed_decisions"] > 0
+    assert result["decisions"] == expected
+    assert state.partitions == engine.partitions and state.settled
