@@ -23,6 +23,7 @@ from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.loop import Pending, RawEvent
 from state_machines.model import ControllerConfig
 from state_machines.partition import PartitionRecord
+from state_machines.errors import ShadowControllerError
 from streaming import state_reader
 from streaming.file_source import feedback_file
 from streaming.pipeline import read_feedback
@@ -116,6 +117,9 @@ def load(spark: Any, checkpoint: str, batch: int | None = None) -> ControllerSta
     settings = load_settings(checkpoint)
     batch, latest = checked_batch(checkpoint, batch)
     meta = state_reader.operators(spark, checkpoint)
+    if set(meta) != {state_reader.PARTITION_OPERATOR, state_reader.SEQUENCER_OPERATOR}:
+        raise InspectError(f"{checkpoint}: no state of the job's two operators (found: {', '.join(sorted(meta)) or 'none'}; "
+                           "is it a shadow-controller checkpoint?)")
     oldest = max(r["minBatchId"] for r in meta.values())
     if batch < oldest:
         raise InspectError(f"the state of batch {batch} is no longer kept in {checkpoint} (oldest: {oldest})")
@@ -141,11 +145,17 @@ def load_with_spark(checkpoint: str, batch: int | None, app_name: str) -> Contro
     from streaming.job import spark_session
     from streaming.settings.schema import JobSettings
 
+    batch, _ = checked_batch(checkpoint, batch)
     shared = SparkSession.getActiveSession()
     spark = spark_session(JobSettings(input="", output="", checkpoint=checkpoint), app_name=app_name)
     spark.sparkContext.setLogLevel("ERROR")
     try:
         return load(spark, checkpoint, batch)
+    except ShadowControllerError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Spark's readers: one line, not a JVM stack trace
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InspectError(f"cannot read the state of batch {batch} in {checkpoint}: {first}") from None
     finally:
         if shared is None:
             spark.stop()

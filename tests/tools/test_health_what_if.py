@@ -94,3 +94,19 @@ def test_what_if_decides_what_the_job_decides_when_it_continues(spark: Any, job:
     decided = read_output(tmp_path / "out")
     assert {d["cause_offset"] for d in decided} <= set(range(len(EVENTS), len(EVENTS) + len(HYPOTHETICAL)))
     assert_same_multiset(decided, [canonical(d) for d in predicted["decisions"]])
+
+
+def test_a_checkpoint_spark_cannot_read_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Committed batches and settings, but no state: the command says so in one line
+    (exit 2), as it does when Spark's readers fail, rather than with a JVM stack trace."""
+    ckpt = tmp_path / "ckpt"
+    save_settings(JobSettings(input=f"file:{tmp_path}/in", output=f"file:{tmp_path}/out", checkpoint=str(ckpt)), str(ckpt))
+    (ckpt / "query" / "commits").mkdir(parents=True)
+    (ckpt / "query" / "commits" / "0").write_text("v1\n{}\n")
+    (ckpt / "query" / "offsets").mkdir()
+    (ckpt / "query" / "offsets" / "0").write_text('v1\n{}\n{"line":1}\n')
+    assert cli_main(["health", "--checkpoint", str(ckpt)]) == exits.USAGE
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    assert line.startswith(f"shadow-controller health: {ckpt}: no state of the job's two operators (found: none; "), line
+    assert captured.out == ""
