@@ -76,6 +76,8 @@ class ShutdownBroker:
 @dataclass(frozen=True, slots=True)
 class Reassign:
     target_replicas: tuple[int, ...] | None
+    # the request's event time, kept with when the reassignment started (not Kafka's)
+    ts: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -204,7 +204,7 @@ def _partition_reassignment(d: DirectoryView, e: ev.PartitionReassignment) -> No
         return
     targets = [r for r in (e.target_replicas or ()) if isinstance(r, int) and r >= 0]
     d.remember_brokers(e.topic, e.partition, targets)
-    d.send(e.topic, e.partition, Reassign(e.target_replicas), targets)
+    d.send(e.topic, e.partition, Reassign(e.target_replicas, d.ts), targets)
 
 
 def _unknown_partition_reassignment_error(d: DirectoryView, target: tuple[int, ...] | None) -> str:
@@ -380,6 +380,13 @@ def _replica_dir_failure(d: DirectoryView, e: ev.ReplicaDirFailure) -> Continuat
     return Continuation(mark_topics=queued, resume=True) if queued else None
 
 
+def _maybe_advance_event_time(d: DirectoryView) -> None:
+    """Keep the latest event time seen (not Kafka's: the tools read it as "now")."""
+    c = d.controller
+    if d.ts is not None and (c.event_time is None or d.ts > c.event_time):
+        d.put(CONTROLLER_KEY, replace(c, event_time=d.ts))
+
+
 def directory_step(
     view: Mapping[str, DirectoryRecord], event: ev.CauseStep, config: ControllerConfig, offset: int,
     cause_id: str | None = None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None,
@@ -388,6 +395,7 @@ def directory_step(
     outputs). `touched`: the partitions earlier steps of the same cause reached; `ts`: the
     cause's event time."""
     d = DirectoryView(view, config, offset, cause_id, touched, ts)
+    _maybe_advance_event_time(d)
     if not isinstance(event, ev.RebalanceCheck) and leader_balance.due_check(d):
         # a due check runs first, under this event's cause; the event comes back after it
         return d.result(None, (ev.RebalanceCheck(), event))

@@ -57,6 +57,9 @@ class ControllerRecord:
     dynamic_configs: tuple[tuple[str, str], ...] = ()
     # event time (ms) at which the next automatic preferred-leader check is due, if scheduled
     rebalance_due: int | None = None
+    # Not Kafka's: the latest event time (ms) the controller has seen, the operator's tools'
+    # "now" (the age of a reassignment)
+    event_time: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,13 +30,17 @@ partitions being reassigned (KAFKA-10149 removed it in 3.4).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
 from .commands import AutoRebalance, PartitionSummary
 from .directory import CONTROLLER_KEY, ControllerRecord, DirectoryView
 from .event_types import RebalanceCheck
 
-__all__ = ["FIRST_DELAY_MS", "PENDING_START", "RebalanceCheck", "check", "due_check", "is_due", "schedule_at_failover"]
+__all__ = [
+    "FIRST_DELAY_MS", "PENDING_START", "BrokerImbalance", "RebalanceCheck", "check", "due_check", "imbalance", "is_due",
+    "schedule_at_failover",
+]
 
 # onControllerFailover: scheduleAutoLeaderRebalanceTask(delay = 5, unit = TimeUnit.SECONDS)
 FIRST_DELAY_MS = 5_000
@@ -82,23 +86,50 @@ def check(d: DirectoryView) -> None:
     d.put(CONTROLLER_KEY, replace(d.controller, rebalance_due=due))
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerImbalance:
+    """One broker's share in `checkAndTriggerAutoLeaderRebalance`: the partitions whose
+    preferred replica it is, and those of them led by another broker."""
+
+    broker: int
+    preferred: int
+    not_preferred: tuple[tuple[str, int], ...]
+
+    @property
+    def ratio(self) -> float:
+        """`imbalanceRatio`: not-preferred over preferred, on doubles."""
+        return len(self.not_preferred) / self.preferred
+
+    def over(self, percentage: int) -> bool:
+        """`imbalanceRatio > leaderImbalancePerBrokerPercentage / 100`, strictly."""
+        return self.ratio > percentage / 100
+
+
+def imbalance(summaries: Iterable[tuple[str, int, PartitionSummary]]) -> list[BrokerImbalance]:
+    """Each broker that is some partition's preferred replica, in broker order, from the
+    partitions' summaries (topic, partition, summary) of topics not queued for deletion."""
+    by_preferred: dict[int, list[tuple[str, int, PartitionSummary]]] = {}
+    for topic, p, s in summaries:
+        if s.preferred >= 0:
+            by_preferred.setdefault(s.preferred, []).append((topic, p, s))
+    return [BrokerImbalance(broker, len(group),
+                            tuple((t, p) for t, p, s in group if s.leader is not None and s.leader != broker))
+            for broker, group in sorted(by_preferred.items())]
+
+
 def _check_and_trigger(d: DirectoryView) -> bool:
     """checkAndTriggerAutoLeaderRebalance; returns whether any partition was sent."""
-    by_preferred: dict[int, list[tuple[str, int, PartitionSummary]]] = {}
+    summaries: list[tuple[str, int, PartitionSummary]] = []
     for topic in sorted(d.controller.topics):
         rec = d.topic(topic)
         if rec is None or rec.queued:
             continue
-        for p, s in rec.summaries:
-            if s.preferred >= 0:
-                by_preferred.setdefault(s.preferred, []).append((topic, p, s))
-    threshold = d.config.leader_imbalance_per_broker_percentage / 100
+        summaries.extend((topic, p, s) for p, s in rec.summaries)
+    percentage = d.config.leader_imbalance_per_broker_percentage
     sent = False
-    for broker in sorted(by_preferred):
-        group = by_preferred[broker]
-        not_preferred = [(t, p) for t, p, s in group if s.leader is not None and s.leader != broker]
-        if len(not_preferred) / len(group) > threshold:
-            for t, p in not_preferred:
+    for broker in imbalance(summaries):
+        if broker.over(percentage):
+            for t, p in broker.not_preferred:
                 d.send(t, p, AutoRebalance())
                 sent = True
     return sent

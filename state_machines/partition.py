@@ -60,7 +60,7 @@ def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig
     if changed:
         rec = PartitionRecord(rec.topic, rec.partition, rec.assignment, rec.state, rec.leadership,
                               rec.replica_states, tuple(sorted(brokers.items())), rec.being_reassigned,
-                              rec.offline_dirs)
+                              rec.offline_dirs, rec.reassignment_started)
     return Run(rec, Facts(ctx, config, brokers, rec.offline_dirs))
 
 
@@ -74,7 +74,7 @@ def partition_step(state: PartitionRecord | None, cmd: Command, config: Controll
         new = PartitionRecord(
             base.topic, base.partition, op.assignment, base.state, op.leadership if op.overwrite else base.leadership,
             base.replica_states, tuple(sorted({**dict(base.brokers), **dict(cmd.ctx.brokers)}.items())),
-            base.being_reassigned, base.offline_dirs,
+            base.being_reassigned, base.offline_dirs, base.reassignment_started,
         )
         return PartitionResult(new, (), None)
 
@@ -100,6 +100,7 @@ def partition_step(state: PartitionRecord | None, cmd: Command, config: Controll
         flows.controlled_shutdown(run, op.broker_id)
     elif isinstance(op, Reassign):
         reassignment.request(run, op.target_replicas, known)
+        reassignment.maybe_mark_started(run, state, cmd.cause_offset, op.ts)
     elif isinstance(op, AlterIsr):
         flows.alter_partition(run, op)
     elif isinstance(op, Elect):

@@ -40,6 +40,10 @@ class PartitionRecord:
     # brokers whose replica of this partition sits on a failed log dir
     # (`ControllerContext.replicasOnOfflineDirs`): not online while the broker lives
     offline_dirs: tuple[int, ...] = ()
+    # Not Kafka's: (cause offset, event time or None) of the request that started the
+    # reassignment in progress, for the operator's tools (`health`); None when none is in
+    # progress or it was loaded from a snapshot
+    reassignment_started: tuple[int, int | None] | None = None
 
     # Named writes: the constructor rather than dataclasses.replace, which looks the
     # fields up on every call (these run for every decision).
@@ -47,38 +51,50 @@ class PartitionRecord:
     def with_assignment(self, assignment: ReplicaAssignment) -> PartitionRecord:
         """`updateReplicaAssignmentForPartition`: the assignment znode and the context."""
         return PartitionRecord(self.topic, self.partition, assignment, self.state, self.leadership,
-                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs)
+                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs,
+                               self.reassignment_started)
 
     def with_leadership(self, leadership: LeaderAndIsr | None) -> PartitionRecord:
         """A successful conditional write of the partition-state znode (or, in shadow mode,
         the state adopted from the cluster)."""
         return PartitionRecord(self.topic, self.partition, self.assignment, self.state, leadership,
-                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs)
+                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs,
+                               self.reassignment_started)
 
     def with_state(self, state: PartitionState | None) -> PartitionRecord:
         return PartitionRecord(self.topic, self.partition, self.assignment, state, self.leadership,
-                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs)
+                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs,
+                               self.reassignment_started)
 
     def with_replica_states(self, replica_states: tuple[tuple[int, ReplicaState], ...]) -> PartitionRecord:
         return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
-                               replica_states, self.brokers, self.being_reassigned, self.offline_dirs)
+                               replica_states, self.brokers, self.being_reassigned, self.offline_dirs,
+                               self.reassignment_started)
 
     def with_being_reassigned(self, being_reassigned: bool) -> PartitionRecord:
-        """`controllerContext.partitionsBeingReassigned` gains or loses this partition."""
+        """`controllerContext.partitionsBeingReassigned` gains or loses this partition (and,
+        losing it, when its reassignment started)."""
         return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
-                               self.replica_states, self.brokers, being_reassigned, self.offline_dirs)
+                               self.replica_states, self.brokers, being_reassigned, self.offline_dirs,
+                               self.reassignment_started if being_reassigned else None)
 
     def with_offline_dirs(self, offline_dirs: tuple[int, ...]) -> PartitionRecord:
         return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
-                               self.replica_states, self.brokers, self.being_reassigned, offline_dirs)
+                               self.replica_states, self.brokers, self.being_reassigned, offline_dirs,
+                               self.reassignment_started)
+
+    def with_reassignment_started(self, started: tuple[int, int | None] | None) -> PartitionRecord:
+        return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
+                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs, started)
 
     def reset_for_failover(self, replica_states: tuple[tuple[int, ReplicaState], ...]) -> PartitionRecord:
         """What a new controller holds after `resetContext` and reading the store: the
         assignment and the leader-and-ISR, no partition state, `replica_states` (its replica
         state machine's startup), being reassigned as the stored assignment says, and no
-        failed log dirs."""
+        failed log dirs. When the reassignment it resumes started stays known."""
+        resumed = self.assignment.is_being_reassigned
         return PartitionRecord(self.topic, self.partition, self.assignment, None, self.leadership, replica_states,
-                               self.brokers, self.assignment.is_being_reassigned, ())
+                               self.brokers, resumed, (), self.reassignment_started if resumed else None)
 
 
 class Facts:

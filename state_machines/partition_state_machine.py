@@ -90,7 +90,7 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, target: PartitionSt
         if current is not P.OnlinePartition:
             out.append(PartitionStateChangeRecord(topic, partition, current.value, P.OnlinePartition.value))
         new = PartitionRecord(topic, partition, rec.assignment, P.OnlinePartition, leadership, rec.replica_states,
-                              rec.brokers, rec.being_reassigned, rec.offline_dirs)
+                              rec.brokers, rec.being_reassigned, rec.offline_dirs, rec.reassignment_started)
     out.extend(batch.records(topic, partition, facts.is_registered))
     return PartitionStep(new, out, None if failure is None else Refusal(failure), batch.update_metadata)
 

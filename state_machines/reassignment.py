@@ -24,6 +24,7 @@ from .election import REASSIGN
 from .errors import ShadowControllerError
 from .flow import Run
 from .model import NO_LEADER, ReplicaAssignment
+from .partition_record import PartitionRecord
 from .replica_state_machine import partition_state_for
 from .requests import RequestBatch
 from .states import PartitionState, ReplicaState
@@ -70,6 +71,16 @@ def request(run: Run, target: tuple[int, ...] | None, known: bool) -> None:
         return
     assert reassignment is not None
     run_reassignment(run, reassignment)
+
+
+def maybe_mark_started(run: Run, before: PartitionRecord, cause_offset: int, ts: int | None) -> None:
+    """Not Kafka's: remember when the reassignment now in progress was asked for (a new
+    target, or a cancellation, restarts the clock), for the operator's tools. A completed
+    reassignment forgets it (`PartitionRecord.with_being_reassigned`)."""
+    a = run.rec.assignment
+    if run.rec.being_reassigned and (not before.being_reassigned
+                                     or a.target_replicas != before.assignment.target_replicas):
+        run.rec = run.rec.with_reassignment_started((cause_offset, ts))
 
 
 def run_reassignment(run: Run, reassignment: ReplicaAssignment) -> None:

@@ -106,7 +106,7 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
         out.extend(batch.records(topic, partition, facts.is_registered))
     replica_states = tuple(sorted(states.items())) if added else tuple(states.items())
     new = PartitionRecord(topic, partition, assignment, rec.state, leadership, replica_states, rec.brokers,
-                          rec.being_reassigned, rec.offline_dirs)
+                          rec.being_reassigned, rec.offline_dirs, rec.reassignment_started)
     return Step(new, out, batch is not None and batch.update_metadata)
 
 

@@ -120,8 +120,10 @@ def _record_out(r: partition.PartitionRecord) -> list:
     out = [COMPACT_VERSION, r.topic, r.partition, list(a.replicas), list(a.adding_replicas), list(a.removing_replicas),
            r.state.value if r.state else None, _la_out(r.leadership),
            [[b, s.value] for b, s in r.replica_states], _brokers_out(r.brokers), r.being_reassigned]
-    if r.offline_dirs:  # a trailing field, written only when set: older records read the same
+    if r.offline_dirs or r.reassignment_started:  # trailing fields, written only when set: older records read the same
         out.append(list(r.offline_dirs))
+    if r.reassignment_started:
+        out.append(list(r.reassignment_started))
     return out
 
 
@@ -147,7 +149,13 @@ def _record_text(r: partition.PartitionRecord) -> str:
     return (f"[{COMPACT_VERSION},{json_str(r.topic)},{r.partition},{json_ints(a.replicas)},{json_ints(a.adding_replicas)},"
             f"{json_ints(a.removing_replicas)},{'null' if r.state is None else _QUOTED[r.state]},{leadership},"
             f"[{states}],[{brokers}],{_BOOL[r.being_reassigned]}"
-            f"{',' + json_ints(r.offline_dirs) if r.offline_dirs else ''}]")
+            f"{',' + json_ints(r.offline_dirs) if r.offline_dirs or r.reassignment_started else ''}"
+            f"{_started_text(r.reassignment_started) if r.reassignment_started else ''}]")
+
+
+def _started_text(started: tuple[int, int | None]) -> str:
+    offset, ts = started
+    return f",[{offset},{'null' if ts is None else ts}]"
 
 
 def _record_in(a: list) -> partition.PartitionRecord:
@@ -156,6 +164,7 @@ def _record_in(a: list) -> partition.PartitionRecord:
         a[1], a[2], model.ReplicaAssignment(tuple(a[3]), tuple(a[4]), tuple(a[5])),
         _P[a[6]] if a[6] is not None else None, _la_in(a[7]),
         tuple([(b, _R[s]) for b, s in a[8]]), _brokers_in(a[9]), a[10], tuple(a[11]) if len(a) > 11 else (),
+        (a[12][0], a[12][1]) if len(a) > 12 else None,
     )
 
 
@@ -230,8 +239,10 @@ def _directory_out(rec: Any) -> list:
         return out
     out = ["C", COMPACT_VERSION, rec.active, rec.controller_id, rec.controller_epoch, sorted(rec.topics),
            sorted(rec.brokers), sorted(rec.queued_topics)]
-    if rec.dynamic_configs or rec.rebalance_due is not None:
+    if rec.dynamic_configs or rec.rebalance_due is not None or rec.event_time is not None:
         out += [[list(kv) for kv in rec.dynamic_configs], rec.rebalance_due]
+    if rec.event_time is not None:
+        out.append(rec.event_time)
     return out
 
 
@@ -251,7 +262,7 @@ def _directory_in(a: list) -> Any:
     if kind == "C":
         dynamic, due = (tuple((k, v) for k, v in a[8]), a[9]) if len(a) > 8 else ((), None)
         return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]),
-                                          dynamic, due)
+                                          dynamic, due, a[10] if len(a) > 10 else None)
     raise UnknownEncoding(f"unknown directory record kind {kind!r}")
 
 

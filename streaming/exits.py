@@ -8,11 +8,13 @@ one place that turns these errors into the line and the code.
 | code | meaning |
 |---|---|
 | 0 | done |
-| 1 | a check failed: an audit rule broke, a divergence or an unhealthy partition was found |
+| 1 | a check failed: an audit rule broke or a divergence was found |
 | 2 | usage: a bad flag, setting, file or checkpoint; nothing was started |
 | 3 | unreachable: a broker or cluster did not answer in time |
 | 4 | the streaming job failed at run time (the checkpoint is intact; a restart resumes) |
 | 5 | the job gave up waiting for its broker (`job.on_broker_outage = "exit"`) |
+| 6 | `health`: a partition is under its min ISR (none is offline) |
+| 7 | `health`: a partition is offline |
 | 130 | interrupted before anything was written (Ctrl-C in a one-shot tool) |
 """
 
@@ -26,6 +28,9 @@ USAGE = 2
 UNREACHABLE = 3
 JOB_FAILED = 4
 OUTAGE = 5
+# `health` found a problem: scripts and alerting tell the two apart by the code
+UNDER_MIN_ISR = 6
+OFFLINE = 7
 INTERRUPTED = 130
 
 

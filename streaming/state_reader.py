@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from state_machines.loop import Pending, RawEvent
 from state_machines.partition import PartitionRecord
 
 from . import codec
@@ -25,8 +26,11 @@ def operators(spark: Any, checkpoint: str) -> dict[str, Any]:
     return {r["operatorName"]: r for r in spark.read.format("state-metadata").load(_query_dir(checkpoint)).collect()}
 
 
-def _reader(spark: Any, checkpoint: str, operator: str, batch_id: int | None, **options: str) -> Any:
-    meta = operators(spark, checkpoint)[operator]
+def _reader(spark: Any, checkpoint: str, operator: str, batch_id: int | None, meta: dict[str, Any] | None = None,
+            **options: str) -> Any:
+    """`meta`: what `operators` returned, when the caller has read it already (each read
+    is a Spark job)."""
+    meta = (meta or operators(spark, checkpoint))[operator]
     reader = spark.read.format("statestore").option("operatorId", meta["operatorId"])
     if batch_id is not None:
         reader = reader.option("batchId", batch_id)
@@ -35,10 +39,11 @@ def _reader(spark: Any, checkpoint: str, operator: str, batch_id: int | None, **
     return reader.load(_query_dir(checkpoint))
 
 
-def partition_records(spark: Any, checkpoint: str, batch_id: int | None = None) -> dict[tuple[str, int], PartitionRecord]:
+def partition_records(spark: Any, checkpoint: str, batch_id: int | None = None,
+                      meta: dict[str, Any] | None = None) -> dict[tuple[str, int], PartitionRecord]:
     """Every partition's state after micro-batch `batch_id` (default: the last committed)."""
     out = {}
-    for row in _reader(spark, checkpoint, PARTITION_OPERATOR, batch_id).collect():
+    for row in _reader(spark, checkpoint, PARTITION_OPERATOR, batch_id, meta).collect():
         for record in stored_records(row["value"]["groupState"].asDict()):
             out[(record.topic, record.partition)] = record
     return out
@@ -53,16 +58,34 @@ def _map_value(row: Any) -> str:
     raise KeyError(f"no map value in {sorted(d)}")
 
 
-def directory_records(spark: Any, checkpoint: str, batch_id: int | None = None) -> dict[str, Any]:
+def directory_records(spark: Any, checkpoint: str, batch_id: int | None = None,
+                      meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """The sequencer's directory MapState after micro-batch `batch_id` (default: the last
     committed), one entry per map key: "controller", "broker-<id>", "topic-<name>".
 
     The statestore reader returns a TWS MapState as (key = the grouping key, user_map_key,
     user_map_value); the map's own key is `user_map_key`."""
-    df = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, stateVarName="directory")
+    df = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, meta, stateVarName="directory")
     out = {}
     for row in df.collect():
         key = row["user_map_key"][0]
         if key != codec.DIRECTORY_STAMP_KEY:
             out[key] = codec.loads(_map_value(row), codec.DirectoryRecord)
     return out
+
+
+def sequencer_pending(spark: Any, checkpoint: str, batch_id: int | None = None,
+                      meta: dict[str, Any] | None = None) -> Pending | None:
+    """The cause the sequencer holds after micro-batch `batch_id` (a topic deletion waiting
+    for its reports, or a cause waiting for a fold), or None."""
+    rows = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, meta, stateVarName="pending").collect()
+    return codec.loads(rows[0]["value"]["value"], Pending) if rows else None
+
+
+def sequencer_buffer(spark: Any, checkpoint: str, batch_id: int | None = None,
+                     meta: dict[str, Any] | None = None) -> list[RawEvent]:
+    """The events the sequencer read but holds behind a waiting cause, in offset order."""
+    rows = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, meta, stateVarName="buffer").collect()
+    events = [RawEvent(int(e["offset"]), None if e["value"] is None else bytes(e["value"]), str(e["source"]))
+              for e in (row["list_element"] for row in rows)]
+    return sorted(events, key=lambda e: e.offset)

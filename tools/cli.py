@@ -1,7 +1,7 @@
 """`shadow-controller`: the command line.
 
 The front door of both the shell (`run`, the streaming job) and the tools (`simulate`,
-`produce`, `demo`, `audit`, `bridge`, `replay`, `inspect`, `timeline`): each command's
+`produce`, `demo`, `audit`, `bridge`, `replay`, `inspect`, `timeline`, `health`, `what-if`): each command's
 parser is registered here or by its own module, and `main` dispatches.
 
 A mistake is one line on stderr, `shadow-controller <command>: <what, and what to check>`,
@@ -230,14 +230,18 @@ def build_parser() -> argparse.ArgumentParser:
     aud.set_defaults(func=cmd_audit)
 
     from .bridge import add_parser as add_bridge_parser
+    from .health import add_parser as add_health_parser
     from .inspect import add_parser as add_inspect_parser
     from .replay import add_parser as add_replay_parser
     from .timeline import add_parser as add_timeline_parser
+    from .what_if import add_parser as add_what_if_parser
 
     add_bridge_parser(sub)
     add_replay_parser(sub)
     add_inspect_parser(sub)
     add_timeline_parser(sub)
+    add_health_parser(sub)
+    add_what_if_parser(sub)
     return parser
 
 

@@ -1,0 +1,345 @@
+"""`shadow-controller what-if --checkpoint DIR [--batch N] (--event JSON ... | --events FILE) [--json]`:
+the decisions Kafka's controller would make for hypothetical events at micro-batch N, and
+their impact, without touching the checkpoint.
+
+Theory of operation. The state after batch N is read once (`controller_state.load`:
+Spark's state readers, nothing written) and the events are folded in process with the
+core's loop (`state_machines/loop.py`: the `Sequencer`, `fold_partition`, the directory's
+records and the controlled-shutdown merge), the way the job's next micro-batches would:
+
+1. **settle**: what the job has read but not yet applied runs first (the feedback of
+   batch N, a cause waiting for it, events held behind that cause); its decisions are the
+   job's own, owed whatever is asked, and are counted apart;
+2. **the hypothetical events**, numbered from the offset the next input event would have,
+   in one batch; a cause that waits for a fold (the summaries of a broker change, deletion
+   reports) continues in the next round, as the job's next batch would continue it.
+
+So the decisions are those the job writes when the same events are appended to its input
+and it continues from batch N (a test holds them equal). An event is decoded by the job's
+decoder (`events.parse_line`, with the checkpoint's input bounds) before Spark starts: one
+that the job would dead-letter is refused with its reason. `v` may be left out (it is
+filled with the contract's version); `ts` is not filled, as the job would not.
+
+The impact compares the state before and after the events: the partitions that go offline
+(or come back), go under (or back to) their min ISR (`health.py`'s rules), the unclean
+elections, the leaders moved per broker, and each controlled shutdown's reply.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from state_machines.errors import InvalidEvent, InvariantViolation
+from state_machines.events import parse_line
+from state_machines.loop import (
+    DIRECT, DeadLetter, PartitionSlot, RawEvent, Replies, Sequencer, Work, fold_partition, merge_shutdown_shares,
+    number_directory_records,
+)
+from state_machines.outputs import to_contract
+from state_machines.partition import PartitionRecord
+from streaming.exits import UsageError
+
+from . import health
+from .controller_state import ControllerState, TopicPartition, check_checkpoint, load_with_spark
+
+CONTRACT_VERSION = 1
+# a fold that has not settled after this many rounds waits for something no command sends
+MAX_ROUNDS = 10_000
+
+
+class WhatIfError(UsageError):
+    """A hypothetical event the job would not apply, or no event at all."""
+
+
+# -- the events ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Hypothesis:
+    source: str  # `--event 2`, or `FILE:7`
+    value: bytes
+
+
+def _filled(text: str) -> str:
+    """The event with `v` filled when it is missing (anything else is left to the decoder)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return text  # the decoder names the problem
+    if isinstance(doc, dict) and "v" not in doc:
+        return json.dumps({"v": CONTRACT_VERSION, **doc})
+    return text
+
+
+def hypotheses(events: Sequence[str] | None, events_file: str | None) -> list[Hypothesis]:
+    out = [Hypothesis(f"--event {i + 1}", _filled(e).encode()) for i, e in enumerate(events or ())]
+    if events_file is not None:
+        try:
+            with open(events_file, "rb") as fh:
+                lines = fh.read().splitlines()
+        except OSError as exc:
+            raise WhatIfError(f"{events_file}: cannot read the events file ({exc.strerror})") from None
+        out += [Hypothesis(f"{events_file}:{n + 1}", _filled(line.decode("utf-8", "replace")).encode())
+                for n, line in enumerate(lines) if line.strip()]
+    if not out:
+        raise WhatIfError("no event: give --event JSON (repeatable) or --events FILE")
+    return out
+
+
+def check_events(events: Sequence[Hypothesis], state_limits: Any = None) -> None:
+    """Refuse, naming the first, events the job would dead-letter (its decoder, its bounds)."""
+    from state_machines.events import DEFAULT_LIMITS
+
+    for i, h in enumerate(events):
+        try:
+            parse_line(h.value, i, state_limits or DEFAULT_LIMITS)
+        except InvalidEvent as exc:
+            raise WhatIfError(f"{h.source}: the job would dead-letter this event: {exc}") from None
+
+
+# -- the fold --------------------------------------------------------------------------------
+
+@dataclass
+class Fold:
+    decisions: list[dict[str, Any]]
+    dead_letters: list[DeadLetter]
+    rounds: int
+
+
+def _order(d: dict[str, Any]) -> tuple[int, str, int]:
+    key = f"broker-{d['broker_id']}" if d["type"] == "ControlledShutdownResult" else f"{d['topic']}-{d['partition']}"
+    return d["cause_offset"], key, d["seq"]
+
+
+def advance(state: ControllerState, events: Sequence[RawEvent] = ()) -> Fold:
+    """Fold `events` into `state` (changed in place) as the job's next micro-batches would,
+    after what it has read but not applied, until nothing waits."""
+    pending, rest = state.pending, list(state.buffered)
+    reports, summaries = list(state.reports), list(state.summaries)
+    queue = list(events)
+    slots: dict[str, PartitionSlot] = {}  # partitions folded so far: their `seq` goes on across rounds
+    decisions: list[dict[str, Any]] = []
+    dead: list[DeadLetter] = []
+    rounds = 0
+    while queue or pending is not None or rest or reports or summaries:
+        if rounds >= MAX_ROUNDS:
+            raise InvariantViolation(f"the controller has not settled after {MAX_ROUNDS} rounds")
+        seq = Sequencer(state.directory, state.config, state.limits)
+        pending, rest = seq.run(pending, rest, queue, reports, summaries)
+        queue = []
+        if not seq.work and (pending is not None or rest):
+            raise InvariantViolation("the sequencer waits for deletion reports that no command will send")
+        replies = Replies()
+        number_directory_records((w for w in seq.work if w.target == DIRECT), replies)
+        _fold_partitions(state, slots, [w for w in seq.work if w.target != DIRECT], replies)
+        decisions.extend(to_contract(d.record, d.cause_offset, d.cause_id, d.seq)
+                         for d in merge_shutdown_shares(replies.decisions, replies.still))
+        dead.extend(replies.dead_letters)
+        reports, summaries = [r for _, r in replies.reports], list(replies.summaries)
+        rounds += 1
+    state.pending, state.buffered, state.reports, state.summaries = None, [], [], []
+    decisions.sort(key=_order)
+    return Fold(decisions, dead, rounds)
+
+
+def _fold_partitions(state: ControllerState, slots: dict[str, PartitionSlot], work: list[Work],
+                     replies: Replies) -> None:
+    by_target: dict[str, list[Work]] = {}
+    for w in work:
+        by_target.setdefault(w.target, []).append(w)
+    for target, items in sorted(by_target.items()):
+        cmd = items[0].item
+        tp: TopicPartition = (cmd.topic, cmd.partition)  # type: ignore[union-attr]
+        slot = slots.get(target) or PartitionSlot(state.partitions.get(tp))
+        slot = slots[target] = fold_partition(slot, items, state.config, replies)
+        if slot.record is None:
+            state.partitions.pop(tp, None)
+        else:
+            state.partitions[tp] = slot.record
+
+
+# -- the impact ------------------------------------------------------------------------------
+
+def _leaders(partitions: dict[TopicPartition, PartitionRecord]) -> dict[TopicPartition, int]:
+    return {tp: rec.leadership.leader if rec.leadership else -1 for tp, rec in partitions.items()}
+
+
+def _names(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["partition"]: r for r in rows}
+
+
+def impact(before: dict[str, Any], after: dict[str, Any], before_leaders: dict[TopicPartition, int],
+           after_leaders: dict[TopicPartition, int], decisions: list[dict[str, Any]]) -> dict[str, Any]:
+    """What changed between two health reports and two leader maps, and what the decisions say."""
+    out: dict[str, Any] = {}
+    for key in ("offline", "under_min_isr"):
+        was, now = _names(before[key]), _names(after[key])
+        out[f"newly_{key}"] = [now[p] for p in sorted(now.keys() - was.keys())]
+        out[f"no_longer_{key}"] = sorted(was.keys() - now.keys())
+    out["unclean_elections"] = [
+        {"partition": f"{d['topic']}-{d['partition']}", "leader": d["leader"], "leader_epoch": d["leader_epoch"],
+         "isr": d["isr"], "cause_offset": d["cause_offset"]}
+        for d in decisions if d["type"] == "LeaderAndIsr" and d["election"] == "unclean"]
+    moves: list[dict[str, Any]] = []
+    lost: Counter[int] = Counter()
+    gained: Counter[int] = Counter()
+    for tp in sorted(before_leaders.keys() | after_leaders.keys()):
+        old, new = before_leaders.get(tp, -1), after_leaders.get(tp, -1)
+        if old != new:
+            moves.append({"partition": f"{tp[0]}-{tp[1]}", "from": old, "to": new})
+            if old >= 0:
+                lost[old] += 1
+            if new >= 0:
+                gained[new] += 1
+    led_before = Counter(b for b in before_leaders.values() if b >= 0)
+    led_after = Counter(b for b in after_leaders.values() if b >= 0)
+    out["leaders_moved"] = {
+        "partitions": moves,
+        "brokers": [{"broker": b, "led_before": led_before[b], "led_after": led_after[b], "lost": lost[b], "gained": gained[b]}
+                    for b in sorted(lost.keys() | gained.keys())],
+    }
+    out["controlled_shutdown"] = [
+        {"broker": d["broker_id"], "error": d["error"], "partitions_remaining": d["partitions_remaining"],
+         "cause_offset": d["cause_offset"]}
+        for d in decisions if d["type"] == "ControlledShutdownResult"]
+    return out
+
+
+def what_if(state: ControllerState, events: Sequence[Hypothesis]) -> dict[str, Any]:
+    """Settle `state`, then fold the hypothetical events into it (the state is changed)."""
+    owed = advance(state)
+    before = health.report(state)
+    before_leaders = _leaders(state.partitions)
+    first = state.next_offset
+    raws = [RawEvent(first + i, h.value, h.source) for i, h in enumerate(events)]
+    fold = advance(state, raws)
+    state.next_offset = first + len(raws)
+    after = health.report(state)
+    by_type = Counter(d["type"] for d in fold.decisions)
+    return {
+        "checkpoint": state.checkpoint, "batch": state.batch, "latest_committed": state.latest,
+        "events": [{"offset": r.offset, "source": r.source, "event": json.loads(r.value or b"null")} for r in raws],
+        "owed_decisions": len(owed.decisions),
+        "decisions": fold.decisions,
+        "decisions_by_type": dict(sorted(by_type.items())),
+        "dead_letters": [{"offset": d.offset, "source": d.source, "reason": d.reason}
+                         for d in [*owed.dead_letters, *fold.dead_letters]],
+        "impact": impact(before, after, before_leaders, _leaders(state.partitions), fold.decisions),
+        "status_before": before["status"], "status_after": after["status"],
+    }
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+_HEAD = ("v", "type", "cause_offset", "cause_id", "seq", "topic", "partition")
+
+
+def decision_line(d: dict[str, Any]) -> str:
+    where = f"{d['topic']}-{d['partition']}" if "topic" in d else f"broker-{d['broker_id']}"
+    t = d["type"]
+    if t == "LeaderAndIsr":
+        what = (f"leader {d['leader']} epoch {d['leader_epoch']} isr {_ids(d['isr'])} replicas {_ids(d['replicas'])}"
+                f"{' (' + d['election'] + ' election)' if d['election'] else ''} to {_ids(d['recipients'])}")
+    elif t == "PartitionStateChange":
+        what = f"{d['from_state']} -> {d['to_state']}"
+    elif t == "ReplicaStateChange":
+        what = f"replica {d['broker_id']} {d['from_state']} -> {d['to_state']}"
+    elif t == "StopReplica":
+        what = f"to broker {d['broker_id']}{' delete' if d['delete_partition'] else ''}"
+    elif t == "StateChangeFailed":
+        what = (f"{'replica ' + str(d['broker_id']) + ' ' if d['broker_id'] is not None else ''}"
+                f"to {d['target_state']}: {d['reason']}")
+    elif t == "ControlledShutdownResult":
+        what = (f"refused: {d['error']}" if d["error"] else
+                f"accepted, still leads {', '.join(d['partitions_remaining']) or 'nothing'}")
+    else:
+        what = json.dumps({k: v for k, v in d.items() if k not in _HEAD}, separators=(",", ":"))
+    return f"{d['cause_offset']:>6} {where:<20} {t:<24} {what}"
+
+
+def _ids(values: list[int]) -> str:
+    return "[" + ",".join(str(v) for v in values) + "]"
+
+
+def render(result: dict[str, Any], limit: int) -> str:
+    out = [f"what-if at batch {result['batch']} (latest committed: {result['latest_committed']}); the checkpoint is "
+           "not changed"]
+    for e in result["events"]:
+        out.append(f"  offset {e['offset']} ({e['source']}): {json.dumps(e['event'], separators=(',', ':'))}")
+    if result["owed_decisions"]:
+        out.append(f"  first, {result['owed_decisions']} decisions the job still owes for what it has read")
+    decisions = result["decisions"]
+    counts = ", ".join(f"{n} {t}" for t, n in result["decisions_by_type"].items()) or "none"
+    out += ["", f"decisions: {len(decisions)} ({counts})"]
+    out += ["  " + decision_line(d) for d in decisions[:limit]]
+    if len(decisions) > limit:
+        out.append(f"  ... and {len(decisions) - limit} more (--limit, or --json for all)")
+    for d in result["dead_letters"]:
+        out.append(f"dead letter: {d['source']} (offset {d['offset']}): {d['reason']}")
+    imp = result["impact"]
+    out += ["", "impact:"]
+    for key, label in (("offline", "offline"), ("under_min_isr", "under min ISR")):
+        newly = imp[f"newly_{key}"]
+        out.append(f"  would go {label}: {len(newly)}")
+        for r in newly:
+            detail = f"why: {r['why']}" if key == "offline" else \
+                f"isr {_ids(r['isr'])}, min.insync.replicas {r['min_insync_replicas']}"
+            out.append(f"    {r['partition']}  {detail}")
+        if imp[f"no_longer_{key}"]:
+            out.append(f"  would no longer be {label}: {', '.join(imp[f'no_longer_{key}'])}")
+    out.append(f"  unclean elections: {len(imp['unclean_elections'])}")
+    for u in imp["unclean_elections"]:
+        out.append(f"    {u['partition']}  leader {u['leader']} (epoch {u['leader_epoch']}), isr {_ids(u['isr'])}")
+    moved = imp["leaders_moved"]
+    out.append(f"  leaders moved: {len(moved['partitions'])}")
+    for b in moved["brokers"]:
+        out.append(f"    broker {b['broker']}: leads {b['led_before']} -> {b['led_after']} "
+                   f"(lost {b['lost']}, gained {b['gained']})")
+    for m in moved["partitions"][:limit]:
+        out.append(f"    {m['partition']}  {m['from']} -> {m['to']}")
+    if len(moved["partitions"]) > limit:
+        out.append(f"    ... and {len(moved['partitions']) - limit} more")
+    for s in imp["controlled_shutdown"]:
+        if s["error"]:
+            out.append(f"  controlled shutdown of broker {s['broker']}: refused, {s['error']}")
+        else:
+            out.append(f"  controlled shutdown of broker {s['broker']}: accepted; still leads "
+                       f"{len(s['partitions_remaining'])}: {', '.join(s['partitions_remaining']) or 'nothing'}")
+    out.append(f"  status: {result['status_before']} -> {result['status_after']}")
+    return "\n".join(out) + "\n"
+
+
+# -- the command line ------------------------------------------------------------------------
+
+def cmd_what_if(args: argparse.Namespace) -> int:
+    from streaming.settings.checkpoint import load_settings
+
+    events = hypotheses(args.event, args.events)
+    check_checkpoint(args.checkpoint, args.batch)
+    check_events(events, load_settings(args.checkpoint).limits)
+    if args.limit < 0:
+        raise WhatIfError(f"--limit {args.limit}: give a number of lines, 0 or more")
+    state = load_with_spark(args.checkpoint, args.batch, "shadow-controller-what-if")
+    result = what_if(state, events)
+    sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else render(result, args.limit))
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register `what-if` on the CLI's subparsers."""
+    p = subparsers.add_parser("what-if", help="the decisions and impact of hypothetical events at a micro-batch "
+                                              "(the checkpoint is only read)")
+    p.add_argument("--checkpoint", required=True, help="the job's checkpoint directory (only read)")
+    p.add_argument("--batch", type=int, help="micro-batch id (default: the latest committed)")
+    given = p.add_mutually_exclusive_group(required=True)
+    given.add_argument("--event", action="append", metavar="JSON",
+                       help="a contract event (repeatable, applied in order); \"v\" may be left out")
+    given.add_argument("--events", metavar="FILE", help="contract events, one JSON object a line")
+    p.add_argument("--limit", type=int, default=40, metavar="N", help="decisions and moves listed in text (default 40)")
+    p.add_argument("--json", action="store_true", help="one JSON object (every decision) instead of text")
+    p.set_defaults(func=cmd_what_if)
