@@ -243,15 +243,15 @@ def register_broker(registry: BrokerRegistry, broker_id: int, incarnation_id: st
 def _invalid_log_dirs(registry: BrokerRegistry, broker_id: int, dirs: tuple[str, ...]) -> str | None:
     if not dirs:
         return "No directories specified in request"
+    # `DirectoryId.reserved` spans Uuid(0, 0..99); the three named ones are all Kafka uses.
     if any(d in (UNASSIGNED_DIRECTORY, MIGRATING_DIRECTORY, LOST_DIRECTORY) for d in dirs):
         return "Reserved directory ID in request"
     if len(set(dirs)) != len(dirs):
         return "Duplicate directory ID in request"
-    for other in registry.brokers.values():
-        if other.id != broker_id:
-            for d in dirs:
-                if d in other.directories:
-                    return f"Broker {other.id} is already registered with directory {d}"
+    for d in dirs:
+        for other in registry.brokers.values():
+            if other.id != broker_id and d in other.directories:
+                return f"Broker {other.id} is already registered with directory {d}"
     return None
 
 
