@@ -29,6 +29,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from state_machines.kraft.broker_heartbeat_manager import (
+    BrokerControlState,
+    calculate_next_broker_state,
+    heartbeat_handler,
+)
 from state_machines.kraft.cluster_control import (
     BrokerRegistry,
     controlled_shutdown_record,
@@ -494,6 +499,10 @@ def test_process_broker_heartbeat_in_controlled_shutdown(mv: MV) -> None:
         expected.append(ApiMessageAndVersion(BrokerRegistrationChangeRecord(
             0, 100, in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN_CHANGE_IN_CONTROLLED_SHUTDOWN), 1))
     expected.append(ApiMessageAndVersion(PartitionChangeRecord("foo-id", 0, isr=(1, 2), leader=1), 0))
+    next_state = calculate_next_broker_state(
+        BrokerControlState.UNFENCED, want_fence=False, want_shut_down=True, current_metadata_offset=0,
+        register_broker_record_offset=0, has_leaderships=any(p.leader == 0 for p in ctx.parts.values()))
+    assert heartbeat_handler(BrokerControlState.UNFENCED, next_state) == "handleBrokerInControlledShutdown"
     assert ctx.handle_broker_in_controlled_shutdown(0, 100) == expected
     # The partition record of these versions carries no directories.
     assert ctx.get("foo").directories == (MIGRATING_DIRECTORY,) * 3
