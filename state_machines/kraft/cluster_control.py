@@ -79,6 +79,16 @@ class BrokerRegistration:
         # No directories: registered before 3.7-IV2, so unknown; assume online (KAFKA-16162).
         return not self.directories or directory in self.directories
 
+    def directory_intersection(self, directories: Iterable[str]) -> tuple[str, ...]:
+        """`directoryIntersection`: this broker's directories among `directories`, in its order."""
+        others = set(directories)
+        return tuple(d for d in self.directories if d in others)
+
+    def directory_difference(self, directories: Iterable[str]) -> tuple[str, ...]:
+        """`directoryDifference`: this broker's directories not among `directories`."""
+        others = set(directories)
+        return tuple(d for d in self.directories if d not in others)
+
 
 @dataclass(frozen=True, slots=True)
 class BrokerRegistry:
@@ -287,3 +297,19 @@ def controlled_shutdown_record(registry: BrokerRegistry, broker_id: int, broker_
 def unregister_broker_record(broker_id: int, broker_epoch: int) -> ApiMessageAndVersion:
     """The record closing `handleBrokerUnregistered`."""
     return ApiMessageAndVersion(UnregisterBrokerRecord(broker_id, broker_epoch), 0)
+
+
+def directories_offline_record(registry: BrokerRegistry, broker_id: int, broker_epoch: int,
+                               offline_dirs: Sequence[str]) -> tuple[tuple[str, ...], ApiMessageAndVersion | None]:
+    """`handleDirectoriesOffline`'s broker half: the broker's directories newly reported
+    offline and, if any, the BrokerRegistrationChangeRecord (version 2) naming the ones left
+    online. Kafka writes it after the changes of the partitions in those directories
+    (`replication_control.handle_directories_offline`)."""
+    r = registry.registration(broker_id)
+    if r is None:
+        raise ClusterControlError(f"Can't find broker registration for broker {broker_id}")
+    newly_offline = r.directory_intersection(offline_dirs)
+    if not newly_offline:
+        return (), None
+    return newly_offline, ApiMessageAndVersion(
+        BrokerRegistrationChangeRecord(broker_id, broker_epoch, log_dirs=r.directory_difference(offline_dirs)), 2)

@@ -21,6 +21,8 @@ create_partition    createTopic / buildPartitionRegistration       ApiError
 handle_broker_*     handleBrokerFenced, ...Unregistered,           (records only)
                     ...Unfenced, ...InControlledShutdown,
                     ...UncleanShutdown (generateLeaderAndIsrUpdates)
+handle_directories_ handleDirectoriesOffline                       (records only)
+  offline
 elect_leader        electLeader                                    ApiError
 alter_partition     alterPartition / validateAlterPartitionData    AlterPartitionPartitionResponse
 alter_partition_    alterPartitionReassignment (change / cancel)   ApiError
@@ -279,6 +281,14 @@ def handle_broker_in_controlled_shutdown(partition: PartitionRegistration, topic
                                          registry: BrokerRegistry, broker_id: int) -> PartitionChange | None:
     """`handleBrokerInControlledShutdown` for a partition with the broker in its ISR, after
     `cluster_control.controlled_shutdown_record`: the broker leaves the ISR and leadership."""
+    return generate_leader_and_isr_update(partition, topic, partition_id, registry, broker_to_remove=broker_id)
+
+
+def handle_directories_offline(partition: PartitionRegistration, topic: TopicContext, partition_id: int,
+                               registry: BrokerRegistry, broker_id: int) -> PartitionChange | None:
+    """`handleDirectoriesOffline` for a partition with a replica in one of the broker's
+    newly offline directories (`directoriesToPartitions`; `cluster_control.directories_offline_record`
+    names them and closes the handler): the broker leaves the ISR and leadership, as if fenced."""
     return generate_leader_and_isr_update(partition, topic, partition_id, registry, broker_to_remove=broker_id)
 
 

@@ -36,6 +36,7 @@ from state_machines.kraft.broker_heartbeat_manager import (
 )
 from state_machines.kraft.cluster_control import (
     BrokerRegistry,
+    directories_offline_record,
     controlled_shutdown_record,
     fence_broker_record,
     unfence_broker_record,
@@ -45,6 +46,7 @@ from state_machines.kraft.partition_registration import PartitionRegistration
 from state_machines.kraft.records import (
     IN_CONTROLLED_SHUTDOWN_CHANGE_IN_CONTROLLED_SHUTDOWN,
     MIGRATING_DIRECTORY,
+    UNASSIGNED_DIRECTORY,
     ApiMessageAndVersion,
     BrokerRegistrationChangeRecord,
     PartitionChangeRecord,
@@ -66,6 +68,7 @@ from state_machines.kraft.replication_control import (
     alter_partition_reassignment,
     alter_partition_request_error,
     balance_partition_leader,
+    cluster_describer_default_dir,
     create_partition,
     effective_min_isr,
     elect_leader,
@@ -73,6 +76,7 @@ from state_machines.kraft.replication_control import (
     handle_broker_in_controlled_shutdown,
     handle_broker_unclean_shutdown,
     handle_broker_unfenced,
+    handle_directories_offline,
     is_imbalanced,
     maybe_elect_unclean_leader,
     registration_from_record,
@@ -174,9 +178,12 @@ class Ctx:
     # -- brokers ---------------------------------------------------------------------
 
     def register_brokers(self, *ids: int) -> None:
-        for b in ids:
+        self.register_brokers_with_dirs({b: [dir_of(b)] for b in ids})
+
+    def register_brokers_with_dirs(self, dirs: dict[int, list[str]]) -> None:
+        for b, log_dirs in dirs.items():
             self.replay([ApiMessageAndVersion(RegisterBrokerRecord(
-                b, default_broker_epoch(b), f"incarnation-{b}", log_dirs=(dir_of(b),)), 3)])
+                b, default_broker_epoch(b), f"incarnation-{b}", log_dirs=tuple(log_dirs)), 3)])
 
     def unfence_brokers(self, *ids: int) -> None:
         for b in sorted(ids):
@@ -945,3 +952,56 @@ def test_maybe_trigger_unclean_leader_election_for_leaderless_partitions(unclean
         assert records
         ctx.replay(records)
         assert [(p.isr, p.leader) for p in ctx.parts.values()] == elected
+
+
+# -- directories -------------------------------------------------------------------------
+
+
+def test_kraft_cluster_describer() -> None:
+    """testKRaftClusterDescriber, its defaultDir half (usableBrokers needs the heartbeat
+    manager's sessions)."""
+    ctx = Ctx()
+    ctx.register_brokers_with_dirs({0: [], 1: [], 2: ["ozwqsVMFSNiYQUPSJA3j0w"],
+                                    3: ["SSDgCZ4BTyec5QojGT65qg", "K8KwMrviRcOUvgI8FPOJWg"], 4: []})
+    ctx.unfence_brokers(2, 3, 4)
+    ctx.create_test_topic("foo", [[1, 2, 3], [2, 3, 4], [0, 2, 1]])
+    ctx.create_test_topic("bar", [[2, 3, 4], [3, 4, 2]])
+    default_dir = cluster_describer_default_dir(ctx.registry, ctx.mv)
+    assert default_dir(1) == MIGRATING_DIRECTORY
+    assert default_dir(2) == "ozwqsVMFSNiYQUPSJA3j0w"
+    assert default_dir(3) == UNASSIGNED_DIRECTORY
+    # Before 3.7-IV2 every new replica is MIGRATING.
+    assert cluster_describer_default_dir(ctx.registry, MV.IBP_3_7_IV1)(2) == MIGRATING_DIRECTORY
+
+
+def test_handle_directories_offline() -> None:
+    """testHandleDirectoriesOffline. Kafka places the replicas with AssignReplicasToDirs,
+    not built here: its records are replayed as directory-only PartitionChangeRecords."""
+    ctx = Ctx()
+    b1, b2 = 101, 102
+    dir1b1, dir2b1 = "suitdzfTTdqoWcy8VqmkUg", "yh3acnzGSeurSTj8aIhOjw"
+    dir1b2, dir2b2 = "OmpmJ8RjQliQlEFht56DwQ", "w05baLpsT5Oz0LvKTKXoDw"
+    ctx.register_brokers_with_dirs({b1: [dir1b1, dir2b1], b2: [dir1b2, dir2b2]})
+    ctx.unfence_brokers(b1, b2)
+    ctx.create_test_topic("a", [[b1, b2], [b1, b2]])
+    ctx.create_test_topic("b", [[b1, b2], [b1, b2]])
+    for name in ("a", "b"):
+        ctx.replay([ApiMessageAndVersion(PartitionChangeRecord(f"{name}-id", 0, directories=(dir1b1, dir1b2)), 2),
+                    ApiMessageAndVersion(PartitionChangeRecord(f"{name}-id", 1, directories=(dir2b1, dir2b2)), 2)])
+    # dir1b2 is not b1's: it changes nothing.
+    offline, broker_record = directories_offline_record(ctx.registry, b1, default_broker_epoch(b1), [dir1b1, dir1b2])
+    assert offline == (dir1b1,)
+    records = []
+    for name, pid in ctx.partitions():
+        if set(ctx.get(name, pid).directories) & set(offline):
+            change = handle_directories_offline(ctx.get(name, pid), ctx.topic(name), pid, ctx.registry, b1)
+            assert change is not None
+            records.append(ApiMessageAndVersion(change.record, change.version))
+    assert broker_record is not None
+    records.append(broker_record)
+    assert records == [pcr(0, "a", leader=b2, isr=(b2,)), pcr(0, "b", leader=b2, isr=(b2,)),
+                       ApiMessageAndVersion(BrokerRegistrationChangeRecord(
+                           b1, default_broker_epoch(b1), log_dirs=(dir2b1,)), 2)]
+    ctx.replay(records)
+    registration_b1 = ctx.registry.registration(b1)
+    assert registration_b1 is not None and registration_b1.directories == (dir2b1,)
