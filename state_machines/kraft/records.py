@@ -11,6 +11,12 @@ leader, bumps the leader epoch; every record bumps the partition epoch. Kafka's
 
 The record version Kafka writes (`MetadataVersion.partitionChangeRecordVersion`) travels
 beside the record, as `ApiMessageAndVersion` does (`PartitionChange.version`).
+
+The handlers' other records (PartitionRecord.json, RegisterBrokerRecord.json,
+UnregisterBrokerRecord.json, FenceBrokerRecord.json, UnfenceBrokerRecord.json,
+BrokerRegistrationChangeRecord.json) are here too, with the fields the controller's rules
+read; `ApiMessageAndVersion` pairs any of them with its version. Kafka's `PartitionRecord`
+is `MetadataPartitionRecord` (see its docstring).
 """
 
 from __future__ import annotations
@@ -59,8 +65,11 @@ def change_record_is_no_op(record: PartitionChangeRecord) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionRecord:
-    """PartitionRecord.json: a new partition, written whole (`PartitionRegistration.toRecord`)."""
+class MetadataPartitionRecord:
+    """Kafka's `PartitionRecord` (PartitionRecord.json): a new partition, written whole
+    (`PartitionRegistration.toRecord`). Renamed because the core's
+    `partition_record.PartitionRecord` (the ZK controller's partition state) holds the name,
+    and the shell tags encoded values by class name (streaming.tagged)."""
 
     topic_id: str
     partition_id: int
@@ -130,7 +139,7 @@ class BrokerRegistrationChangeRecord:
     log_dirs: tuple[str, ...] = ()
 
 
-MetadataRecord = (PartitionRecord | PartitionChangeRecord | RegisterBrokerRecord | UnregisterBrokerRecord
+MetadataRecord = (MetadataPartitionRecord | PartitionChangeRecord | RegisterBrokerRecord | UnregisterBrokerRecord
                   | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord)
 
 

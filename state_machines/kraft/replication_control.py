@@ -50,7 +50,7 @@ from .metadata_version import MetadataVersion
 from .partition_change_builder import DefaultDirProvider, Election, PartitionChange, PartitionChangeBuilder
 from .partition_reassignment_replicas import PartitionReassignmentReplicas, PartitionReassignmentRevert
 from .partition_registration import PartitionRegistration
-from .records import MIGRATING_DIRECTORY, NO_LEADER_CHANGE, ApiMessageAndVersion, PartitionRecord
+from .records import MIGRATING_DIRECTORY, NO_LEADER_CHANGE, ApiMessageAndVersion, MetadataPartitionRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +186,7 @@ def partition_record(registration: PartitionRegistration, topic_id: str, partiti
                      mv: MetadataVersion) -> ApiMessageAndVersion:
     """`PartitionRegistration.toRecord`: directories from 3.7-IV2, ELR fields with ELR."""
     elr_supported = mv.is_elr_supported
-    return ApiMessageAndVersion(PartitionRecord(
+    return ApiMessageAndVersion(MetadataPartitionRecord(
         topic_id=topic_id, partition_id=partition_id, replicas=registration.replicas, isr=registration.isr,
         leader=registration.leader, leader_epoch=registration.leader_epoch,
         partition_epoch=registration.partition_epoch,
@@ -526,7 +526,7 @@ def _change_partition_reassignment(partition: PartitionRegistration, topic: Topi
     return _records(change), _after(partition, change), API_NONE
 
 
-def registration_from_record(record: PartitionRecord) -> PartitionRegistration:
+def registration_from_record(record: MetadataPartitionRecord) -> PartitionRegistration:
     """`new PartitionRegistration(PartitionRecord)`: no directories (before 3.7-IV2) or all
     MIGRATING become one MIGRATING per replica (`defaultToMigrating`)."""
     directories = record.directories

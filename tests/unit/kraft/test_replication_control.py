@@ -49,8 +49,8 @@ from state_machines.kraft.records import (
     UNASSIGNED_DIRECTORY,
     ApiMessageAndVersion,
     BrokerRegistrationChangeRecord,
+    MetadataPartitionRecord,
     PartitionChangeRecord,
-    PartitionRecord,
     RegisterBrokerRecord,
 )
 from state_machines.kraft.replication_control import (
@@ -151,7 +151,7 @@ class Ctx:
     def replay(self, records: Sequence[ApiMessageAndVersion]) -> None:
         for r in records:
             m = r.message
-            if isinstance(m, PartitionRecord):
+            if isinstance(m, MetadataPartitionRecord):
                 self.parts[(m.topic_id.removesuffix("-id"), m.partition_id)] = registration_from_record(m)
             elif isinstance(m, PartitionChangeRecord):
                 key = (m.topic_id.removesuffix("-id"), m.partition_id)
@@ -381,7 +381,7 @@ def test_create_topics_isr_invariants() -> None:
     ctx.unfence_brokers(0, 1)
     ctx.in_controlled_shutdown_brokers(1)
     records = ctx.create_test_topic("foo", [[1, 0, 2]], manual=False)
-    assert records == [ApiMessageAndVersion(PartitionRecord(
+    assert records == [ApiMessageAndVersion(MetadataPartitionRecord(
         "foo-id", 0, replicas=(1, 0, 2), isr=(0,), leader=0, leader_epoch=0, partition_epoch=0,
         directories=(dir_of(1), dir_of(0), dir_of(2))), 2)]
     # Broker 2 is fenced and broker 1 in controlled shutdown: neither is in the ISR.
