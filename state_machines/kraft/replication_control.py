@@ -30,6 +30,9 @@ alter_partition_    alterPartitionReassignment (change / cancel)   ApiError
 balance_partition_  maybeTriggerLeaderChangeForPartitions...       (records only)
   leader            WithoutPreferredLeader, one partition
 
+The answers (`ApiError`, AlterPartition's partition data and response) are in
+messages.py; a new partition's record is `PartitionRegistration.to_record`.
+
 Refusals are values: where Kafka throws to answer (an invalid reassignment, no reassignment
 in progress, a stale broker epoch), the answer is an `ApiError` and no record is written.
 Not reproduced: topic ids (the caller names them), configs and policies, quotas, topic
@@ -39,38 +42,28 @@ names and collisions, the replica placer, directory assignment requests, listing
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..election import BrokerPredicate
 from ..model import NO_LEADER
 from ..states import LeaderRecoveryState
 from .cluster_control import BrokerRegistry
+from .messages import (
+    API_NONE,
+    ELECTION_NOT_NEEDED,
+    ELIGIBLE_LEADERS_NOT_AVAILABLE,
+    PREFERRED_LEADER_NOT_AVAILABLE,
+    AlterPartitionPartitionData,
+    AlterPartitionPartitionResponse,
+    ApiError,
+    BrokerState,
+)
 from .metadata_version import MetadataVersion
 from .partition_change_builder import DefaultDirProvider, Election, PartitionChange, PartitionChangeBuilder
 from .partition_reassignment_replicas import PartitionReassignmentReplicas, PartitionReassignmentRevert
 from .partition_registration import PartitionRegistration
-from .records import MIGRATING_DIRECTORY, NO_LEADER_CHANGE, ApiMessageAndVersion, MetadataPartitionRecord
-
-
-@dataclass(frozen=True, slots=True)
-class ApiError:
-    """Kafka's `ApiError`: an `Errors` name and a message (None where Kafka sends none)."""
-
-    error: str
-    message: str | None = None
-
-    @property
-    def is_success(self) -> bool:
-        return self.error == "NONE"
-
-
-API_NONE = ApiError("NONE")
-# `new ApiError(Errors.X)` carries the error's default message.
-ELECTION_NOT_NEEDED = ApiError("ELECTION_NOT_NEEDED", "Leader election not needed for topic partition.")
-PREFERRED_LEADER_NOT_AVAILABLE = ApiError("PREFERRED_LEADER_NOT_AVAILABLE", "The preferred leader was not available.")
-ELIGIBLE_LEADERS_NOT_AVAILABLE = ApiError("ELIGIBLE_LEADERS_NOT_AVAILABLE",
-                                          "Eligible topic partition leaders are not available.")
+from .records import MIGRATING_DIRECTORY, NO_LEADER_CHANGE, ApiMessageAndVersion
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,22 +175,6 @@ def build_partition_registration(replicas: Sequence[int], isr: Sequence[int],
                                  leader=isr[0], leader_epoch=0, partition_epoch=0)
 
 
-def partition_record(registration: PartitionRegistration, topic_id: str, partition_id: int,
-                     mv: MetadataVersion) -> ApiMessageAndVersion:
-    """`PartitionRegistration.toRecord`: directories from 3.7-IV2, ELR fields with ELR."""
-    elr_supported = mv.is_elr_supported
-    return ApiMessageAndVersion(MetadataPartitionRecord(
-        topic_id=topic_id, partition_id=partition_id, replicas=registration.replicas, isr=registration.isr,
-        leader=registration.leader, leader_epoch=registration.leader_epoch,
-        partition_epoch=registration.partition_epoch,
-        directories=registration.directories if mv.is_directory_assignment_supported else (),
-        removing_replicas=registration.removing_replicas, adding_replicas=registration.adding_replicas,
-        leader_recovery_state=registration.leader_recovery_state,
-        eligible_leader_replicas=registration.elr if elr_supported else (),
-        last_known_elr=registration.last_known_elr if elr_supported else (),
-    ), mv.partition_record_version)
-
-
 def create_partition(replicas: Sequence[int], topic_id: str, partition_id: int, registry: BrokerRegistry,
                      mv: MetadataVersion, *, manual: bool, replication_factor: int | None = None,
                      ) -> tuple[tuple[ApiMessageAndVersion, ...], PartitionRegistration | None, ApiError]:
@@ -223,7 +200,7 @@ def create_partition(replicas: Sequence[int], topic_id: str, partition_id: int, 
                                           f"are currently fenced or in controlled shutdown.")
     default_dir = cluster_describer_default_dir(registry, mv)
     registration = build_partition_registration(replicas, isr, [default_dir(r) for r in replicas])
-    return (partition_record(registration, topic_id, partition_id, mv),), registration, API_NONE
+    return (registration.to_record(topic_id, partition_id, mv),), registration, API_NONE
 
 
 # -- broker lifecycle: generateLeaderAndIsrUpdates ---------------------------------------
@@ -352,37 +329,6 @@ def is_imbalanced(partition: PartitionRegistration) -> bool:
 
 
 # -- AlterPartition ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerState:
-    """AlterPartitionRequest's `BrokerState`: an ISR member and its broker epoch (-1: unchecked;
-    requests before version 3 carry ids only)."""
-
-    broker_id: int
-    broker_epoch: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class AlterPartitionPartitionData:
-    partition_index: int
-    leader_epoch: int
-    partition_epoch: int
-    new_isr_with_epochs: tuple[BrokerState, ...]
-    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
-
-
-@dataclass(frozen=True, slots=True)
-class AlterPartitionPartitionResponse:
-    """AlterPartitionResponse's PartitionData, defaults as in its schema (LeaderId 0)."""
-
-    partition_index: int
-    error: str = "NONE"
-    leader_id: int = 0
-    leader_epoch: int = 0
-    isr: tuple[int, ...] = field(default=())
-    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
-    partition_epoch: int = 0
 
 
 def alter_partition_request_error(registry: BrokerRegistry, broker_id: int, broker_epoch: int) -> str | None:
@@ -525,16 +471,3 @@ def _change_partition_reassignment(partition: PartitionRegistration, topic: Topi
     change = b.build()
     return _records(change), _after(partition, change), API_NONE
 
-
-def registration_from_record(record: MetadataPartitionRecord) -> PartitionRegistration:
-    """`new PartitionRegistration(PartitionRecord)`: no directories (before 3.7-IV2) or all
-    MIGRATING become one MIGRATING per replica (`defaultToMigrating`)."""
-    directories = record.directories
-    if all(d == MIGRATING_DIRECTORY for d in directories):
-        directories = (MIGRATING_DIRECTORY,) * len(record.replicas)
-    return PartitionRegistration(
-        replicas=record.replicas, directories=directories, isr=record.isr, leader=record.leader,
-        leader_epoch=record.leader_epoch, partition_epoch=record.partition_epoch,
-        leader_recovery_state=record.leader_recovery_state, removing_replicas=record.removing_replicas,
-        adding_replicas=record.adding_replicas, elr=record.eligible_leader_replicas,
-        last_known_elr=record.last_known_elr)

@@ -36,10 +36,20 @@ from state_machines.kraft.broker_heartbeat_manager import (
 )
 from state_machines.kraft.cluster_control import (
     BrokerRegistry,
-    directories_offline_record,
     controlled_shutdown_record,
+    directories_offline_record,
     fence_broker_record,
     unfence_broker_record,
+)
+from state_machines.kraft.messages import (
+    API_NONE,
+    ELECTION_NOT_NEEDED,
+    ELIGIBLE_LEADERS_NOT_AVAILABLE,
+    PREFERRED_LEADER_NOT_AVAILABLE,
+    AlterPartitionPartitionData,
+    AlterPartitionPartitionResponse,
+    ApiError,
+    BrokerState,
 )
 from state_machines.kraft.metadata_version import MetadataVersion as MV
 from state_machines.kraft.partition_registration import PartitionRegistration
@@ -54,14 +64,6 @@ from state_machines.kraft.records import (
     RegisterBrokerRecord,
 )
 from state_machines.kraft.replication_control import (
-    API_NONE,
-    ELECTION_NOT_NEEDED,
-    ELIGIBLE_LEADERS_NOT_AVAILABLE,
-    PREFERRED_LEADER_NOT_AVAILABLE,
-    AlterPartitionPartitionData,
-    AlterPartitionPartitionResponse,
-    ApiError,
-    BrokerState,
     ElectionType,
     TopicContext,
     alter_partition,
@@ -79,7 +81,6 @@ from state_machines.kraft.replication_control import (
     handle_directories_offline,
     is_imbalanced,
     maybe_elect_unclean_leader,
-    registration_from_record,
     unknown_topic_error,
     validate_manual_partition_assignment,
 )
@@ -152,7 +153,7 @@ class Ctx:
         for r in records:
             m = r.message
             if isinstance(m, MetadataPartitionRecord):
-                self.parts[(m.topic_id.removesuffix("-id"), m.partition_id)] = registration_from_record(m)
+                self.parts[(m.topic_id.removesuffix("-id"), m.partition_id)] = PartitionRegistration.from_record(m)
             elif isinstance(m, PartitionChangeRecord):
                 key = (m.topic_id.removesuffix("-id"), m.partition_id)
                 self.parts[key] = self.parts[key].merge(m)
