@@ -25,8 +25,9 @@ an acceptable leader and ISR member), `is_unfenced`, `in_controlled_shutdown`, a
 
 Not reproduced: listeners, racks, features and their validation (`processRegistrationFeature`),
 controller registrations, the replica placer, the heartbeat sessions (the caller says whether
-a broker holds a valid session) and the unclean-shutdown handler's records, which
-ReplicationControlManager writes (`handle_broker_unclean_shutdown` is the caller's to add).
+a broker holds a valid session; broker_heartbeat_manager has the state a heartbeat moves
+to) and the unclean-shutdown handler's records, which ReplicationControlManager writes
+(`handle_broker_unclean_shutdown` is the caller's to add).
 """
 
 from __future__ import annotations

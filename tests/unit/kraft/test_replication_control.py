@@ -19,13 +19,36 @@ context does around them:
 Topic ids are the topic's name with "-id"; `MetadataVersion.latestTesting()` is 4.0-IV1,
 3.9.0's latest. Topic-level requests (ElectLeaders, AlterPartition,
 AlterPartitionReassignments) are assembled here from the per-partition answers.
+
+Where Kafka lets its StripedReplicaPlacer choose the replicas, the test gives the placer's
+choice. testMaybeTriggerUncleanLeaderElectionForLeaderlessPartitions runs its "none",
+"static" and "dynamic_topic" cases; "dynamic_cluster" and "dynamic_node" differ only in
+where ConfigurationControlManager resolves the setting, which arrives here resolved.
+
+Not ported, for machinery not built here:
+
+* topic-level CreateTopics and CreatePartitions (the placer, TopicRecord and topic ids,
+  configs, policies, validate-only, quotas): testCreateTopics,
+  testCreateTopicsWithMutationQuotaExceeded, testCreateTopicsWithConfigs,
+  testCreateTopicsWithValidateOnlyFlag, testInvalidCreateTopicsWithValidateOnlyFlag,
+  testCreateTopicsWithPolicy, testCreatePartitions,
+  testCreatePartitionsWithMutationQuotaExceeded;
+* topic names: testCreateTopicWithCollisionChars, testValidateNewTopicNames,
+  testTopicNameCollision;
+* topic deletion and the brokersToIsrs/brokersToElrs indexes: testDeleteTopics,
+  testDeleteTopicsWithMutationQuotaExceeded, testEligibleLeaderReplicas_DeleteTopic;
+* topic ids on replay: testDuplicateTopicIdReplay;
+* heartbeat sessions and the clock: testProcessExpiredBrokerHeartbeat, and the
+  usableBrokers half of testKRaftClusterDescriber;
+* AssignReplicasToDirs: testHandleAssignReplicasToDirsFailsOnOlderMv,
+  testHandleAssignReplicasToDirs.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -110,14 +133,6 @@ def registration(replicas: Sequence[int], isr: Sequence[int], leader: int, leade
     return PartitionRegistration(replicas=tuple(replicas), directories=tuple(dir_of(r) for r in replicas),
                                  isr=tuple(isr), leader=leader, leader_epoch=leader_epoch,
                                  partition_epoch=partition_epoch, adding_replicas=tuple(adding))
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One partition of a topic-level answer."""
-
-    error: str
-    message: str | None = None
 
 
 class Ctx:
@@ -366,8 +381,8 @@ class Ctx:
         return any(is_imbalanced(p) for p in self.parts.values())
 
 
-def pcr(pid: int, topic: str = "foo", **fields: object) -> ApiMessageAndVersion:
-    return ApiMessageAndVersion(PartitionChangeRecord(f"{topic}-id", pid, **fields),  # type: ignore[arg-type]
+def pcr(pid: int, topic: str = "foo", **fields: Any) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(PartitionChangeRecord(f"{topic}-id", pid, **fields),
                                 LATEST_TESTING.partition_change_record_version)
 
 
