@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..election import BrokerPredicate
+from ..errors import InvariantViolation
 from ..model import NO_LEADER
 from ..states import LeaderRecoveryState
 from .cluster_control import BrokerRegistry
@@ -103,12 +104,13 @@ def leader_acceptor(registry: BrokerRegistry, partition: PartitionRegistration,
 
 
 def _directory(partition: PartitionRegistration, replica: int) -> str:
-    # `PartitionRegistration.directory`, which throws for a replica outside the partition;
-    # PartitionChangeBuilder only asks about replicas.
+    # `PartitionRegistration.directory`, which throws for a replica outside the partition.
+    # PartitionChangeBuilder asks only about ISR or ELR members, and in an unclean scan
+    # about the target replicas, which are the registration's own in every handler here.
     for r, d in zip(partition.replicas, partition.directories):
         if r == replica:
             return d
-    raise ValueError(f"Replica {replica} is not assigned to this partition.")
+    raise InvariantViolation(f"Replica {replica} is not assigned to this partition.")
 
 
 def cluster_describer_default_dir(registry: BrokerRegistry, mv: MetadataVersion) -> DefaultDirProvider:
