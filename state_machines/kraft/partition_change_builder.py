@@ -217,8 +217,11 @@ class _Build:
         """`electLeader`. The replica scans are the ZK controller's algorithms: "first
         acceptable candidate in target order" is `offlinePartitionLeaderElection` with the
         candidates as its ISR, and the preferred check is `preferredReplica...Election`."""
-        acceptable = tuple(r for r in self.replicas if self.b.is_acceptable_leader(r))
         candidates = self._candidates()
+        # Kafka asks the predicate only about candidates (`isValidNewLeader` tests ISR or ELR
+        # membership first), except in the unclean scan: its LeaderAcceptor throws for a
+        # replica the registration does not have, such as one a reassignment is adding.
+        acceptable = tuple(r for r in self.replicas if r in candidates and self.b.is_acceptable_leader(r))
         if self.b.election is Election.PREFERRED:
             preferred = preferred_replica_partition_leader_election(self.replicas, candidates, acceptable)
             if preferred is not None:
@@ -234,6 +237,7 @@ class _Build:
             return ElectionResult(self.p.last_known_elr[0], True)
         if self.b.election is Election.UNCLEAN:
             # The unclean branch alone: no candidate is clean, so the first acceptable replica.
+            acceptable = tuple(r for r in self.replicas if self.b.is_acceptable_leader(r))
             unclean = offline_partition_leader_election(self.replicas, (), acceptable, True)
             if unclean is not None:
                 return ElectionResult(unclean, True)

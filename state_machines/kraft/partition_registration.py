@@ -25,7 +25,14 @@ from dataclasses import dataclass
 
 from ..errors import ShadowControllerError
 from ..states import LeaderRecoveryState
-from .records import MIGRATING_DIRECTORY, NO_LEADER_CHANGE, PartitionChangeRecord
+from .metadata_version import MetadataVersion
+from .records import (
+    MIGRATING_DIRECTORY,
+    NO_LEADER_CHANGE,
+    ApiMessageAndVersion,
+    MetadataPartitionRecord,
+    PartitionChangeRecord,
+)
 
 
 class InvalidReplicaDirectoriesError(ShadowControllerError):
@@ -45,6 +52,35 @@ class PartitionRegistration:
     adding_replicas: tuple[int, ...] = ()
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
+
+    @staticmethod
+    def from_record(record: MetadataPartitionRecord) -> PartitionRegistration:
+        """`new PartitionRegistration(PartitionRecord)`: no directories (before 3.7-IV2) or
+        all MIGRATING become one MIGRATING per replica (`defaultToMigrating`)."""
+        directories = record.directories
+        if all(d == MIGRATING_DIRECTORY for d in directories):
+            directories = (MIGRATING_DIRECTORY,) * len(record.replicas)
+        return PartitionRegistration(
+            replicas=record.replicas, directories=directories, isr=record.isr, leader=record.leader,
+            leader_epoch=record.leader_epoch, partition_epoch=record.partition_epoch,
+            leader_recovery_state=record.leader_recovery_state, removing_replicas=record.removing_replicas,
+            adding_replicas=record.adding_replicas, elr=record.eligible_leader_replicas,
+            last_known_elr=record.last_known_elr)
+
+    def to_record(self, topic_id: str, partition_id: int, mv: MetadataVersion) -> ApiMessageAndVersion:
+        """`toRecord`: the directories from 3.7-IV2, the ELR fields when ELR is supported.
+        (Before 3.7-IV2 Kafka also reports real directory ids as a loss; the controller
+        only writes MIGRATING then.)"""
+        elr_supported = mv.is_elr_supported
+        return ApiMessageAndVersion(MetadataPartitionRecord(
+            topic_id=topic_id, partition_id=partition_id, replicas=self.replicas, isr=self.isr,
+            leader=self.leader, leader_epoch=self.leader_epoch, partition_epoch=self.partition_epoch,
+            directories=self.directories if mv.is_directory_assignment_supported else (),
+            removing_replicas=self.removing_replicas, adding_replicas=self.adding_replicas,
+            leader_recovery_state=self.leader_recovery_state,
+            eligible_leader_replicas=self.elr if elr_supported else (),
+            last_known_elr=self.last_known_elr if elr_supported else (),
+        ), mv.partition_record_version)
 
     def merge(self, record: PartitionChangeRecord) -> PartitionRegistration:
         """`PartitionRegistration.merge`: the registration after replaying `record`."""

@@ -11,6 +11,12 @@ leader, bumps the leader epoch; every record bumps the partition epoch. Kafka's
 
 The record version Kafka writes (`MetadataVersion.partitionChangeRecordVersion`) travels
 beside the record, as `ApiMessageAndVersion` does (`PartitionChange.version`).
+
+The handlers' other records (PartitionRecord.json, RegisterBrokerRecord.json,
+UnregisterBrokerRecord.json, FenceBrokerRecord.json, UnfenceBrokerRecord.json,
+BrokerRegistrationChangeRecord.json) are here too, with the fields the controller's rules
+read; `ApiMessageAndVersion` pairs any of them with its version. Kafka's `PartitionRecord`
+is `MetadataPartitionRecord` (see its docstring).
 """
 
 from __future__ import annotations
@@ -56,3 +62,90 @@ def change_record_is_no_op(record: PartitionChangeRecord) -> bool:
         and record.leader_recovery_state is None
         and record.directories is None
     )
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataPartitionRecord:
+    """Kafka's `PartitionRecord` (PartitionRecord.json): a new partition, written whole
+    (`PartitionRegistration.toRecord`). Renamed because the core's
+    `partition_record.PartitionRecord` (the ZK controller's partition state) holds the name,
+    and the shell tags encoded values by class name (streaming.tagged)."""
+
+    topic_id: str
+    partition_id: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    directories: tuple[str, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+    eligible_leader_replicas: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+
+# The broker registry's records (RegisterBrokerRecord.json, ... at 3.9.0). Broker epochs are
+# the offsets of the registering records; ids of incarnations and directories are Uuid strings.
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRecord:
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: str
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+    is_migrating_zk_broker: bool = False
+    log_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UnregisterBrokerRecord:
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class FenceBrokerRecord:
+    id: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class UnfenceBrokerRecord:
+    id: int
+    epoch: int
+
+
+# BrokerRegistrationFencingChange and BrokerRegistrationInControlledShutdownChange values.
+FENCING_CHANGE_FENCE = 1
+FENCING_CHANGE_NONE = 0
+FENCING_CHANGE_UNFENCE = -1
+IN_CONTROLLED_SHUTDOWN_CHANGE_NONE = 0
+IN_CONTROLLED_SHUTDOWN_CHANGE_IN_CONTROLLED_SHUTDOWN = 1
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationChangeRecord:
+    """From 3.3-IV2 the fencing change; from 3.3-IV3 (version 1) the controlled shutdown
+    change; from 3.7-IV2 (version 2) the online log directories (empty: no change)."""
+
+    broker_id: int
+    broker_epoch: int
+    fenced: int = FENCING_CHANGE_NONE
+    in_controlled_shutdown: int = IN_CONTROLLED_SHUTDOWN_CHANGE_NONE
+    log_dirs: tuple[str, ...] = ()
+
+
+MetadataRecord = (MetadataPartitionRecord | PartitionChangeRecord | RegisterBrokerRecord | UnregisterBrokerRecord
+                  | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiMessageAndVersion:
+    """A record and the version Kafka writes it at."""
+
+    message: MetadataRecord
+    version: int
