@@ -250,6 +250,16 @@ Record = Union[
 Output = Union[Record, StillLeads, ObservationOutcome, UpdateMetadataShare]
 
 
+def contract_key(doc: dict[str, Any]) -> str:
+    """The record key of a contract document (`_Record.key` of the record it was written from)."""
+    kind = doc["type"]
+    if kind == ControlledShutdownResultRecord.TYPE:
+        return f"broker-{doc['broker_id']}"
+    if kind == UpdateMetadataRecord.TYPE:
+        return str(doc["send"])
+    return f"{doc['topic']}-{doc['partition']}"
+
+
 def to_contract(record: Record, cause_offset: int, cause_id: str | None, seq: int) -> dict[str, Any]:
     """The record's contract document: the envelope, then its fields in declaration order
     (tuples as lists), the same dict as `{envelope..., **record.body()}`."""

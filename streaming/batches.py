@@ -18,7 +18,7 @@ from typing import Any
 from state_machines.errors import InvariantViolation
 from state_machines.loop import Pending, RawEvent, Sequencer, Work
 from state_machines.model import ControllerConfig
-from state_machines.outputs import ControlledShutdownResultRecord, UpdateMetadataRecord
+from state_machines.outputs import contract_key
 
 from .pipeline import assemble_batch, pack_outputs, pack_work, read_feedback, unpack_outputs, unpack_work
 from .storage import fold_group, partition_storage
@@ -49,13 +49,7 @@ class MemoryState:
 
 
 def _order(d: dict[str, Any]) -> tuple[int, str, int]:
-    if d["type"] == ControlledShutdownResultRecord.TYPE:
-        key = f"broker-{d['broker_id']}"
-    elif d["type"] == UpdateMetadataRecord.TYPE:
-        key = d["send"]
-    else:
-        key = f"{d['topic']}-{d['partition']}"
-    return (d["cause_offset"], key, d["seq"])
+    return (d["cause_offset"], contract_key(d), d["seq"])
 
 
 def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfig = ControllerConfig(),

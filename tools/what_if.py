@@ -41,8 +41,9 @@ from state_machines.loop import (
     DIRECT, DeadLetter, PartitionSlot, RawEvent, Replies, Sequencer, Work, fold_partition, merge_shutdown_shares,
     number_directory_records,
 )
-from state_machines.outputs import to_contract
+from state_machines.outputs import contract_key, to_contract
 from state_machines.partition import PartitionRecord
+from state_machines.update_metadata import merge as merge_update_metadata
 from streaming.exits import UsageError
 
 from . import health
@@ -112,8 +113,7 @@ class Fold:
 
 
 def _order(d: dict[str, Any]) -> tuple[int, str, int]:
-    key = f"broker-{d['broker_id']}" if d["type"] == "ControlledShutdownResult" else f"{d['topic']}-{d['partition']}"
-    return d["cause_offset"], key, d["seq"]
+    return d["cause_offset"], contract_key(d), d["seq"]
 
 
 def advance(state: ControllerState, events: Sequence[RawEvent] = ()) -> Fold:
@@ -139,6 +139,8 @@ def advance(state: ControllerState, events: Sequence[RawEvent] = ()) -> Fold:
         _fold_partitions(state, slots, [w for w in seq.work if w.target != DIRECT], replies)
         decisions.extend(to_contract(d.record, d.cause_offset, d.cause_id, d.seq)
                          for d in merge_shutdown_shares(replies.decisions, replies.still))
+        decisions.extend(to_contract(m.record, m.cause_offset, m.cause_id, m.seq)
+                         for m in merge_update_metadata(replies.metadata))
         dead.extend(replies.dead_letters)
         reports, summaries = [r for _, r in replies.reports], list(replies.summaries)
         rounds += 1

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from state_machines.outputs import contract_key
 from streaming.settings.schema import JobSettings
 from tests.integration.kafka_helpers import consume_all
 from tests.property.generator import generate_log
@@ -45,8 +46,7 @@ def test_scenario_log_same_decisions_as_simulate(spark, bootstrap, new_topic, pr
     got = consume_all(bootstrap, settings.decisions_topic, len(expected))
     for msg in got:
         record = json.loads(msg.value())
-        key = (f"{record['topic']}-{record['partition']}" if "topic" in record
-               else record["send"] if record["type"] == "UpdateMetadata" else f"broker-{record['broker_id']}")
+        key = contract_key(record)
         assert msg.key().decode() == key
     assert_same_multiset([json.loads(m.value()) for m in got], expected)
 
