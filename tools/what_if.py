@@ -242,9 +242,13 @@ _HEAD = ("v", "type", "cause_offset", "cause_id", "seq", "topic", "partition")
 
 
 def decision_line(d: dict[str, Any]) -> str:
-    where = f"{d['topic']}-{d['partition']}" if "topic" in d else f"broker-{d['broker_id']}"
+    where = contract_key(d)
     t = d["type"]
-    if t == "LeaderAndIsr":
+    if t == "UpdateMetadata":
+        where = "metadata"
+        names = ", ".join(f"{p['topic']}-{p['partition']}" for p in d["partitions"]) or "no partitions"
+        what = f"{names} to {_ids(d['recipients'])}"
+    elif t == "LeaderAndIsr":
         what = (f"leader {d['leader']} epoch {d['leader_epoch']} isr {_ids(d['isr'])} replicas {_ids(d['replicas'])}"
                 f"{' (' + d['election'] + ' election)' if d['election'] else ''} to {_ids(d['recipients'])}")
     elif t == "PartitionStateChange":
