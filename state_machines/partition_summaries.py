@@ -49,6 +49,8 @@ def summary_of(rec: PartitionRecord | None) -> PartitionSummary | None:
     key = (rec.state, replicas[0] if replicas else -1, la.leader if la is not None else None)
     summary = _SUMMARIES.get(key)
     if summary is None:
+        if len(_SUMMARIES) > 65536:  # as streaming/codec.py's cache: bounded for any cluster
+            _SUMMARIES.clear()
         summary = _SUMMARIES[key] = PartitionSummary(*key)
     return summary
 
