@@ -150,7 +150,8 @@ def auto_rebalance(run: Run) -> None:
 def controlled_shutdown(run: Run, broker: int) -> None:
     rec = run.rec
     replicas = rec.assignment.replicas
-    if broker in replicas and len(replicas) > 1 and rec.leadership is not None and not run.facts.queued:
+    queued = run.facts.queued  # the topic's context: no machine call changes it
+    if broker in replicas and len(replicas) > 1 and rec.leadership is not None and not queued:
         if rec.leadership.leader == broker:
             run.partition(P.OnlinePartition, CONTROLLED_SHUTDOWN, site=1)
         else:
@@ -161,7 +162,7 @@ def controlled_shutdown(run: Run, broker: int) -> None:
             run.replicas((broker,), R.OfflineReplica, site=3)
     # partitionLeadersOnBroker: the broker's reply lists what it still leads
     la = run.rec.leadership
-    if la is not None and la.leader == broker and len(run.rec.assignment.replicas) > 1 and not run.facts.queued:
+    if la is not None and la.leader == broker and len(run.rec.assignment.replicas) > 1 and not queued:
         run.out.append(StillLeads(broker, rec.topic, rec.partition))
 
 

@@ -56,6 +56,8 @@ from .update_metadata import Piece
 # The target of work that is not a partition's: the directory's own records and dead letters.
 DIRECT = "__direct__"
 
+_new_tuple = tuple.__new__
+
 
 @dataclass(frozen=True, slots=True)
 class RawEvent:
@@ -262,13 +264,18 @@ class Sequencer:
             for i, rec in enumerate(result.outputs):
                 self.work.append(Work(DIRECT, offset, round_, i, rec, cause_id))
             commands = result.commands
-            touched = self._touched
+            touched, work = self._touched, self.work
+            expected = 0
             for i, cmd in enumerate(commands):
-                self.work.append(Work(f"{cmd.topic}-{cmd.partition}", offset, round_, i, cmd, cause_id))
-                touched.add((cmd.topic, cmd.partition))
+                tp = (cmd.topic, cmd.partition)
+                # Work(...) without the named tuple's Python-level __new__: a fan-out makes
+                # one per partition
+                work.append(_new_tuple(Work, (f"{tp[0]}-{tp[1]}", offset, round_, i, cmd, cause_id)))
+                touched.add(tp)
+                if cmd.ctx.queued_for_deletion:
+                    expected += 1
             if commands:
                 self._unfolded = True
-            expected = sum(1 for cmd in commands if cmd.ctx.queued_for_deletion)
             if expected:
                 return Pending(offset, cause_id, round_, expected, result.continuation, followups, ts=self._ts)
             if result.continuation is None:
@@ -336,7 +343,7 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
     """Apply one partition's commands in (cause, round, index) order; its records go to
     `replies.decisions`, numbered per (cause, key)."""
     record, seq_cause, seq_next = slot
-    before = summary_of(record)
+    start = record
     decision = replies.decision
     if not isinstance(work, list) or len(work) > 1:  # one command, the common case, needs no sort
         work = sorted(work, key=lambda w: (w.cause_offset, w.round, w.idx))
@@ -349,22 +356,38 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
             seq_cause, seq_next = cause, 0
         if error is not None:
             replies.dead_letters.append(DeadLetter(cause, f"partition:{w.target}", error, None, cmd))
-        for o in result.outputs:
-            if isinstance(o, StillLeads):
-                replies.still.append((cause, o))
-            elif isinstance(o, UpdateMetadataShare):
-                replies.metadata.append(Piece(cause, cmd.cause_id, w.round, o))
-            elif isinstance(o, ObservationOutcome):
-                replies.outcomes.append(o.outcome)
-            else:
-                decision(cause, o.key(), seq_next, o, cmd.cause_id)
-                seq_next += 1
+        if result.outputs:
+            cause_id = cmd.cause_id
+            for o in result.outputs:
+                if isinstance(o, StillLeads):
+                    replies.still.append((cause, o))
+                elif isinstance(o, UpdateMetadataShare):
+                    replies.metadata.append(Piece(cause, cause_id, w.round, o))
+                elif isinstance(o, ObservationOutcome):
+                    replies.outcomes.append(o.outcome)
+                else:
+                    decision(cause, o.key(), seq_next, o, cause_id)
+                    seq_next += 1
         if result.report is not None:
             replies.reports.append((w.target, result.report))
-    after = summary_of(record)
-    if after != before:
-        replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, after, cmd.cause_offset))
-    return PartitionSlot(record, seq_cause, seq_next)
+    # the summary is reported when it changed: compared field by field, without building
+    # the two summaries of every partition a fan-out reaches
+    if record is not start and not _same_summary(start, record):
+        replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, summary_of(record), cmd.cause_offset))
+    return _new_tuple(PartitionSlot, (record, seq_cause, seq_next))
+
+
+def _same_summary(a: PartitionRecord | None, b: PartitionRecord | None) -> bool:
+    """`summary_of(a) == summary_of(b)`, without building either."""
+    if a is None or b is None:
+        return a is b
+    if a.state is not b.state:
+        return False
+    la, lb = a.leadership, b.leadership
+    if (None if la is None else la.leader) != (None if lb is None else lb.leader):
+        return False
+    ra, rb = a.assignment.replicas, b.assignment.replicas
+    return (ra[0] if ra else -1) == (rb[0] if rb else -1)
 
 
 def fold_partitions(slots: MutableMapping[str, PartitionSlot], work: Iterable[Work], config: ControllerConfig,

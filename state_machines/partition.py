@@ -28,7 +28,7 @@ from .commands import (
 )
 from .election import ElectionStrategy
 from .flow import Run
-from .model import ControllerConfig, ReplicaAssignment
+from .model import BrokerFact, ControllerConfig, ReplicaAssignment
 from .outputs import Output
 from .partition_record import Facts, PartitionRecord
 from .states import PartitionState, ReplicaState
@@ -58,10 +58,22 @@ def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig
             brokers[b] = fact
             changed = True
     if changed:
+        view = []
+        for b, fact in sorted(brokers.items()):
+            pair = _BROKER_PAIRS.get(b)
+            if pair is None or pair[1] is not fact:
+                pair = _BROKER_PAIRS[b] = (b, fact)
+            view.append(pair)
         rec = PartitionRecord(rec.topic, rec.partition, rec.assignment, rec.state, rec.leadership,
-                              rec.replica_states, tuple(sorted(brokers.items())), rec.being_reassigned,
-                              rec.offline_dirs, rec.reassignment_started)
+                              rec.replica_states, tuple(view), rec.being_reassigned, rec.offline_dirs,
+                              rec.reassignment_started)
     return Run(rec, Facts(ctx, config, brokers, rec.offline_dirs))
+
+
+# The (broker, fact) pairs of the partitions' broker views, the last one made for each
+# broker: the facts are the directory's own objects, so every partition that learns a
+# broker's fact shares one pair instead of holding a copy the cyclic collector must walk.
+_BROKER_PAIRS: dict[int, tuple[int, BrokerFact]] = {}
 
 
 def partition_step(state: PartitionRecord | None, cmd: Command, config: ControllerConfig) -> PartitionResult:

@@ -38,9 +38,12 @@ from .outputs import Output, PartitionStateChangeRecord, StateChangeFailedRecord
 from .partition_record import Facts, PartitionRecord
 from .replica_state_machine import partition_state_for
 from .requests import RequestBatch
-from .states import PartitionState
+from .states import VALID_PREVIOUS_PARTITION_STATES, PartitionState
 
 P = PartitionState
+# each state's name, read without the enum's `value` property (a Python call per read)
+_NAME: dict[PartitionState, str] = {s: s.value for s in PartitionState}
+_new_tuple = tuple.__new__
 
 
 class Refusal(NamedTuple):
@@ -67,14 +70,14 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, target: PartitionSt
     topic, partition = rec.topic, rec.partition
     current = rec.state or P.NonExistentPartition  # putPartitionStateIfNotExists
     out: list[Output] = []
-    if current not in target.valid_previous_states:
+    if current not in VALID_PREVIOUS_PARTITION_STATES[target]:  # target.valid_previous_states
         refusal = Refusal(f"invalid transition from {current.value}", invalid_transition=True)
         out.append(StateChangeFailedRecord(topic, partition, None, target.value, refusal.reason))
         return PartitionStep(rec.with_state(current) if rec.state is None else rec, out, refusal)
     if target is not P.OnlinePartition:
         if current is not target:
-            out.append(PartitionStateChangeRecord(topic, partition, current.value, target.value))
-        return PartitionStep(rec.with_state(target), out, None)
+            out.append(PartitionStateChangeRecord(topic, partition, _NAME[current], _NAME[target]))
+        return _new_tuple(PartitionStep, (rec.with_state(target), out, None, False))
     batch = RequestBatch()
     if current is P.NewPartition:
         leadership, failure = _initialize_leader_and_isr(rec, facts, batch)
@@ -88,11 +91,12 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, target: PartitionSt
         new = rec.with_state(current) if rec.state is None else rec
     else:
         if current is not P.OnlinePartition:
-            out.append(PartitionStateChangeRecord(topic, partition, current.value, P.OnlinePartition.value))
+            out.append(PartitionStateChangeRecord(topic, partition, _NAME[current], _NAME[P.OnlinePartition]))
         new = PartitionRecord(topic, partition, rec.assignment, P.OnlinePartition, leadership, rec.replica_states,
                               rec.brokers, rec.being_reassigned, rec.offline_dirs, rec.reassignment_started)
     out.extend(batch.records(topic, partition, facts.is_registered))
-    return PartitionStep(new, out, None if failure is None else Refusal(failure), batch.update_metadata)
+    # PartitionStep(...), without the named tuple's Python-level __new__
+    return _new_tuple(PartitionStep, (new, out, None if failure is None else Refusal(failure), batch.update_metadata))
 
 
 def _initialize_leader_and_isr(rec: PartitionRecord, facts: Facts,

@@ -28,8 +28,17 @@ from .commands import PartitionSummary, SummaryReport
 from .directory import DirectoryRecord, DirectoryResult, DirectoryView, topic_key
 from .model import ControllerConfig
 from .partition_record import PartitionRecord
+from .states import PartitionState
+
+_NEW, _OFFLINE = PartitionState.NewPartition, PartitionState.OfflinePartition
 
 __all__ = ["PartitionSummary", "SummaryReport", "apply_summaries", "offline_partitions", "summary_of"]
+
+
+# Summaries take few values (a state, a preferred replica, a leader): one object per value,
+# shared by every partition that has it, rather than one per partition for the cyclic
+# collector to walk.
+_SUMMARIES: dict[tuple[PartitionState | None, int, int | None], PartitionSummary] = {}
 
 
 def summary_of(rec: PartitionRecord | None) -> PartitionSummary | None:
@@ -37,7 +46,13 @@ def summary_of(rec: PartitionRecord | None) -> PartitionSummary | None:
         return None
     replicas = rec.assignment.replicas
     la = rec.leadership
-    return PartitionSummary(rec.state, replicas[0] if replicas else -1, la.leader if la is not None else None)
+    key = (rec.state, replicas[0] if replicas else -1, la.leader if la is not None else None)
+    summary = _SUMMARIES.get(key)
+    if summary is None:
+        if len(_SUMMARIES) > 65536:  # as streaming/codec.py's cache: bounded for any cluster
+            _SUMMARIES.clear()
+        summary = _SUMMARIES[key] = PartitionSummary(*key)
+    return summary
 
 
 def apply_summaries(view: Mapping[str, DirectoryRecord], reports: Iterable[SummaryReport], config: ControllerConfig,
@@ -51,13 +66,11 @@ def apply_summaries(view: Mapping[str, DirectoryRecord], reports: Iterable[Summa
         rec = d.topic(topic)
         if rec is None:
             continue  # deleted since: its partitions' last reports do not matter
-        summaries = dict(rec.summaries)
-        for partition, summary in by_topic[topic].items():
-            if summary is None:
-                summaries.pop(partition, None)
-            else:
-                summaries[partition] = summary
-        merged = tuple(sorted(summaries.items()))
+        # the topic's (partition, summary) pairs, with only the reported ones made anew
+        reported = by_topic[topic]
+        pairs = [pair for pair in rec.summaries if pair[0] not in reported]
+        pairs.extend((partition, summary) for partition, summary in reported.items() if summary is not None)
+        merged = tuple(sorted(pairs))
         if merged != rec.summaries:
             d.put(topic_key(topic), replace(rec, summaries=merged))
     return d.result()
@@ -71,5 +84,6 @@ def offline_partitions(d: DirectoryView) -> list[tuple[str, int]]:
         rec = d.topic(topic)
         if rec is None or rec.queued:
             continue
-        out.extend((topic, p) for p, s in rec.summaries if s.offline)
+        # `s.offline` written out (a property, and a hashed enum, for every partition)
+        out.extend((topic, p) for p, s in rec.summaries if s.state is _NEW or s.state is _OFFLINE)
     return out

@@ -32,9 +32,25 @@ from .partition_record import Facts, PartitionRecord, Step
 from .requests import (
     UPDATE_METADATA, LeaderAndIsrPartitionState, LeaderAndIsrRequest, Request, RequestBatch, StopReplicaRequest,
 )
-from .states import ReplicaState
+from .states import VALID_PREVIOUS_REPLICA_STATES, ReplicaState
 
 R = ReplicaState
+# each state's name, read without the enum's `value` property (a Python call per read)
+_NAME: dict[ReplicaState, str] = {s: s.value for s in ReplicaState}
+_new_tuple = tuple.__new__
+
+# The (broker, state) pairs of every partition's `replica_states`, one object per value:
+# a hundred thousand partitions hold three each, and pairs made anew for each record are
+# objects the cyclic collector walks on every full collection.
+_PAIRS: dict[ReplicaState, dict[int, tuple[int, ReplicaState]]] = {s: {} for s in ReplicaState}
+
+
+def _pair(broker: int, state: ReplicaState) -> tuple[int, ReplicaState]:
+    pairs = _PAIRS[state]
+    pair = pairs.get(broker)
+    if pair is None:
+        pair = pairs[broker] = (broker, state)
+    return pair
 
 
 # One replica's transition: its new state (None: the replica is forgotten), the stored
@@ -58,7 +74,7 @@ def partition_state_for(leadership: LeaderAndIsr, assignment: ReplicaAssignment,
     state = LeaderAndIsrPartitionState(leadership, assignment.replicas, assignment.adding_replicas,
                                        assignment.removing_replicas, election)
     if election is None:
-        last[:] = [leadership, assignment, state]
+        last[0], last[1], last[2] = leadership, assignment, state
     return state
 
 
@@ -73,7 +89,8 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
     out: list[Output] = []
     batch: RequestBatch | None = None  # opened by the first request (most transitions send none)
     transition = _TRANSITIONS[target]
-    valid = target.valid_previous_states
+    valid = VALID_PREVIOUS_REPLICA_STATES[target]  # target.valid_previous_states
+    name = _NAME
     for broker in (brokers if len(brokers) == 1 else dict.fromkeys(brokers)):
         # putReplicaStateIfNotExists(NonExistentReplica), then validate
         current = states.get(broker)
@@ -97,17 +114,20 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
             out.append(StateChangeFailedRecord(topic, partition, broker, logged, failure))
         elif new_state is None:
             del states[broker]
-            out.append(ReplicaStateChangeRecord(topic, partition, broker, current.value, R.NonExistentReplica.value))
+            out.append(ReplicaStateChangeRecord(topic, partition, broker, name[current], name[R.NonExistentReplica]))
         else:
             states[broker] = new_state
             if current is not new_state:
-                out.append(ReplicaStateChangeRecord(topic, partition, broker, current.value, new_state.value))
+                out.append(ReplicaStateChangeRecord(topic, partition, broker, name[current], name[new_state]))
     if batch is not None:
         out.extend(batch.records(topic, partition, facts.is_registered))
-    replica_states = tuple(sorted(states.items())) if added else tuple(states.items())
+    pairs = _PAIRS
+    items = sorted(states.items()) if added else states.items()
+    replica_states = tuple([pairs[s].get(b) or _pair(b, s) for b, s in items])
     new = PartitionRecord(topic, partition, assignment, rec.state, leadership, replica_states, rec.brokers,
                           rec.being_reassigned, rec.offline_dirs, rec.reassignment_started)
-    return Step(new, out, batch is not None and batch.update_metadata)
+    # Step(new, out, ...), without the named tuple's Python-level __new__
+    return _new_tuple(Step, (new, out, batch is not None and batch.update_metadata))
 
 
 # -- transitions: doHandleStateChanges, one case per target state --------------------------
@@ -147,11 +167,13 @@ def _to_offline(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: 
         # removeReplicasFromIsr: the ISR is never emptied (its last member stays) and the
         # write bumps the leader epoch (newLeaderAndIsr).
         leader = NO_LEADER if la.leader == broker else la.leader
-        isr = la.isr if len(la.isr) == 1 else tuple(r for r in la.isr if r != broker)
-        la = la.new_leader_and_isr(leader, isr).written(facts.controller_epoch)
+        isr = la.isr if len(la.isr) == 1 else tuple([r for r in la.isr if r != broker])
+        # la.new_leader_and_isr(leader, isr).written(facts.controller_epoch), built once
+        la = LeaderAndIsr(leader, la.leader_epoch + 1, isr, la.partition_epoch + 1, la.leader_recovery_state,
+                          facts.controller_epoch)
     if facts.queued:
         return R.OfflineReplica, la, a, (stop,), None
-    others = tuple(r for r in a.replicas if r != broker)
+    others = tuple([r for r in a.replicas if r != broker])
     return R.OfflineReplica, la, a, (stop, LeaderAndIsrRequest(others, partition_state_for(la, a), False)), None
 
 
@@ -190,4 +212,4 @@ def startup(rec: PartitionRecord, facts: Facts) -> tuple[tuple[int, ReplicaState
     """`initializeReplicaState`: online replicas start Online, the others
     ReplicaDeletionIneligible, recorded directly (no transition, no record)."""
     states = {r: R.OnlineReplica if facts.is_online(r) else R.ReplicaDeletionIneligible for r in rec.assignment.replicas}
-    return tuple(sorted(states.items()))
+    return tuple([_pair(b, s) for b, s in sorted(states.items())])

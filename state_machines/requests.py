@@ -37,7 +37,11 @@ from dataclasses import dataclass
 
 from .model import LeaderAndIsr
 from .outputs import LeaderAndIsrRecord, Output, StopReplicaRecord
+from .states import LeaderRecoveryState
 from .values import quick_init
+
+# each state's name, read without the enum's `value` property (a Python call per read)
+_RECOVERY_NAME: dict[LeaderRecoveryState, str] = {s: s.value for s in LeaderRecoveryState}
 
 
 @quick_init
@@ -103,18 +107,24 @@ class RequestBatch:
             self.add_leader_and_isr(request.brokers, request.state, request.is_new)
 
     def add_all(self, requests: Iterable[Request]) -> None:
-        for request in requests:
-            self.add(request)
+        for request in requests:  # `add`, written out: a machine call adds each request here
+            if isinstance(request, StopReplicaRequest):
+                self.add_stop_replica(request.broker, request.delete_partition, request.leader_epoch)
+            elif isinstance(request, UpdateMetadataRequest):
+                self.update_metadata = True
+            else:
+                self.add_leader_and_isr(request.brokers, request.state, request.is_new)
 
     def add_leader_and_isr(self, brokers: Iterable[int], state: LeaderAndIsrPartitionState, is_new: bool) -> None:
         # brokerIds.filter(_ >= 0): the -1 of a leaderless ISR is never a recipient
         self.update_metadata = True
         entries = self.leader_and_isr
+        entry = (state, is_new)  # one entry for all (RequestBatch.records groups by identity first)
         for b in brokers:
             if b < 0:
                 continue
             previous = entries.get(b)
-            entries[b] = (state, is_new or (previous is not None and previous[1]))
+            entries[b] = entry if previous is None or is_new or not previous[1] else (state, True)
 
     def add_stop_replica(self, broker: int, delete_partition: bool, leader_epoch: int) -> None:
         if broker < 0:
@@ -147,7 +157,8 @@ class RequestBatch:
             la = state.leadership
             out.append(LeaderAndIsrRecord(
                 topic, partition, la.leader, la.leader_epoch, la.isr, la.partition_epoch, la.controller_epoch,
-                state.replicas, state.adding_replicas, state.removing_replicas, la.leader_recovery_state.value,
+                state.replicas, state.adding_replicas, state.removing_replicas,
+                _RECOVERY_NAME[la.leader_recovery_state],
                 is_new, tuple(recipients), state.election,
             ))
         for broker, (delete, epoch) in self.stop_replica.items():
