@@ -139,3 +139,20 @@ def test_the_job_serves_kafkas_metrics(spark, tmp_path: Path, buckets: int) -> N
     assert got == expected_samples(UNCLEAN_ELECTIONS)
     line = metrics_text(sink)
     assert "OfflinePartitionsCount=1" in line and "UncleanLeaderElections=1" in line
+
+
+def test_each_safety_divergence_is_one_warn_line(caplog: pytest.LogCaptureFixture) -> None:
+    """The sink's WARN line (sink.log_safety_divergences, left as it is) names the
+    partition, the cause offset and the reason; a benign divergence and other records
+    are not logged."""
+    from streaming.sink import log_safety_divergences
+
+    safety = {"type": "Divergence", "topic": "a", "partition": 0, "severity": "safety", "reason": "two leaders",
+              "cause_offset": 41}
+    benign = {**safety, "severity": "benign", "reason": "epoch lag"}
+    with caplog.at_level("WARNING", logger="shadow_controller.job"):
+        log_safety_divergences(7, [("a-0", json.dumps(safety, separators=(",", ":"))),
+                                   ("a-0", json.dumps(benign, separators=(",", ":"))),
+                                   ("a-1", '{"type":"LeaderAndIsr","election":"unclean"}')])
+    assert [r.getMessage() for r in caplog.records] == [
+        "safety divergence on a-0 at cause offset 41 (batch 7): two leaders"]
