@@ -7,7 +7,9 @@ stage hands its `GroupState` to the storage strategy, `storage.py`).
   written last), the events it holds back while a topic deletion waits for reports
   (ListState) and that pending deletion (ValueState). Per batch it decodes them, runs the
   core's `Sequencer` over the batch's events and deletion reports, writes back the records
-  that changed, and sends each partition's work to its group (`storage.py`), packed.
+  that changed, and sends each partition's work to its group (`storage.py`), packed,
+  and Kafka's controller gauges to the sink through the direct group
+  (`controller_metrics.py`): one row per batch that ran the sequencer.
 - The **partition stage** (`partition_stage`, `applyInPandasWithState` keyed by group):
   the directory's own records are numbered in the group `DIRECT`; every other group is
   folded by the storage strategy, which holds its partitions' state.
@@ -30,11 +32,11 @@ from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from state_machines.events import DEFAULT_LIMITS, InputLimits
-from state_machines.loop import Pending, RawEvent, Sequencer
+from state_machines.loop import DIRECT, Pending, RawEvent, Sequencer
 from state_machines.model import ControllerConfig
 
-from . import codec
-from .pipeline import pack_outputs, pack_work, read_feedback, unpack_work
+from . import codec, controller_metrics
+from .pipeline import pack_metrics, pack_outputs, pack_work, read_feedback, unpack_work
 from .storage import PartitionStorage, fold_group
 
 # work and outputs between the operators are packed (pipeline.pack_work, pack_outputs)
@@ -145,13 +147,14 @@ class SequencerProcessor(StatefulProcessor):
             self.buffer.put([(e.offset, e.value, e.source) for e in rest])
         else:
             self.buffer.clear()
-        if seq.work:
-            groups: dict[str, list[Any]] = {}
-            group = self.storage.group
-            for w in seq.work:
-                groups.setdefault(group(w.target), []).append(w)
-            yield pd.DataFrame([(grp, text) for grp, work in groups.items()
-                                for text in pack_work(work, self.dlq_max_value_bytes)], columns=["grp", "rows"])
+        groups: dict[str, list[Any]] = {}
+        group = self.storage.group
+        for w in seq.work:
+            groups.setdefault(group(w.target), []).append(w)
+        packed = [(grp, text) for grp, work in groups.items() for text in pack_work(work, self.dlq_max_value_bytes)]
+        # the controller's gauges as this batch leaves them, to the sink (controller_metrics)
+        packed.append((DIRECT, pack_metrics(controller_metrics.encode(controller_metrics.controller_metrics(directory, pending)))))
+        yield pd.DataFrame(packed, columns=["grp", "rows"])
 
     def close(self) -> None:
         pass

@@ -27,7 +27,7 @@ from typing import Any
 
 from state_machines.commands import Command, DeletionReport, PartitionSummary, SummaryReport
 from state_machines.loop import (
-    DeadLetter, Decision, PartitionSlot, Replies, Wake, Work, fold_partition, fold_partitions, merge_shutdown_shares,
+    DIRECT, DeadLetter, Decision, PartitionSlot, Replies, Wake, Work, fold_partition, fold_partitions, merge_shutdown_shares,
     number_directory_records,
 )
 from state_machines.states import PartitionState
@@ -38,6 +38,7 @@ from state_machines.outputs import (
 from state_machines.update_metadata import Piece, merge as merge_update_metadata
 
 from . import codec
+from .controller_metrics import decode as decode_metrics
 from .decision_json import decision_json
 from .json_text import canonical_json
 
@@ -77,6 +78,11 @@ def truncated(value: bytes, limit: int) -> tuple[bytes, tuple[int, str] | None]:
 
 class LetterText(str):
     """A dead letter already encoded as its document (it passes the partition stage as is)."""
+
+
+class MetricsText(str):
+    """The controller's metrics at the end of the sequencer's batch (`controller_metrics`),
+    on their way to the sink through the direct group."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -125,6 +131,11 @@ def pack_work(work: Sequence[Work], dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_V
     return out
 
 
+def pack_metrics(text: str) -> str:
+    """The sequencer's metrics line as a packed work entry of the direct group."""
+    return f"{DIRECT}{US}-1{US}0{US}0{US}metrics{US}null{US}{text}"
+
+
 def unpack_work(packed: Iterable[str]) -> list[Work]:
     ids: dict[str, str | None] = {}
     work = []
@@ -142,6 +153,8 @@ def unpack_work(packed: Iterable[str]) -> list[Work]:
                 item = LetterText(payload)
             elif kind == "wake":
                 item = Wake()
+            elif kind == "metrics":
+                item = MetricsText(payload)
             elif kind == "ums":
                 site, recipients, unless = json.loads(payload)
                 item = UpdateMetadataSend(site, tuple(recipients), tuple(unless))
@@ -246,6 +259,8 @@ def direct_stage(work: Iterable[Work]) -> list[OutputRow]:
             out.append(("dlq", w.cause_offset, "", 0, str(w.item)))
         elif isinstance(w.item, Wake):
             out.append(("wake", w.cause_offset, "", 0, WAKE_LINE))
+        elif isinstance(w.item, MetricsText):
+            out.append(("metrics", 0, "", 0, str(w.item)))
         else:
             records.append(w)
     replies = EncodedReplies()
@@ -287,6 +302,10 @@ class BatchOutput:
     # the feedback lines for the next batch: deletion reports, summaries, a wake
     reports: list[str]
     observations: dict[str, int] = field(default_factory=dict)
+    # the controller's gauges at the end of the batch (`controller_metrics.GAUGES`), if
+    # the sequencer ran; and the unclean leader elections among the decisions
+    metrics: dict[str, int] | None = None
+    unclean_elections: int = 0
 
 
 def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
@@ -300,6 +319,7 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
     dlq: list[dict[str, Any]] = []
     reports: list[str] = []
     observations: dict[str, int] = {}
+    metrics: dict[str, int] | None = None
     for kind, cause, key, seq, payload in rows:
         if kind == "decision":
             decisions.append((cause, key, seq, payload))
@@ -319,6 +339,8 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
             reports.append(WAKE_LINE)
         elif kind == "stat":
             observations[payload] = observations.get(payload, 0) + 1
+        elif kind == "metrics":
+            metrics = decode_metrics(payload)
     for d in merge_shutdown_shares(shutdowns, still):
         decisions.append((d.cause_offset, d.key, d.seq, decision_json(d.record, d.cause_offset, d.cause_id, d.seq)))
     for m in merge_update_metadata(metadata):
@@ -327,7 +349,9 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
     dlq.sort(key=lambda d: d["offset"])
     # a row holds a run of one partition's records for one cause
     records = [(key, doc) for _, key, _, payload in decisions for doc in payload.split("\n")]
-    return BatchOutput(records, dlq, reports, observations)
+    # KafkaController's UncleanLeaderElectionsPerSec meter marks each unclean election
+    unclean = sum(1 for _, doc in records if UNCLEAN_ELECTION in doc)
+    return BatchOutput(records, dlq, reports, observations, metrics, unclean)
 
 
 # ---------------------------------------------------------------------------------------
@@ -336,6 +360,8 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
 # the cause: the partition is gone), a wake `W`.
 
 WAKE_LINE = "W"
+# a LeaderAndIsr decision of an unclean election (contract: `election`), as decision_json writes it
+UNCLEAN_ELECTION = '"election":"unclean"'
 _STATES = {s.value: s for s in PartitionState}
 
 

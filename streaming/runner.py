@@ -28,6 +28,7 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from . import exits
+from .exits import UsageError
 from .job import spark_session, start
 from .kafka.outage import clear_outage, outage_file_for
 from .preflight import check_run
@@ -68,9 +69,9 @@ class ProgressListener(StreamingQueryListener):
             shadow = (f", shadow: {o.get('match', 0)} match, {o.get('benign', 0)} benign, "
                       f"{o.get('safety', 0)} safety divergences so far")
         log.info(
-            "batch %d: events in %d, decisions out %d, dlq %d, deletion reports %d, %d ms%s",
+            "batch %d: events in %d, decisions out %d, dlq %d, deletion reports %d, %d ms%s%s",
             p.batchId, p.numInputRows, stats.get("decisions", 0), stats.get("dlq", 0),
-            stats.get("reports", 0), p.batchDuration, shadow,
+            stats.get("reports", 0), p.batchDuration, shadow, metrics_text(self.sink),
         )
 
     def onQueryIdle(self, event: Any) -> None:
@@ -80,8 +81,19 @@ class ProgressListener(StreamingQueryListener):
         pass  # the runner says how the query ended, in one line
 
 
+def metrics_text(sink: BatchSink) -> str:
+    """Kafka's controller metrics for the progress line (`controller_metrics.py`): the gauges
+    the latest batch that ran the controller left, and the unclean elections so far."""
+    if not sink.metrics:
+        return ""
+    gauges = " ".join(f"{k}={v}" for k, v in sink.metrics.items())
+    return f", controller: {gauges} UncleanLeaderElections={sink.unclean_elections}"
+
+
 def run(settings: JobSettings, spark_conf: dict[str, str], master: str, available_now: bool) -> int:
     check_run(settings)  # checkpoint, input, broker: refused here, before Spark starts
+    sink = BatchSink(settings)
+    endpoint = _serve_metrics(sink, settings.metrics_port)  # a port in use: refused here too
     if settings.input == "kafka" or settings.output == "kafka":
         from .kafka.decisions import warn_if_several_partitions
 
@@ -101,7 +113,6 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
         try:
             spark.sparkContext.setLogLevel("WARN")
             spark_log_level(spark, QUIET_SPARK_LOGGERS, "ERROR")
-            sink = BatchSink(settings)
             listener = ProgressListener(sink)
             spark.streams.addListener(listener)
             query, _ = start(spark, settings, available_now=available_now, sink=sink)
@@ -110,6 +121,22 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
         finally:
             stop_spark(spark, signals)
             signals.stopped()
+            if endpoint is not None:
+                endpoint[0].shutdown()
+
+
+def _serve_metrics(sink: BatchSink, port: int | None) -> Any:
+    """The Prometheus endpoint (`prometheus.py`) on `port`, or None when it is not set."""
+    if port is None:
+        return None
+    from .prometheus import serve
+
+    try:
+        endpoint = serve(sink, port)
+    except OSError as exc:
+        raise UsageError(f"job.metrics_port {port}: cannot listen ({exc.strerror or exc})") from None
+    log.info("Kafka's controller metrics for Prometheus on http://0.0.0.0:%d/metrics", port)
+    return endpoint
 
 
 @contextlib.contextmanager

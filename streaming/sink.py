@@ -48,6 +48,10 @@ class BatchSink:
         self.stats: dict[int, dict[str, int]] = {}
         # shadow mode: observed states that matched ours or diverged, by severity, this run
         self.observations: dict[str, int] = {}
+        # Kafka's controller gauges as the latest batch that ran the sequencer left them
+        # (controller_metrics.py), and the unclean leader elections decided this run
+        self.metrics: dict[str, int] = {}
+        self.unclean_elections = 0
         self._kafka: Any = None  # kafka.decisions.DecisionWriter, made on the first Kafka write
         self._stopping = threading.Event()
         self._cancel = threading.Event()  # the Kafka writer's: give up waiting for the broker
@@ -96,6 +100,10 @@ class BatchSink:
                                 **{f"shadow_{k}": v for k, v in out.observations.items()}}
         for k, v in out.observations.items():
             self.observations[k] = self.observations.get(k, 0) + v
+        # after the writes: what the endpoint shows is what the outputs say
+        self.unclean_elections += out.unclean_elections
+        if out.metrics is not None:
+            self.metrics = out.metrics
 
 
 def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> None:

@@ -53,6 +53,14 @@ def cap(name: str, value: Any) -> int | None:
     return count(name, value) or None
 
 
+def port(name: str, value: Any) -> int | None:
+    """A TCP port to listen on; 0 means off."""
+    number = count(name, value)
+    if number > 65535:
+        raise SettingError(f"{name} must be a TCP port (1-65535, or 0 for none), got {value!r}")
+    return number or None
+
+
 def seconds(name: str, value: Any) -> float:
     try:
         if isinstance(value, bool):

@@ -25,7 +25,7 @@ from typing import Any
 from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.model import ControllerConfig
 
-from .kinds import Check, SettingError, boolean, cap, choice, count, integer, interval, location, offsets, seconds, text
+from .kinds import Check, SettingError, boolean, cap, choice, count, integer, interval, location, offsets, port, seconds, text
 
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "conf" / "shadow-controller.toml"
 DEFAULT_MASTER = "local[2]"
@@ -69,6 +69,9 @@ class JobSettings:
     outage_exit_after_s: float = 120.0
     # an idle job logs one line (source offsets and lag) this often
     heartbeat_s: float = 60.0
+    # serve Kafka's controller metrics for Prometheus on this port (streaming/prometheus.py);
+    # None: no endpoint
+    metrics_port: int | None = None
 
     @property
     def dlq_topic(self) -> str:
@@ -109,6 +112,7 @@ SCHEMA = (
     Setting("job.on_broker_outage", choice("wait", "exit"), "on_broker_outage"),
     Setting("job.outage_exit_after_seconds", seconds, "outage_exit_after_s"),
     Setting("job.heartbeat_seconds", seconds, "heartbeat_s"),
+    Setting("job.metrics_port", port, "metrics_port"),
     Setting("job.dlq_max_value_bytes", count, "dlq_max_value_bytes"),
     Setting("input.max_record_bytes", integer(1), "limits.max_record_bytes"),
     Setting("input.max_depth", integer(1), "limits.max_depth"),

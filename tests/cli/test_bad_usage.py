@@ -87,6 +87,10 @@ ROWS = [
         "did you mean spark.sql.shuffle.partitions?"),
     Row("trigger interval Spark cannot read", ("run", "--set", "job.trigger_interval=1s"), exits.USAGE,
         "job.trigger_interval must be an interval like '1 second'"),
+    Row("metrics port past 65535", ("run", "--set", "job.metrics_port=70000"), exits.USAGE,
+        "job.metrics_port must be a TCP port (1-65535, or 0 for none), got 70000"),
+    Row("metrics port not a number", ("run", "--set", "job.metrics_port=http"), exits.USAGE,
+        "job.metrics_port must be a whole number, got 'http'"),
     Row("starting offsets neither earliest, latest nor JSON", ("run", "--set", "job.startingOffsets=first"),
         exits.USAGE, "job.starting_offsets must be earliest, latest or JSON"),
     # inputs, outputs and checkpoints of `run`
@@ -283,6 +287,26 @@ def test_the_line_names_the_command(outcomes) -> None:
         command = row.argv[0] if row.argv and not row.argv[0].startswith("-") and row.id != "unknown command" else ""
         prefix = f"shadow-controller {command}".rstrip() + ":"
         assert results[row.id].stderr.startswith(prefix), (row.id, results[row.id].stderr)
+
+
+def test_metrics_port_in_use(outcomes) -> None:
+    """A port another process listens on: one line, exit 2, before Spark starts and before
+    the checkpoint is written."""
+    import socket
+
+    tmp, _ = outcomes
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = cli(["run", "--input", f"file:{tmp}/in-a", "--output", f"file:{tmp}/out-port",
+                    "--checkpoint", f"{tmp}/ckpt-port", "--set", f"job.metrics_port={port}"], tmp)
+    shown = f"exit {proc.returncode}\nstderr:\n{proc.stderr}\nstdout:\n{proc.stdout}"
+    assert proc.returncode == exits.USAGE, shown
+    assert "Traceback" not in proc.stderr and "java" not in proc.stderr.lower(), shown
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and f"job.metrics_port {port}: cannot listen" in lines[0], shown
+    assert not (tmp / "ckpt-port" / "settings.json").exists(), shown
 
 
 def test_version(tmp_path: Path) -> None:

@@ -1,0 +1,81 @@
+"""The job's Prometheus endpoint (`job.metrics_port`; off unless set): Kafka's controller
+metrics under the names Prometheus's JMX exporter gives Kafka's own.
+
+Names follow the JMX exporter's Kafka rules (`example_configs/kafka-2_0_0.yml` without
+`lowercaseOutputName`): a gauge `kafka.controller:type=KafkaController,name=X` is
+`kafka_controller_KafkaController_X`, and the meter
+`kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec` is the counter
+`kafka_controller_ControllerStats_UncleanLeaderElections_total` (its `Count`, `PerSec`
+dropped). A dashboard built on a JMX-exported Kafka controller reads the shadow unchanged.
+What is not Kafka's is under `shadow_controller_`: the shadow's observations (matches,
+benign and safety divergences) and the latest batch id.
+
+The values are the sink's (`BatchSink.metrics`, `unclean_elections`, `observations`),
+read at each scrape: the gauges as the latest batch that ran the controller left them
+(none before the first one of this run), the counters since the job started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .controller_metrics import GAUGES
+from .sink import BatchSink
+
+GAUGE_PREFIX = "kafka_controller_KafkaController_"
+UNCLEAN = "kafka_controller_ControllerStats_UncleanLeaderElections"
+OBSERVATIONS = "shadow_controller_observations"
+OUTCOMES = ("match", "benign", "safety")
+
+HELP = {
+    "ActiveControllerCount": "1 if this controller is active (KafkaController)",
+    "OfflinePartitionsCount": "partitions in OfflinePartition of topics whose deletion has not started",
+    "PreferredReplicaImbalanceCount": "partitions led by a replica other than their preferred one",
+    "GlobalTopicCount": "topics",
+    "GlobalPartitionCount": "partitions with a leader and ISR",
+    "TopicsToDeleteCount": "topics queued for deletion",
+    "ReplicasToDeleteCount": "replicas of topics queued for deletion not yet deleted",
+    "TopicsIneligibleToDeleteCount": "topics queued for deletion and ineligible",
+    "ReplicasIneligibleToDeleteCount": "replicas in ReplicaDeletionIneligible",
+    "ControllerState": "ControllerState.value: 0 Idle, 4 TopicDeletion",
+}
+
+
+class ControllerCollector(Collector):
+    def __init__(self, sink: BatchSink):
+        self.sink = sink
+
+    def collect(self) -> Iterator[Metric]:
+        metrics = dict(self.sink.metrics)  # the sink replaces the dict; never sees a half-written one
+        for name in GAUGES:
+            if name in metrics:
+                g = GaugeMetricFamily(GAUGE_PREFIX + name, HELP[name])
+                g.add_metric([], metrics[name])
+                yield g
+        yield CounterMetricFamily(UNCLEAN, "unclean leader elections decided since the job started "
+                                  "(ControllerStats.UncleanLeaderElectionsPerSec)", value=self.sink.unclean_elections)
+        obs = CounterMetricFamily(OBSERVATIONS, "observed states that matched the shadow's or diverged, by severity",
+                                  labels=["outcome"])
+        for outcome in OUTCOMES:
+            obs.add_metric([outcome], self.sink.observations.get(outcome, 0))
+        yield obs
+        if self.sink.stats:
+            b = GaugeMetricFamily("shadow_controller_batch", "the latest micro-batch the sink wrote")
+            b.add_metric([], max(self.sink.stats))
+            yield b
+
+
+def registry_for(sink: BatchSink) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ControllerCollector(sink))
+    return registry
+
+
+def serve(sink: BatchSink, port: int, addr: str = "0.0.0.0") -> Any:
+    """Serve /metrics on `port` from a daemon thread; returns (server, thread)."""
+    return start_http_server(port, addr=addr, registry=registry_for(sink))
