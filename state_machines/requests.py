@@ -98,16 +98,9 @@ class RequestBatch:
         # UpdateMetadata for this partition to every live or shutting-down broker
         self.update_metadata = False
 
-    def add(self, request: Request) -> None:
-        if isinstance(request, StopReplicaRequest):
-            self.add_stop_replica(request.broker, request.delete_partition, request.leader_epoch)
-        elif isinstance(request, UpdateMetadataRequest):
-            self.update_metadata = True
-        else:
-            self.add_leader_and_isr(request.brokers, request.state, request.is_new)
-
     def add_all(self, requests: Iterable[Request]) -> None:
-        for request in requests:  # `add`, written out: a machine call adds each request here
+        """Each request, in order, by its kind's rule (the transitions' requests)."""
+        for request in requests:
             if isinstance(request, StopReplicaRequest):
                 self.add_stop_replica(request.broker, request.delete_partition, request.leader_epoch)
             elif isinstance(request, UpdateMetadataRequest):
