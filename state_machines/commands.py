@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+from .kraft.commands import KraftContext, KraftOp
 from .model import BrokerFact, LeaderAndIsr, ReplicaAssignment
 from .states import PartitionState, ReplicaState
 from .values import quick_init
@@ -168,8 +169,8 @@ class Command:
     partition: int
     cause_offset: int
     cause_id: str | None
-    ctx: PartitionContext
-    op: Op
+    ctx: PartitionContext | KraftContext  # a KraftContext and a KraftOp in kraft mode
+    op: Op | KraftOp
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from typing import Union, cast
 
 from . import event_types as ev
 from .commands import Command, Op, PartitionContext, PartitionSummary
+from .kraft.cluster_control import BrokerRegistration
 from .model import UNKNOWN_BROKER, BrokerFact, ControllerConfig
 from .outputs import ROUND_BROKERS, ObservationOutcome, Record, UpdateMetadataSend
 from .states import ReplicaState
@@ -108,8 +109,9 @@ class TopicRecord:
         return "started" if self.started else "queued"
 
 
-# The key says which record it holds: `controller`, `broker-<id>` or `topic-<name>`.
-DirectoryRecord = Union[ControllerRecord, BrokerRecord, TopicRecord]
+# The key says which record it holds: `controller`, `broker-<id>` or `topic-<name>`. In
+# kraft mode a broker's record is its `BrokerRegistration` (kraft/cluster_control.py).
+DirectoryRecord = Union[ControllerRecord, BrokerRecord, TopicRecord, BrokerRegistration]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +131,8 @@ class DirectoryResult:
     outputs: tuple[Record | ObservationOutcome | UpdateMetadataSend, ...]
     continuation: Continuation | None = None
     followups: tuple[ev.CauseStep, ...] = ()
+    # the event cannot be applied under this rule set: it goes to the dead letters with this reason
+    rejected: str | None = None
 
 
 class DirectoryView:

@@ -26,6 +26,8 @@ from .loop import (
 from .model import ControllerConfig
 from .outputs import _WRITERS, ControlledShutdownResultRecord, Record, to_contract
 from .outputs import _writer as to_contract_writer
+from .kraft.cluster_control import BrokerRegistration
+from .kraft.commands import KraftPartition, kraft_partition_json
 from .partition import PartitionRecord
 from .update_metadata import merge as merge_update_metadata
 
@@ -62,7 +64,7 @@ class _ContractReplies(Replies):
 class Engine:
     config: ControllerConfig = field(default_factory=ControllerConfig)
     directory: dict[str, Any] = field(default_factory=dict)
-    partitions: dict[TopicPartition, PartitionRecord] = field(default_factory=dict)
+    partitions: dict[TopicPartition, PartitionRecord | KraftPartition] = field(default_factory=dict)
     # shadow mode: running counts of observed states that matched or diverged, by severity
     observations: Counter[str] = field(default_factory=Counter)
     # exceptions the controller raised: (cause offset, reason), as the job dead-letters them
@@ -123,8 +125,11 @@ class Engine:
         c: ControllerRecord = self.directory.get(CONTROLLER_KEY) or ControllerRecord()
         brokers = {}
         for b in sorted(c.brokers):
-            rec: BrokerRecord = self.directory[f"broker-{b}"]
-            if rec.fact.registered or rec.fact.broker_epoch is not None:
+            rec = self.directory[f"broker-{b}"]
+            if isinstance(rec, BrokerRegistration):  # kraft mode: ClusterControlManager's registration
+                brokers[str(b)] = {"fenced": rec.fenced, "in_controlled_shutdown": rec.in_controlled_shutdown,
+                                   "broker_epoch": rec.epoch, "incarnation_id": rec.incarnation_id}
+            elif rec.fact.registered or rec.fact.broker_epoch is not None:
                 brokers[str(b)] = {
                     "live": rec.fact.live, "shutting_down": rec.fact.shutting_down,
                     "broker_epoch": rec.fact.broker_epoch,
@@ -148,7 +153,9 @@ class Engine:
         return out
 
 
-def partition_json(rec: PartitionRecord) -> dict[str, Any]:
+def partition_json(rec: PartitionRecord | KraftPartition) -> dict[str, Any]:
+    if isinstance(rec, KraftPartition):
+        return kraft_partition_json(rec)
     la = rec.leadership
     out: dict[str, Any] = {
         "state": (rec.state.value if rec.state else "NonExistentPartition"),

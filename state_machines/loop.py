@@ -36,20 +36,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Union
 
 from .commands import Command, DeletionReport, SummaryReport
-from .controller_events import directory_step
 from .directory import CONTROLLER_KEY, Continuation, ControllerRecord, DirectoryResult
 from .errors import InvalidEvent
 from .leader_balance import is_due
-from .event_types import (
-    BrokerConfigChange, BrokerFailure, BrokerStartup, CauseStep, RebalanceCheck, ReplicaDirFailure,
-)
+from .event_types import CauseStep, RebalanceCheck
 from .events import DEFAULT_LIMITS, Envelope, InputLimits, parse_line
 from .model import ControllerConfig
 from .outputs import (
     ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads, UpdateMetadataSend, UpdateMetadataShare,
 )
-from .partition import PartitionRecord, describe_error, guarded_partition_step
-from .partition_summaries import apply_summaries, summary_of
+from .kraft.commands import KraftPartition
+from .partition import PartitionRecord, describe_error
+from .partition_summaries import apply_summaries
+from .rule_sets import rules_for
 from .topic_deletion import after_reports
 from .update_metadata import Piece
 
@@ -188,10 +187,9 @@ class Sequencer:
         return pending, queue[position:]
 
     def _reads_summaries(self, env: Envelope) -> bool:
-        """Whether the event reads the partitions' summaries: a broker change or a cluster
-        config change may retry every offline partition, and a due rebalance check reads
-        every partition's leader."""
-        if isinstance(env.event, (BrokerStartup, BrokerFailure, BrokerConfigChange, ReplicaDirFailure)):
+        """Whether the event reads the partitions' summaries (the rule set says which do),
+        or a due rebalance check, which reads every partition's leader."""
+        if rules_for(self.config).reads_summaries(env.event):
             return True
         controller = self.directory.get(CONTROLLER_KEY)
         return isinstance(controller, ControllerRecord) and is_due(controller, env.ts)
@@ -237,6 +235,10 @@ class Sequencer:
                                 raw.value if raw else None)
             self.work.append(Work(DIRECT, offset, 0, 0, letter))
             return None
+        if result.rejected is not None:
+            raw = self._cause if self._cause is not None and self._cause.offset == offset else None
+            self.work.append(Work(DIRECT, offset, 0, 0, DeadLetter(offset, raw.source if raw else "", result.rejected,
+                                                                   raw.value if raw else None)))
         for key, record in result.changes.items():
             self.changed.add(key)
             if record is None:
@@ -252,8 +254,8 @@ class Sequencer:
         if isinstance(events[0], RebalanceCheck) and self._unfolded:
             # a check reads every partition's summary: what this cause sent must fold first
             return Pending(offset, cause_id, round_ - 1, 0, None, tuple(events), barrier=True, ts=self._ts)
-        result = self._step(offset, directory_step, events[0], self.config, offset, cause_id, frozenset(self._touched),
-                            self._ts)
+        result = self._step(offset, rules_for(self.config).directory_step, events[0], self.config, offset, cause_id,
+                            frozenset(self._touched), self._ts)
         if result is None:
             return None
         return self._settle(offset, cause_id, round_, result, (*result.followups, *events[1:]))
@@ -299,7 +301,7 @@ class PartitionSlot(NamedTuple):
     """What a partition keeps between steps: its record and its `seq` counter, which
     continues across micro-batches while a cause waits for reports."""
 
-    record: PartitionRecord | None
+    record: PartitionRecord | KraftPartition | None
     seq_cause: int = -1
     seq_next: int = 0
 
@@ -345,11 +347,13 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
     record, seq_cause, seq_next = slot
     start = record
     decision = replies.decision
+    rules = rules_for(config)
+    step = rules.partition_step
     if not isinstance(work, list) or len(work) > 1:  # one command, the common case, needs no sort
         work = sorted(work, key=lambda w: (w.cause_offset, w.round, w.idx))
     for w in work:
         cmd: Command = w.item  # type: ignore[assignment]
-        result, error = guarded_partition_step(record, cmd, config)
+        result, error = step(record, cmd, config)
         record = result.state
         cause = cmd.cause_offset
         if cause != seq_cause:
@@ -372,22 +376,9 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
             replies.reports.append((w.target, result.report))
     # the summary is reported when it changed: compared field by field, without building
     # the two summaries of every partition a fan-out reaches
-    if record is not start and not _same_summary(start, record):
-        replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, summary_of(record), cmd.cause_offset))
+    if record is not start and not rules.same_summary(start, record):
+        replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, rules.summary_of(record), cmd.cause_offset))
     return _new_tuple(PartitionSlot, (record, seq_cause, seq_next))
-
-
-def _same_summary(a: PartitionRecord | None, b: PartitionRecord | None) -> bool:
-    """`summary_of(a) == summary_of(b)`, without building either."""
-    if a is None or b is None:
-        return a is b
-    if a.state is not b.state:
-        return False
-    la, lb = a.leadership, b.leadership
-    if (None if la is None else la.leader) != (None if lb is None else lb.leader):
-        return False
-    ra, rb = a.assignment.replicas, b.assignment.replicas
-    return (ra[0] if ra else -1) == (rb[0] if rb else -1)
 
 
 def fold_partitions(slots: MutableMapping[str, PartitionSlot], work: Iterable[Work], config: ControllerConfig,

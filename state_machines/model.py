@@ -114,6 +114,9 @@ class BrokerFact:
 UNKNOWN_BROKER = BrokerFact()
 
 
+MODES = ("zk", "kraft")
+
+
 @dataclass(frozen=True, slots=True)
 class ControllerConfig:
     """Cluster-level settings (KafkaConfig / ReplicationConfigs defaults). A topic's own
@@ -134,11 +137,34 @@ class ControllerConfig:
     # broker startup and the rest (update_metadata.py); off, the job writes no
     # UpdateMetadata record and skips the fan-out a broker startup's full send needs.
     emit_update_metadata: bool = True
+    # The rule set: "zk" (KafkaController, 3.9.0) or "kraft" (the quorum controller,
+    # state_machines/kraft/), and what the KRaft rules depend on.
+    mode: str = "zk"
+    metadata_version: str = "3.9-IV0"
+    # the eligible.leader.replicas.version feature (KIP-966): 1 turns ELR on, where
+    # metadata.version supports it (4.0-IV1 and later)
+    eligible_leader_replicas_version: int = 0
+    # the cluster's static min.insync.replicas (a topic's config and the cluster's dynamic
+    # default override it)
+    min_insync_replicas: int = 1
 
     def __post_init__(self) -> None:
         # ReplicationConfigs: leader.imbalance.check.interval.seconds is atLeast(1)
         if self.leader_imbalance_check_interval_seconds < 1:
             raise ValueError("leader.imbalance.check.interval.seconds must be at least 1")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        from .kraft.metadata_version import MetadataVersion  # the KRaft rules' own values
+
+        mv = MetadataVersion.from_version_string(self.metadata_version)
+        if self.eligible_leader_replicas_version not in (0, 1):
+            raise ValueError("eligible.leader.replicas.version must be 0 or 1")
+        if self.eligible_leader_replicas_version == 1 and not mv.is_elr_supported:
+            # FeatureControlManager: eligible.leader.replicas.version 1 depends on metadata.version 4.0-IV1
+            raise ValueError(f"eligible.leader.replicas.version 1 needs metadata.version 4.0-IV1 or later, "
+                             f"not {self.metadata_version}")
+        if self.min_insync_replicas < 1:
+            raise ValueError("min.insync.replicas must be at least 1")
 
     @staticmethod
     def from_properties(props: dict[str, object]) -> "ControllerConfig":
@@ -155,6 +181,10 @@ class ControllerConfig:
             "leader.recovery.supported",
             "shadow.follow",
             "emit.update.metadata",
+            "mode",
+            "metadata.version",
+            "eligible.leader.replicas.version",
+            "min.insync.replicas",
         }
         unknown = sorted(set(props) - known)
         if unknown:
@@ -168,6 +198,10 @@ class ControllerConfig:
             leader_recovery_supported=flag("leader.recovery.supported", True),
             shadow_follow=flag("shadow.follow", True),
             emit_update_metadata=flag("emit.update.metadata", True),
+            mode=str(props.get("mode", "zk")),
+            metadata_version=str(props.get("metadata.version", "3.9-IV0")),
+            eligible_leader_replicas_version=int(props.get("eligible.leader.replicas.version", 0)),  # type: ignore[call-overload]
+            min_insync_replicas=int(props.get("min.insync.replicas", 1)),  # type: ignore[call-overload]
         )
 
     def unclean_enabled_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...],

@@ -14,6 +14,10 @@ from functools import cache
 from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple, Union
 
+from .kraft.records import (
+    CONFIG_RESOURCE_TOPIC, NO_LEADER_CHANGE, MetadataPartitionRecord, MetadataRecord, MetadataTopicRecord, PartitionChangeRecord,
+)
+from .states import LeaderRecoveryState
 from .values import quick_init
 
 
@@ -235,6 +239,58 @@ class UpdateMetadataSend:
 
 
 @dataclass(frozen=True, slots=True)
+class AppendedRecord(_Record):
+    """Kraft mode's decision: one metadata record the quorum controller appends
+    (kraft/records.py), with the version Kafka writes it at, under the key of the entity it
+    concerns (kraft/outputs.py builds them). Its document's `type` is Kafka's record name;
+    a `PartitionChangeRecord` carries only the fields it changes; leader recovery states
+    are Kafka's bytes (0 RECOVERED, 1 RECOVERING)."""
+
+    TYPE: ClassVar[str] = "MetadataRecord"  # not written: the document's type is the record's own name
+    entity: str
+    topic: str | None
+    partition: int | None
+    version: int
+    record: MetadataRecord
+
+    def key(self) -> str:
+        return self.entity
+
+
+# Kafka's record names, where this project's class is renamed
+KAFKA_NAMES: dict[type, str] = {MetadataPartitionRecord: "PartitionRecord", MetadataTopicRecord: "TopicRecord"}
+_RECOVERY_BYTE = {LeaderRecoveryState.RECOVERED: 0, LeaderRecoveryState.RECOVERING: 1}
+
+
+def kafka_name(record: MetadataRecord) -> str:
+    cls = type(record)
+    return KAFKA_NAMES.get(cls, cls.__name__)
+
+
+def _appended_writer(r: AppendedRecord, cause_offset: int, cause_id: str | None, seq: int) -> dict[str, Any]:
+    m = r.record
+    doc: dict[str, Any] = {"v": 1, "type": kafka_name(m), "cause_offset": cause_offset, "cause_id": cause_id,
+                           "seq": seq}
+    if r.topic is not None:
+        doc["topic"] = r.topic
+    if r.partition is not None:
+        doc["partition"] = r.partition
+    doc["version"] = r.version
+    only_changes = isinstance(m, PartitionChangeRecord)
+    cls: type = type(m)
+    for name in field_names(cls):
+        value = getattr(m, name)
+        if only_changes and (value is None or (name == "leader" and value == NO_LEADER_CHANGE)):
+            continue
+        if isinstance(value, tuple):
+            value = list(value)
+        elif isinstance(value, LeaderRecoveryState):
+            value = _RECOVERY_BYTE[value]
+        doc[name] = value
+    return doc
+
+
+@dataclass(frozen=True, slots=True)
 class ObservationOutcome:
     """Internal: one comparison of an observed partition state with ours, for the running
     counts of matches and divergences by severity."""
@@ -245,7 +301,7 @@ class ObservationOutcome:
 Record = Union[
     LeaderAndIsrRecord, StopReplicaRecord, PartitionStateChangeRecord, ReplicaStateChangeRecord,
     StateChangeFailedRecord, ControlledShutdownResultRecord, AlterPartitionResultRecord,
-    ElectionResultRecord, DivergenceRecord, UpdateMetadataRecord,
+    ElectionResultRecord, DivergenceRecord, UpdateMetadataRecord, AppendedRecord,
 ]
 Output = Union[Record, StillLeads, ObservationOutcome, UpdateMetadataShare]
 
@@ -253,11 +309,25 @@ Output = Union[Record, StillLeads, ObservationOutcome, UpdateMetadataShare]
 def contract_key(doc: dict[str, Any]) -> str:
     """The record key of a contract document (`_Record.key` of the record it was written from)."""
     kind = doc["type"]
+    if "version" in doc:  # kraft mode's metadata records (AppendedRecord), the only ones with a version
+        return _appended_key(doc)
     if kind == ControlledShutdownResultRecord.TYPE:
         return f"broker-{doc['broker_id']}"
     if kind == UpdateMetadataRecord.TYPE:
         return str(doc["send"])
     return f"{doc['topic']}-{doc['partition']}"
+
+
+def _appended_key(doc: dict[str, Any]) -> str:
+    """The key of an `AppendedRecord`'s document (kraft/outputs.py names the keys)."""
+    kind = doc["type"]
+    if "partition" in doc:
+        return f"{doc['topic']}-{doc['partition']}"
+    if kind in ("TopicRecord", "RemoveTopicRecord") or (kind == "ConfigRecord" and doc["resource_type"] == CONFIG_RESOURCE_TOPIC):
+        return f"topic/{doc['topic']}"
+    if kind == "ConfigRecord":
+        return "cluster" if doc["resource_name"] == "" else f"broker-{doc['resource_name']}"
+    return f"broker-{doc['id'] if kind in ('FenceBrokerRecord', 'UnfenceBrokerRecord') else doc['broker_id']}"
 
 
 def to_contract(record: Record, cause_offset: int, cause_id: str | None, seq: int) -> dict[str, Any]:
@@ -269,7 +339,7 @@ def to_contract(record: Record, cause_offset: int, cause_id: str | None, seq: in
 
 
 _Writer = Callable[[Any, int, "str | None", int], dict[str, Any]]
-_WRITERS: dict[type, _Writer] = {UpdateMetadataRecord: _update_metadata_writer}
+_WRITERS: dict[type, _Writer] = {UpdateMetadataRecord: _update_metadata_writer, AppendedRecord: _appended_writer}
 
 
 def _writer(cls: type) -> _Writer:

@@ -79,13 +79,15 @@ _BROKER_PAIRS: dict[int, tuple[int, BrokerFact]] = {}
 def partition_step(state: PartitionRecord | None, cmd: Command, config: ControllerConfig) -> PartitionResult:
     """Apply one command to one partition: (state or None, command) -> (new state or None, outputs)."""
     op = cmd.op
+    ctx = cmd.ctx
+    assert isinstance(ctx, PartitionContext)  # the ZK rules' commands (rule_sets.py)
     if isinstance(op, LoadPartition):
         if state is not None and not op.overwrite:
             return PartitionResult(state, (), None)
         base = state or PartitionRecord(cmd.topic, cmd.partition, op.assignment)
         new = PartitionRecord(
             base.topic, base.partition, op.assignment, base.state, op.leadership if op.overwrite else base.leadership,
-            base.replica_states, tuple(sorted({**dict(base.brokers), **dict(cmd.ctx.brokers)}.items())),
+            base.replica_states, tuple(sorted({**dict(base.brokers), **dict(ctx.brokers)}.items())),
             base.being_reassigned, base.offline_dirs, base.reassignment_started,
         )
         return PartitionResult(new, (), None)
@@ -98,7 +100,7 @@ def partition_step(state: PartitionRecord | None, cmd: Command, config: Controll
             return PartitionResult(None, (), None)
         replicas = op.replicas if isinstance(op, CreatePartition) else ()
         state = PartitionRecord(cmd.topic, cmd.partition, ReplicaAssignment(replicas))
-    run = _begin(state, cmd.ctx, config)
+    run = _begin(state, ctx, config)
 
     if isinstance(op, Failover):
         flows.failover(run)
@@ -140,7 +142,7 @@ def partition_step(state: PartitionRecord | None, cmd: Command, config: Controll
         new_state = None
     else:
         new_state = run.rec
-    report = topic_deletion.report(run) if cmd.ctx.queued_for_deletion else None
+    report = topic_deletion.report(run) if ctx.queued_for_deletion else None
     return PartitionResult(new_state, tuple(run.out), report)
 
 
@@ -187,7 +189,7 @@ def guarded_partition_step(
         return partition_step(state, cmd, config), None
     except Exception as exc:  # noqa: BLE001 - the boundary of the core: nothing may escape
         report = None
-        if cmd.ctx.queued_for_deletion:
+        if isinstance(cmd.ctx, PartitionContext) and cmd.ctx.queued_for_deletion:
             if state is None:
                 report = DeletionReport(cmd.topic, cmd.partition, (), (), False, removed=True)
             else:

@@ -32,7 +32,9 @@ from .states import PartitionState
 
 _NEW, _OFFLINE = PartitionState.NewPartition, PartitionState.OfflinePartition
 
-__all__ = ["PartitionSummary", "SummaryReport", "apply_summaries", "offline_partitions", "summary_of"]
+__all__ = [
+    "PartitionSummary", "SummaryReport", "apply_summaries", "interned_summary", "offline_partitions", "summary_of",
+]
 
 
 # Summaries take few values (a state, a preferred replica, a leader): one object per value,
@@ -46,7 +48,12 @@ def summary_of(rec: PartitionRecord | None) -> PartitionSummary | None:
         return None
     replicas = rec.assignment.replicas
     la = rec.leadership
-    key = (rec.state, replicas[0] if replicas else -1, la.leader if la is not None else None)
+    return interned_summary(rec.state, replicas[0] if replicas else -1, la.leader if la is not None else None)
+
+
+def interned_summary(state: PartitionState | None, preferred: int, leader: int | None) -> PartitionSummary:
+    """The one summary object of these values."""
+    key = (state, preferred, leader)
     summary = _SUMMARIES.get(key)
     if summary is None:
         if len(_SUMMARIES) > 65536:  # as streaming/codec.py's cache: bounded for any cluster

@@ -195,6 +195,8 @@ _SHARED: dict[str, tuple] = {}
 
 
 def _command_text(c: commands.Command) -> str:
+    if type(c.ctx) is not commands.PartitionContext:
+        return _generic_command_text(c)
     last = _last_shared
     if not (last[0] is c.ctx and last[2] == c.cause_offset and last[3] == c.cause_id and last[1] == c.op):
         x = c.ctx
@@ -205,9 +207,33 @@ def _command_text(c: commands.Command) -> str:
     return f"{c.topic}\t{c.partition}\t{last[4]}"
 
 
+def _generic_command_text(c: commands.Command) -> str:
+    """A command of another rule set (kraft mode's contexts and ops): the generic document
+    of its shared part, which the decoder tells from the compact array by its "{"."""
+    last = _last_shared
+    if not (last[0] is c.ctx and last[2] == c.cause_offset and last[3] == c.cause_id and last[1] == c.op):
+        text = canonical_json({"v": SCHEMA_VERSION, "d": [c.cause_offset, c.cause_id, to_jsonable(c.ctx),
+                                                          to_jsonable(c.op)]})
+        last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
+    return f"{c.topic}\t{c.partition}\t{last[4]}"
+
+
+def _generic_shared(shared: str) -> tuple:
+    doc = json.loads(shared)
+    if doc.get("v") != SCHEMA_VERSION:
+        raise UnknownEncoding(f"command in schema version {doc.get('v')!r}; this build reads {SCHEMA_VERSION}")
+    cause_offset, cause_id, ctx, op = doc["d"]
+    return (cause_offset, cause_id, from_jsonable(ctx, TAGGED[ctx["_t"]]), from_jsonable(op, TAGGED[op["_t"]]))
+
+
 def _command_from_text(text: str) -> commands.Command:
     topic, partition, shared = text.split("\t", 2)
     parts = _SHARED.get(shared)
+    if parts is None and shared.startswith("{"):
+        parts = _generic_shared(shared)
+        if len(_SHARED) >= 4096:
+            _SHARED.clear()
+        _SHARED[shared] = parts
     if parts is None:
         a = json.loads(shared)
         check_compact("command", a[0])
@@ -340,13 +366,13 @@ def bucket_entries(text: str | None) -> dict[str, str]:
     return out
 
 
-def bucket_entry_in(entry: str) -> tuple[partition.PartitionRecord, int, int]:
+def bucket_entry_in(entry: str) -> tuple[Any, int, int]:
     seq_cause, seq_next, record = entry.split("\t", 2)
-    return _record_in(json.loads(record)), int(seq_cause), int(seq_next)
+    return loads(record, _Rec), int(seq_cause), int(seq_next)
 
 
-def bucket_entry_out(record: partition.PartitionRecord, seq_cause: int, seq_next: int) -> str:
-    return f"{seq_cause}\t{seq_next}\t{_record_text(record)}"
+def bucket_entry_out(record: Any, seq_cause: int, seq_next: int) -> str:
+    return f"{seq_cause}\t{seq_next}\t{dumps(record)}"
 
 
 def bucket_text(entries: dict[str, str]) -> str:

@@ -65,6 +65,8 @@ def decision_json(record: outputs.Record, cause_offset: int, cause_id: str | Non
     template = _TEMPLATES.get(cls)
     if template is not None:
         return template(record, cause_offset, cause_id, seq)
+    if cls in outputs._WRITERS:  # a record with a writer of its own (kraft mode's AppendedRecord)
+        return compact_json(outputs.to_contract(record, cause_offset, cause_id, seq))
     doc = {"v": CONTRACT_VERSION, "type": record.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq}
     doc.update((n, getattr(record, n)) for n in outputs.field_names(cls))
     return compact_json(doc)

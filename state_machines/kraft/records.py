@@ -139,8 +139,42 @@ class BrokerRegistrationChangeRecord:
     log_dirs: tuple[str, ...] = ()
 
 
+# The topic's records (TopicRecord.json, RemoveTopicRecord.json, ConfigRecord.json at 3.9.0).
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataTopicRecord:
+    """Kafka's `TopicRecord`, renamed as `MetadataPartitionRecord` is (the directory's
+    `TopicRecord` holds the name)."""
+
+    name: str
+    topic_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveTopicRecord:
+    topic_id: str
+
+
+# ConfigResource.Type: the resource types of a ConfigRecord
+CONFIG_RESOURCE_BROKER = 4
+CONFIG_RESOURCE_TOPIC = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigRecord:
+    """A config set (`value`) or deleted (None); a cluster-wide broker default has the
+    resource name ""."""
+
+    resource_type: int
+    resource_name: str
+    name: str
+    value: str | None
+
+
 MetadataRecord = (MetadataPartitionRecord | PartitionChangeRecord | RegisterBrokerRecord | UnregisterBrokerRecord
-                  | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord)
+                  | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord | MetadataTopicRecord
+                  | RemoveTopicRecord | ConfigRecord)
 
 
 @dataclass(frozen=True, slots=True)

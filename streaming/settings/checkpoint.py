@@ -30,10 +30,11 @@ SETTINGS_FILE = "settings.json"
 SETTINGS_VERSION = 1
 
 # Settings the checkpoint's state layout depends on: the groups partition state is kept
-# under, and the shuffle partitions their labels are balanced over (Spark itself freezes
-# spark.sql.shuffle.partitions into the checkpoint). STATE_LAYOUT names the layout version
+# under, the shuffle partitions their labels are balanced over (Spark itself freezes
+# spark.sql.shuffle.partitions into the checkpoint), and the rule set, whose state has
+# another shape (a ZK checkpoint's partitions are no KRaft registrations). STATE_LAYOUT names the layout version
 # of scale mode's buckets (2: balanced labels, line-per-partition state).
-FROZEN = ("partition_buckets", "shuffle_partitions")
+FROZEN = ("partition_buckets", "shuffle_partitions", "controller.mode")
 STATE_LAYOUT = 2
 
 
@@ -66,12 +67,19 @@ def check_frozen(settings: JobSettings, checkpoint: str) -> None:
         raise CheckpointMismatch(f"{checkpoint} has query state but no {SETTINGS_FILE}; cannot check its state layout")
     saved = load_settings(checkpoint)
     for name in FROZEN:
-        if getattr(settings, name) != getattr(saved, name):
-            raise CheckpointMismatch(f"{name} is frozen into the checkpoint {checkpoint} ({getattr(saved, name)}); "
-                                     f"it cannot be changed to {getattr(settings, name)}")
+        now, then = _setting(settings, name), _setting(saved, name)
+        if now != then:
+            raise CheckpointMismatch(f"{name} is frozen into the checkpoint {checkpoint} ({then}); "
+                                     f"it cannot be changed to {now}")
     if saved.partition_buckets and doc.get("state_layout", 1) != STATE_LAYOUT:
         raise CheckpointMismatch(f"{checkpoint} keeps scale-mode state in layout {doc.get('state_layout', 1)}; "
                                  f"this build reads layout {STATE_LAYOUT}: start a new checkpoint")
+
+
+def _setting(settings: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        settings = getattr(settings, part)
+    return settings
 
 
 def source_of(settings: JobSettings) -> str:

@@ -61,6 +61,19 @@ def port(name: str, value: Any) -> int | None:
     return number or None
 
 
+def metadata_version(name: str, value: Any) -> str:
+    """A KRaft metadata.version Kafka knows ("3.9-IV0", or a release such as "3.7")."""
+    from state_machines.kraft.metadata_version import MetadataVersion
+
+    if not isinstance(value, str):
+        raise SettingError(f"{name} must be a metadata.version such as \"3.9-IV0\", got {value!r}")
+    try:
+        return MetadataVersion.from_version_string(value.strip()).value
+    except ValueError:
+        known = ", ".join(v.value for v in MetadataVersion)
+        raise SettingError(f"{name}: unknown metadata.version {value!r} (known: {known})") from None
+
+
 def seconds(name: str, value: Any) -> float:
     try:
         if isinstance(value, bool):

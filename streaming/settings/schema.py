@@ -25,7 +25,10 @@ from typing import Any
 from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.model import ControllerConfig
 
-from .kinds import Check, SettingError, boolean, cap, choice, count, integer, interval, location, offsets, port, seconds, text
+from .kinds import (
+    Check, SettingError, boolean, cap, choice, count, integer, interval, location, metadata_version, offsets, port, seconds,
+    text,
+)
 
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "conf" / "shadow-controller.toml"
 DEFAULT_MASTER = "local[2]"
@@ -135,6 +138,11 @@ SCHEMA = (
     Setting("controller.leader.recovery.supported", boolean, "controller.leader_recovery_supported"),
     Setting("controller.shadow.follow", boolean, "controller.shadow_follow"),
     Setting("controller.emit.update.metadata", boolean, "controller.emit_update_metadata"),
+    Setting("controller.min.insync.replicas", integer(1), "controller.min_insync_replicas"),
+    # the rule set (state_machines/rule_sets.py), and what the KRaft rules depend on
+    Setting("controller.mode", choice("zk", "kraft"), "controller.mode"),
+    Setting("controller.metadata.version", metadata_version, "controller.metadata_version"),
+    Setting("controller.eligible.leader.replicas.version", integer(0), "controller.eligible_leader_replicas_version"),
 )
 SETTINGS = {s.name: s for s in SCHEMA}
 
@@ -278,7 +286,10 @@ def _changes(values: Mapping[str, Any], owner: str) -> dict[str, Any]:
 
 
 def apply_controller(config: ControllerConfig, values: Mapping[str, Any]) -> ControllerConfig:
-    return dataclasses.replace(config, **_changes(values, "controller"))
+    try:
+        return dataclasses.replace(config, **_changes(values, "controller"))
+    except ValueError as exc:  # settings that are valid alone but not together
+        raise SettingError(f"controller: {exc}") from None
 
 
 def apply(settings: JobSettings, values: Mapping[str, Any]) -> JobSettings:

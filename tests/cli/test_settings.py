@@ -50,9 +50,12 @@ def test_controller_keys_are_the_names_controller_config_reads(setting) -> None:
     key = setting.name[len("controller."):]
     field = setting.field.split(".", 1)[1]
     default = getattr(ControllerConfig(), field)
-    other = (not default) if isinstance(default, bool) else default + 7
-    assert ControllerConfig.from_properties({key: other}) == settings.apply_controller(ControllerConfig(),
-                                                                                       {setting.name: other})
+    # another valid value; ELR needs a metadata.version that supports it
+    other = {"mode": "kraft", "metadata.version": "3.8-IV0", "eligible.leader.replicas.version": 1}.get(
+        key, (not default) if isinstance(default, bool) else default + 7 if isinstance(default, int) else None)
+    extra = {"metadata.version": "4.0-IV1"} if key == "eligible.leader.replicas.version" else {}
+    assert ControllerConfig.from_properties({key: other, **extra}) == settings.apply_controller(
+        ControllerConfig(), {setting.name: other, **{f"controller.{k}": v for k, v in extra.items()}})
 
 
 def test_the_shipped_files_are_valid_and_state_the_defaults() -> None:

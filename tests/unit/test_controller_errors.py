@@ -5,12 +5,14 @@ injected into the core functions both of them call (`state_machines/loop.py`).""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from state_machines import loop as loop_module
 from state_machines import partition as partition_module
+from state_machines import rule_sets
 from state_machines.engine import Engine
 from state_machines.events import parse_line
 from streaming import batches
@@ -56,7 +58,14 @@ def test_a_partition_step_that_raises_loses_that_command_only(monkeypatch, bucke
 @pytest.mark.parametrize("where", ["directory_step", "after_reports"])
 def test_a_directory_step_that_raises_dead_letters_the_event_and_the_job_goes_on(monkeypatch, where: str) -> None:
     lines = [json.dumps(e).encode() for e in generate_log(11, n_events=80)]
-    original = getattr(loop_module, where)
+    original = rule_sets.ZK.directory_step if where == "directory_step" else getattr(loop_module, where)
+
+    def patch(step) -> None:
+        # the directory step is the rule set's (rule_sets.py); after_reports is the loop's own
+        if where == "directory_step":
+            monkeypatch.setattr(rule_sets, "ZK", dataclasses.replace(rule_sets.ZK, directory_step=step))
+        else:
+            monkeypatch.setattr(loop_module, where, step)
     # the fault hits the last cause that reaches this step, so later events see its effect
     reached: list[int] = []
 
@@ -66,7 +75,7 @@ def test_a_directory_step_that_raises_dead_letters_the_event_and_the_job_goes_on
         reached.append(args[at])
         return original(*args)
 
-    monkeypatch.setattr(loop_module, where, probe)
+    patch(probe)
     engine_run(lines)
     target = reached[len(reached) // 2]
 
@@ -76,7 +85,7 @@ def test_a_directory_step_that_raises_dead_letters_the_event_and_the_job_goes_on
         return original(*args)
 
     # one loop serves the engine and the job: one patch reaches both
-    monkeypatch.setattr(loop_module, where, faulty)
+    patch(faulty)
     expected, errors = engine_run(lines)
     assert [offset for offset, _ in errors] == [target]
     assert "Boom" in errors[0][1]

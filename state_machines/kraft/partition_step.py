@@ -1,0 +1,171 @@
+"""KRaft's partition step: one command against one partition's registration.
+
+Theory of operation
+-------------------
+`kraft_partition_step` is (KraftPartition or None, command) -> (new KraftPartition or None,
+outputs), as `partition.partition_step` is for the ZK controller. The op names the
+ReplicationControlManager handler; the handler (replication_control.py) builds with the
+PartitionChangeBuilder and returns the records Kafka appends and its answer; this step
+replays them (`PartitionRegistration.merge`, already done by the builder) and writes them
+out as `AppendedRecord`s, with the answer as the contract's result record.
+
+The directory reaches a superset of the partitions a handler works on (every partition the
+broker hosts); the step applies Kafka's index here, as `BrokersToIsrs` would have chosen
+(`partitionsWithBrokerInIsr`, `partitionsWithNoLeader`, the ELR for an unclean shutdown).
+
+While the controller is not active (a standby replaying the log), the step keeps the state
+the records would give and writes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from ..commands import Command, Observe, PartitionSummary
+from ..model import NO_LEADER, ControllerConfig
+from ..outputs import (
+    AlterPartitionResultRecord, ElectionResultRecord, Output, StateChangeFailedRecord, StillLeads,
+)
+from ..partition import describe_error
+from ..partition_summaries import interned_summary
+from ..states import LeaderRecoveryState, PartitionState
+from . import replication_control as rc
+from . import shadow_rules
+from .cluster_control import BrokerRegistry
+from .commands import (
+    AlterIsrData, AlterReassignment, BrokerLifecycle, ElectLeader, KraftContext, KraftPartition, KraftResult,
+    LoadRegistration,
+    RegisterPartition, RemovePartition,
+)
+from .messages import AlterPartitionPartitionData, ApiError, BrokerState
+from .partition_registration import PartitionRegistration
+from .outputs import partition_record
+from .records import ApiMessageAndVersion
+
+_HANDLERS = {
+    "handleBrokerFenced": rc.handle_broker_fenced,
+    "handleBrokerInControlledShutdown": rc.handle_broker_in_controlled_shutdown,
+    "handleBrokerUnregistered": rc.handle_broker_unregistered,
+    "handleBrokerUnfenced": rc.handle_broker_unfenced,
+    "handleBrokerUncleanShutdown": rc.handle_broker_unclean_shutdown,
+}
+
+
+def _registry(ctx: KraftContext) -> BrokerRegistry:
+    return BrokerRegistry.of(ctx.brokers)
+
+
+def _reached(handler: str, registration: PartitionRegistration, broker_id: int) -> bool:
+    """Whether Kafka's index hands this partition to the handler (`BrokersToIsrs`)."""
+    if handler == "handleBrokerUnfenced":
+        return registration.leader == NO_LEADER  # partitionsWithNoLeader
+    if handler == "handleBrokerUncleanShutdown":
+        return broker_id in registration.isr or broker_id in registration.elr
+    if handler == "handleBrokerUnregistered":
+        # partitionsWithBrokerInIsr, then (with ELR) partitionsWithBrokerInElr
+        return broker_id in registration.isr or broker_id in registration.elr
+    return broker_id in registration.isr  # partitionsWithBrokerInIsr
+
+
+def kraft_partition_step(state: KraftPartition | None, cmd: Command, config: ControllerConfig) -> KraftResult:
+    ctx = cmd.ctx
+    assert isinstance(ctx, KraftContext)
+    op = cmd.op
+    out: list[Output] = []
+    topic, pid = cmd.topic, cmd.partition
+
+    def appended(records: tuple[ApiMessageAndVersion, ...]) -> None:
+        out.extend(partition_record(topic, pid, r) for r in records)
+
+    if isinstance(op, LoadRegistration):
+        return KraftResult(KraftPartition(topic, pid, op.registration), (), None)
+    if isinstance(op, RegisterPartition):
+        if state is not None:
+            return KraftResult(state, (), None)
+        records, registration, error = rc.create_partition(
+            op.replicas, ctx.topic.topic_id, pid, _registry(ctx), ctx.topic.metadata_version, manual=True)
+        if registration is None:
+            out.append(StateChangeFailedRecord(topic, pid, None, "NewPartition", _describe(error)))
+            return _result(None, out, ctx)
+        appended(records)
+        return _result(KraftPartition(topic, pid, registration), out, ctx)
+    if state is None:
+        return KraftResult(None, (), None)  # the fan-out reached a partition that is gone
+    reg = state.registration
+    registry = _registry(ctx)
+    new = reg
+    if isinstance(op, RemovePartition):
+        return KraftResult(None, (), None)
+    if isinstance(op, BrokerLifecycle):
+        if _reached(op.handler, reg, op.broker_id):
+            change = _HANDLERS[op.handler](reg, ctx.topic, pid, registry, op.broker_id)
+            if change is not None:
+                appended((ApiMessageAndVersion(change.record, change.version),))
+                new = change.registration
+        if op.handler == "handleBrokerInControlledShutdown" and new.leader == op.broker_id:
+            out.append(StillLeads(op.broker_id, topic, pid))  # `hasLeaderships` after the handler
+    elif isinstance(op, ElectLeader):
+        records, new, error = rc.elect_leader(reg, ctx.topic, pid, registry, cast(rc.ElectionType, op.election_type))
+        appended(records)
+        if op.listed or error.error != "ELECTION_NOT_NEEDED":
+            out.append(ElectionResultRecord(topic, pid, op.election_type, None if error.is_success else error.error,
+                                            new.leader if error.is_success else None))
+    elif isinstance(op, AlterIsrData):
+        data = AlterPartitionPartitionData(pid, op.leader_epoch, op.partition_epoch,
+                                           tuple(BrokerState(b) for b in op.isr),
+                                           LeaderRecoveryState(op.leader_recovery_state))
+        records, after, answer = rc.alter_partition(reg, ctx.topic, registry, op.broker_id, op.request_version, data)
+        appended(records)
+        new = after if after is not None else reg
+        if answer.error == "NONE":
+            out.append(AlterPartitionResultRecord(topic, pid, op.broker_id, None, answer.leader_id, answer.leader_epoch,
+                                                  answer.isr, answer.partition_epoch))
+        else:
+            out.append(AlterPartitionResultRecord(topic, pid, op.broker_id, answer.error, None, None, None, None))
+    elif isinstance(op, AlterReassignment):
+        records, new, error = rc.alter_partition_reassignment(reg, ctx.topic, pid, registry, op.target_replicas)
+        appended(records)
+        if not error.is_success:
+            out.append(StateChangeFailedRecord(topic, pid, None, "PartitionReassignment", _describe(error)))
+    elif isinstance(op, Observe):
+        outputs, outcome = shadow_rules.compare(topic, pid, reg, op, registry, ctx.topic.unclean_leader_election)
+        out.extend(outputs)
+        if outcome != "match" and config.shadow_follow:
+            new = shadow_rules.adopt(reg, op)
+        return KraftResult(KraftPartition(topic, pid, new), tuple(out), None)  # the shadow's own outputs
+    else:  # pragma: no cover - programming error
+        raise TypeError(f"unknown KRaft op {op!r}")
+    return _result(KraftPartition(topic, pid, new) if new is not reg else state, out, ctx)
+
+
+def _result(state: KraftPartition | None, out: list[Output], ctx: KraftContext) -> KraftResult:
+    # a standby replays the log: it keeps the state and appends nothing
+    return KraftResult(state, tuple(out) if ctx.active else (), None)
+
+
+def _describe(error: ApiError) -> str:
+    return error.error if error.message is None else f"{error.error}: {error.message}"
+
+
+
+def guarded_kraft_partition_step(state: KraftPartition | None, cmd: Command, config: ControllerConfig
+                                 ) -> tuple[KraftResult, str | None]:
+    """`kraft_partition_step`, with an exception (a bug of this project) turned into a value,
+    as `partition.guarded_partition_step` does."""
+    try:
+        return kraft_partition_step(state, cmd, config), None
+    except Exception as exc:  # noqa: BLE001 - the boundary of the core: nothing may escape
+        return KraftResult(state, (), None), describe_error(exc, f"partition {cmd.topic}-{cmd.partition}")
+
+
+def kraft_summary_of(rec: KraftPartition | None) -> PartitionSummary | None:
+    """The partition's summary: Online with a leader, else Offline (`partitionsWithNoLeader`)."""
+    if rec is None:
+        return None
+    reg = rec.registration
+    state = PartitionState.OfflinePartition if reg.leader == NO_LEADER else PartitionState.OnlinePartition
+    return interned_summary(state, reg.replicas[0] if reg.replicas else -1, reg.leader)
+
+
+def kraft_same_summary(a: KraftPartition | None, b: KraftPartition | None) -> bool:
+    return kraft_summary_of(a) is kraft_summary_of(b)

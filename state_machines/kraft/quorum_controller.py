@@ -1,0 +1,527 @@
+"""KRaft's directory step: one input event as the quorum controller handles it, up to the
+partitions.
+
+Theory of operation
+-------------------
+`kraft_directory_step` is `QuorumController`'s write events (apache/kafka 3.9.0,
+metadata/src/main/java/org/apache/kafka/controller/QuorumController.java) for the
+contract's events, each mapped onto the request or timer that causes it on a KRaft cluster:
+
+==========================  ===========================================================
+event                       KRaft
+==========================  ===========================================================
+ControllerFailover          a new quorum leader: `claim`; it writes nothing
+BrokerStartup               `registerBroker` (a new incarnation: RegisterBrokerRecord,
+                            fenced; with ELR, `handleBrokerUncleanShutdown` first), then
+                            the heartbeat that unfences it: `handleBrokerUnfenced`
+BrokerFailure               the session timeout: `maybeFenceOneStaleBroker` ->
+                            `handleBrokerFenced`
+ControlledShutdown          a heartbeat asking to shut down: `processBrokerHeartbeat` with
+                            `BrokerHeartbeatManager.calculateNextBrokerState`
+TopicCreation               `createTopics` with a manual assignment
+PartitionExpansion          `createPartitions` with a manual assignment
+TopicDeletion               `deleteTopics`: one RemoveTopicRecord
+PartitionReassignment       `alterPartitionReassignments`
+AlterPartition              `alterPartition` (request version 3)
+ReplicaLeaderElection       `electLeaders`
+TopicConfigChange,          `incrementalAlterConfigs`: ConfigRecords
+BrokerConfigChange
+PartitionStateSnapshot      a standby's replay of the partition's record
+ObservedPartitionState      shadow mode (shadow_rules.py)
+==========================  ===========================================================
+
+The directory holds the controller's record (active, epoch, topics, brokers, the cluster's
+dynamic configs), each broker's `BrokerRegistration` (ClusterControlManager's registry)
+under `broker-<id>`, and each topic's record (its partitions' brokers, configs and the
+partitions' summaries, as in ZK mode). Records the directory writes itself (broker, topic
+and config records) are `AppendedRecord`s; the partitions write their own.
+
+Broker epochs are the contract's `broker_epoch` where given, else the offset of the event
+(Kafka's epoch is the offset of the RegisterBrokerRecord). Kafka's random ids are not in
+the contract: a topic's id and a broker's one log directory are derived from their names
+(`topic_id`, `directory_id`), so that a replay gives the same records.
+
+Not mapped (the contract cannot express them): `StopReplicaResponse` (KRaft has no
+StopReplica round trip) and `ReplicaDirFailure` (it names partitions; KRaft's
+`handleDirectoriesOffline` needs directory ids) go to the dead letters with that reason.
+The periodic tasks (`maybeBalancePartitionLeaders`, `maybeElectUncleanLeaders`) do not run
+on `ControllerTick` yet.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import cast
+
+from .. import event_types as ev
+from ..commands import Command, Observe
+from ..directory import (
+    CONTROLLER_KEY, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, broker_key, topic_key,
+)
+from ..model import ControllerConfig
+from ..outputs import (
+    AlterPartitionResultRecord, ControlledShutdownResultRecord, DivergenceRecord, ElectionResultRecord,
+    ObservationOutcome, StateChangeFailedRecord,
+)
+from ..partition_summaries import offline_partitions
+from ..states import LeaderRecoveryState
+from . import broker_heartbeat_manager as hb
+from . import cluster_control as cc
+from .commands import (
+    AlterIsrData, AlterReassignment, BrokerLifecycle, ElectLeader, KraftContext, KraftOp, LoadRegistration,
+    RegisterPartition, RemovePartition,
+)
+from .metadata_version import MetadataVersion
+from .outputs import broker_record, config_record, topic_record
+from .partition_registration import PartitionRegistration
+from .records import (
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, ApiMessageAndVersion, ConfigRecord, FenceBrokerRecord,
+    MetadataTopicRecord, RemoveTopicRecord, UnfenceBrokerRecord,
+)
+from .replication_control import (
+    TopicContext, cluster_describer_default_dir, effective_min_isr, unknown_topic_error,
+    validate_manual_partition_assignment,
+)
+
+# AlterPartition's version a 3.9 broker sends (topic ids, broker epochs per ISR member)
+ALTER_PARTITION_VERSION = 3
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+def _derived_uuid(name: str) -> str:
+    """A Kafka `Uuid` derived from `name` (16 bytes of its SHA-1), written as Kafka's
+    `Uuid.toString` writes one: URL-safe base64 without padding."""
+    digest = hashlib.sha1(f"kafka-shadow-controller/{name}".encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def topic_id(topic: str) -> str:
+    """The topic's id, derived from its name (Kafka's is random; the contract has none)."""
+    return _derived_uuid(f"topic/{topic}")
+
+
+def directory_id(broker_id: int) -> str:
+    """The one log directory of a broker, derived from its id."""
+    return _derived_uuid(f"directory/{broker_id}")
+
+
+class KraftView(DirectoryView):
+    """The directory view with KRaft's broker registry and contexts."""
+
+    def __init__(self, view: Mapping[str, DirectoryRecord], config: ControllerConfig, offset: int,
+                 cause_id: str | None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None):
+        super().__init__(view, config, offset, cause_id, touched, ts)
+        self.mv = MetadataVersion.from_version_string(config.metadata_version)
+        self._kcontexts: dict[tuple[str, tuple[int, ...]], KraftContext] = {}
+        self.rejected: str | None = None
+
+    def put(self, key: str, record: DirectoryRecord | None) -> None:
+        super().put(key, record)
+        self._kcontexts.clear()
+
+    def registration(self, broker_id: int) -> cc.BrokerRegistration | None:
+        rec = self.get(broker_key(broker_id))
+        return rec if isinstance(rec, cc.BrokerRegistration) else None
+
+    def registry(self, brokers: Iterable[int] | None = None) -> cc.BrokerRegistry:
+        ids = sorted(self.controller.brokers) if brokers is None else brokers
+        return cc.BrokerRegistry.of(r for r in (self.registration(b) for b in ids) if r is not None)
+
+    def replay(self, records: Iterable[ApiMessageAndVersion]) -> None:
+        """Write broker records out and replay them into the registry."""
+        for r in records:
+            m = r.message
+            broker_id = m.id if isinstance(m, (FenceBrokerRecord, UnfenceBrokerRecord)) else m.broker_id  # type: ignore[union-attr]
+            after = self.registry([broker_id]).replay(m).registration(broker_id)
+            self.put(broker_key(broker_id), after)
+            c = self.controller
+            if after is not None and broker_id not in c.brokers:
+                self.put(CONTROLLER_KEY, replace(c, brokers=c.brokers | {broker_id}))
+            elif after is None:
+                self.put(CONTROLLER_KEY, replace(c, brokers=c.brokers - {broker_id}))
+            self.emit(broker_record(r))
+
+    def emit(self, output: object) -> None:
+        if self.controller.active:
+            self.outputs.append(output)  # type: ignore[arg-type]
+
+    def min_insync_replicas(self, configs: Iterable[tuple[str, str]]) -> int:
+        value = dict(configs).get(MIN_INSYNC_REPLICAS) or dict(self.controller.dynamic_configs).get(MIN_INSYNC_REPLICAS)
+        return int(value) if value is not None else self.config.min_insync_replicas
+
+    def topic_context(self, topic: str) -> TopicContext:
+        rec = self.topic(topic)
+        configs = rec.configs if rec else ()
+        rf = len(rec.brokers_of(0)) if rec else 0
+        return TopicContext(
+            topic_id=topic_id(topic), metadata_version=self.mv,
+            min_isr=effective_min_isr(self.min_insync_replicas(configs), rf) if rf else self.min_insync_replicas(configs),
+            unclean_leader_election=self.config.unclean_enabled_for(configs, self.controller.dynamic_configs),
+            eligible_leader_replicas_enabled=self.config.eligible_leader_replicas_version >= 1, name=topic)
+
+    def kctx(self, topic: str, partition: int) -> KraftContext:
+        rec = self.topic(topic)
+        brokers = tuple(sorted(rec.brokers_of(partition))) if rec else ()
+        key = (topic, brokers)
+        made = self._kcontexts.get(key)
+        if made is None:
+            registry = self.registry(brokers)
+            made = self._kcontexts[key] = KraftContext(
+                self.controller.active, self.topic_context(topic),
+                tuple(r for b in brokers if (r := registry.registration(b)) is not None))
+        return made
+
+    def ksend(self, topic: str, partition: int, op: KraftOp | Observe) -> None:
+        self.commands.append(Command(topic, partition, self.offset, self.cause_id, self.kctx(topic, partition), op))
+
+    def result(self, continuation: None = None, followups: tuple[ev.CauseStep, ...] = ()) -> DirectoryResult:  # type: ignore[override]
+        return DirectoryResult(self.changes, tuple(self.commands), tuple(self.outputs), None, followups,
+                               self.rejected)
+
+
+# -- brokers -----------------------------------------------------------------------------
+
+
+def _broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
+    b = e.broker_id
+    reg = d.registration(b)
+    if reg is not None and e.broker_epoch is not None and e.broker_epoch < reg.epoch:
+        return  # an older incarnation's registration
+    if reg is None or (e.broker_epoch is not None and e.broker_epoch != reg.epoch):
+        epoch = d.offset if e.broker_epoch is None else e.broker_epoch
+        if reg is not None and d.mv.is_elr_supported:
+            # registerBroker: a new incarnation's previous one shut down uncleanly (KIP-966)
+            _fan_out(d, d.hosted(b), BrokerLifecycle("handleBrokerUncleanShutdown", b))
+        records, reply = cc.register_broker(d.registry(), b, f"incarnation-{b}-{epoch}", epoch, d.mv,
+                                            log_dirs=(directory_id(b),))
+        if reply.error is not None:
+            d.rejected = f"BrokerStartup: {reply.error}: {reply.message}"
+            return
+        d.replay(records)
+        reg = d.registration(b)
+        assert reg is not None
+    if not reg.fenced:
+        return  # registered and unfenced: a repeated startup
+    # the heartbeat that finds it caught up: FENCED -> UNFENCED, handleBrokerUnfenced
+    d.replay([cc.unfence_broker_record(b, reg.epoch, d.mv)])
+    _fan_out(d, _leaderless(d), BrokerLifecycle("handleBrokerUnfenced", b))
+
+
+def _leaderless(d: KraftView) -> list[tuple[str, int]]:
+    """`partitionsWithNoLeader`, as the summaries say, with the partitions this cause reached."""
+    return sorted({*offline_partitions(d), *d.touched})
+
+
+def _broker_failure(d: KraftView, e: ev.BrokerFailure) -> None:
+    reg = d.registration(e.broker_id)
+    if reg is None or reg.fenced:
+        return  # only an unfenced broker holds a session that can expire
+    _fence(d, reg)
+
+
+def _fence(d: KraftView, reg: cc.BrokerRegistration) -> None:
+    """`handleBrokerFenced`: the partitions first (the registry still shows the broker
+    unfenced: `generateLeaderAndIsrUpdates` excludes it), then the broker's record."""
+    _fan_out(d, d.hosted(reg.id), BrokerLifecycle("handleBrokerFenced", reg.id))
+    d.replay([cc.fence_broker_record(d.registry(), reg.id, d.mv)])
+
+
+def _controlled_shutdown(d: KraftView, e: ev.ControlledShutdown) -> None:
+    if not d.controller.active:
+        return
+    b = e.broker_id
+    reg = d.registration(b)
+    epoch = e.broker_epoch if e.broker_epoch is not None else (reg.epoch if reg is not None else -1)
+    if d.registry([b]).check_broker_epoch(b, epoch) is not None:
+        d.emit(ControlledShutdownResultRecord(b, (), "STALE_BROKER_EPOCH"))
+        return
+    assert reg is not None
+    current = hb.current_broker_state(reg.fenced, reg.in_controlled_shutdown)
+    # The broker is caught up (its metadata offset is past its registration) and so is every
+    # active broker past its controlled shutdown offset: the contract carries no offsets.
+    nxt = hb.calculate_next_broker_state(
+        current, want_fence=False, want_shut_down=True, current_metadata_offset=reg.epoch,
+        register_broker_record_offset=reg.epoch, has_leaderships=_has_leaderships(d, b))
+    handler = hb.heartbeat_handler(current, nxt)
+    # the reply: the partitions it still leads come from the partitions (StillLeads)
+    d.emit(ControlledShutdownResultRecord(b, (), None))
+    if handler == "handleBrokerFenced":
+        _fence(d, reg)
+    elif handler == "handleBrokerInControlledShutdown":
+        record = cc.controlled_shutdown_record(d.registry(), b, reg.epoch, d.mv)
+        _fan_out(d, d.hosted(b), BrokerLifecycle("handleBrokerInControlledShutdown", b))
+        if record is not None:
+            d.replay([record])
+
+
+def _has_leaderships(d: KraftView, broker_id: int) -> bool:
+    """`BrokersToIsrs.hasLeaderships`, as the summaries say."""
+    for topic in sorted(d.controller.topics):
+        rec = d.topic(topic)
+        if rec is not None and any(s.leader == broker_id for _, s in rec.summaries):
+            return True
+    return False
+
+
+def _fan_out(d: KraftView, targets: Iterable[tuple[str, int]], op: KraftOp) -> None:
+    for t, p in targets:
+        d.ksend(t, p, op)
+
+
+# -- topics ------------------------------------------------------------------------------
+
+
+def _validate_assignments(d: KraftView, topic: str, partitions: Iterable[tuple[int, tuple[int, ...]]],
+                          replication_factor: int | None) -> bool:
+    """`createTopic` / `createPartitions`' checks of a manual assignment, all before any
+    record: Kafka refuses the whole request with the first error."""
+    registry = d.registry()
+    for p, replicas in partitions:
+        error = validate_manual_partition_assignment(replicas, registry, replication_factor)
+        if error is None and not any(registry.is_active(r) for r in replicas):
+            message = (f"All brokers specified in the manual partition assignment for partition {p} are fenced "
+                       f"or in controlled shutdown.")
+            d.emit(StateChangeFailedRecord(topic, p, None, "NewPartition", f"INVALID_REPLICA_ASSIGNMENT: {message}"))
+            return False
+        if error is not None:
+            d.emit(StateChangeFailedRecord(topic, p, None, "NewPartition", f"{error.error}: {error.message}"))
+            return False
+        if replication_factor is None:
+            replication_factor = len(replicas)
+    return True
+
+
+def _register_partitions(d: KraftView, topic: str, partitions: Iterable[tuple[int, tuple[int, ...]]]) -> None:
+    for p, replicas in partitions:
+        d.remember_brokers(topic, p, replicas)
+        d.ksend(topic, p, RegisterPartition(replicas))
+
+
+def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
+    if d.topic(e.topic) is not None:
+        return  # TOPIC_ALREADY_EXISTS: nothing is written
+    if not _validate_assignments(d, e.topic, e.partitions, None):
+        return
+    d.put(topic_key(e.topic), TopicRecord(configs=e.configs))
+    c = d.controller
+    d.put(CONTROLLER_KEY, replace(c, topics=c.topics | {e.topic}))
+    # TopicRecord, then its ConfigRecords, then the PartitionRecords (createTopic)
+    d.emit(topic_record(e.topic, ApiMessageAndVersion(MetadataTopicRecord(e.topic, topic_id(e.topic)), 0)))
+    for name, value in sorted(e.configs):
+        d.emit(config_record(ApiMessageAndVersion(ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value), 0)))
+    _register_partitions(d, e.topic, e.partitions)
+
+
+def _partition_expansion(d: KraftView, e: ev.PartitionExpansion) -> None:
+    rec = d.topic(e.topic)
+    if rec is None:
+        return
+    known = set(rec.partition_ids())
+    new = tuple((p, r) for p, r in e.partitions if p not in known)
+    if new and _validate_assignments(d, e.topic, new, len(rec.brokers_of(0)) or None):
+        _register_partitions(d, e.topic, new)
+
+
+def _topic_deletion(d: KraftView, e: ev.TopicDeletion) -> None:
+    rec = d.topic(e.topic)
+    if rec is None:
+        return
+    d.emit(topic_record(e.topic, ApiMessageAndVersion(RemoveTopicRecord(topic_id(e.topic)), 0)))
+    for p in rec.partition_ids():
+        d.ksend(e.topic, p, RemovePartition())
+    d.put(topic_key(e.topic), None)
+    c = d.controller
+    d.put(CONTROLLER_KEY, replace(c, topics=c.topics - {e.topic}))
+
+
+def _config_changes(before: Iterable[tuple[str, str | None]], after: Iterable[tuple[str, str | None]]
+                    ) -> list[tuple[str, str | None]]:
+    old, new = dict(before), dict(after)
+    return [(k, new.get(k)) for k in sorted({*old, *new}) if old.get(k) != new.get(k)]
+
+
+def _topic_config_change(d: KraftView, e: ev.TopicConfigChange) -> None:
+    rec = d.topic(e.topic)
+    if rec is None:
+        return
+    for name, value in _config_changes(rec.configs, e.configs):
+        d.emit(config_record(ApiMessageAndVersion(ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value), 0)))
+    d.put(topic_key(e.topic), replace(rec, configs=e.configs))
+
+
+def _broker_config_change(d: KraftView, e: ev.BrokerConfigChange) -> None:
+    c = d.controller
+    configs: dict[str, str] = dict(c.dynamic_configs)
+    for key, value in e.configs:
+        if value is None:
+            configs.pop(key, None)
+        else:
+            configs[key] = value
+    merged = tuple(sorted(configs.items()))
+    for name, value in _config_changes(c.dynamic_configs, merged):
+        d.emit(config_record(ApiMessageAndVersion(ConfigRecord(CONFIG_RESOURCE_BROKER, "", name, value), 0)))
+    d.put(CONTROLLER_KEY, replace(c, dynamic_configs=merged))
+
+
+# -- requests ----------------------------------------------------------------------------
+
+
+def _known(d: KraftView, topic: str, partition: int) -> bool:
+    rec = d.topic(topic)
+    return rec is not None and partition in rec.partition_ids()
+
+
+def _partition_reassignment(d: KraftView, e: ev.PartitionReassignment) -> None:
+    if not d.controller.active:
+        return
+    if not _known(d, e.topic, e.partition):
+        d.emit(StateChangeFailedRecord(e.topic, e.partition, None, "PartitionReassignment",
+                                       "UNKNOWN_TOPIC_OR_PARTITION"))
+        return
+    targets = [r for r in (e.target_replicas or ()) if isinstance(r, int) and r >= 0]
+    d.remember_brokers(e.topic, e.partition, targets)
+    d.ksend(e.topic, e.partition, AlterReassignment(e.target_replicas))
+
+
+def _alter_partition(d: KraftView, e: ev.AlterPartition) -> None:
+    if not d.controller.active:
+        return
+
+    def refuse(error: str) -> None:
+        d.emit(AlterPartitionResultRecord(e.topic, e.partition, e.broker_id, error, None, None, None, None))
+
+    reg = d.registration(e.broker_id)
+    epoch = e.broker_epoch if e.broker_epoch is not None else (reg.epoch if reg is not None else -1)
+    stale = d.registry([e.broker_id]).check_broker_epoch(e.broker_id, epoch)
+    if stale is not None:
+        refuse(stale)
+        return
+    rec = d.topic(e.topic)
+    if rec is None:
+        refuse(unknown_topic_error(ALTER_PARTITION_VERSION))
+        return
+    if e.partition not in rec.partition_ids():
+        refuse("UNKNOWN_TOPIC_OR_PARTITION")  # validateAlterPartitionData: no such partition
+        return
+    d.remember_brokers(e.topic, e.partition, (e.broker_id, *e.isr))
+    d.ksend(e.topic, e.partition, AlterIsrData(e.broker_id, ALTER_PARTITION_VERSION, e.leader_epoch,
+                                               e.partition_epoch, e.isr, e.leader_recovery_state))
+
+
+def _replica_leader_election(d: KraftView, e: ev.ReplicaLeaderElection) -> None:
+    if not d.controller.active:
+        return
+    listed = e.partitions is not None
+    if e.partitions is None:
+        wanted = [(t, p) for t in sorted(d.controller.topics) for p in cast(TopicRecord, d.topic(t)).partition_ids()]
+    else:
+        wanted = list(e.partitions)
+    for t, p in wanted:
+        if not _known(d, t, p):
+            d.emit(ElectionResultRecord(t, p, e.election_type, "UNKNOWN_TOPIC_OR_PARTITION", None))
+        else:
+            d.ksend(t, p, ElectLeader(e.election_type, listed))
+
+
+def _partition_state_snapshot(d: KraftView, e: ev.PartitionStateSnapshot) -> None:
+    if d.controller.active:
+        d.emit(StateChangeFailedRecord(e.topic, e.partition, None, "PartitionStateSnapshot",
+                                       "ignored: snapshots load context while the controller is inactive"))
+        return
+    if d.topic(e.topic) is None:
+        d.put(topic_key(e.topic), TopicRecord())
+        c = d.controller
+        d.put(CONTROLLER_KEY, replace(c, topics=c.topics | {e.topic}))
+    d.remember_brokers(e.topic, e.partition, (*e.replicas, *e.isr))
+    default_dir = cluster_describer_default_dir(d.registry(), d.mv)
+    registration = PartitionRegistration(
+        replicas=e.replicas, directories=tuple(default_dir(r) for r in e.replicas), isr=e.isr, leader=e.leader,
+        leader_epoch=e.leader_epoch, partition_epoch=e.partition_epoch,
+        leader_recovery_state=LeaderRecoveryState(e.leader_recovery_state),
+        removing_replicas=e.removing_replicas, adding_replicas=e.adding_replicas)
+    d.ksend(e.topic, e.partition, LoadRegistration(registration))
+
+
+def _observed_partition_state(d: KraftView, e: ev.ObservedPartitionState) -> None:
+    if not d.controller.active:
+        return
+    if not _known(d, e.topic, e.partition):
+        observed = {"leader": e.leader, "leader_epoch": e.leader_epoch, "isr": list(e.isr)}
+        d.outputs.append(DivergenceRecord(e.topic, e.partition, {"leader": -1, "leader_epoch": None, "isr": []},
+                                          observed, "benign", "the shadow does not know this partition"))
+        d.outputs.append(ObservationOutcome("benign"))
+        return
+    d.remember_brokers(e.topic, e.partition, (e.leader, *e.isr))
+    d.ksend(e.topic, e.partition, Observe(e.leader, e.leader_epoch, e.isr, e.partition_epoch, e.controller_epoch))
+
+
+def _controller_failover(d: KraftView, e: ev.ControllerFailover) -> None:
+    c = d.controller
+    if c.active and e.controller_epoch <= c.controller_epoch:
+        return
+    # a new quorum leader replays the log it already has and writes nothing of its own
+    d.put(CONTROLLER_KEY, replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch))
+
+
+_NOT_MAPPED = {
+    ev.StopReplicaResponse: "StopReplicaResponse has no meaning in kraft mode: KRaft deletes a topic with one "
+                            "RemoveTopicRecord, without a StopReplica round trip",
+    ev.ReplicaDirFailure: "ReplicaDirFailure cannot be applied in kraft mode: it names partitions, and KRaft's "
+                          "handleDirectoriesOffline needs the failed directory ids, which the contract does not carry",
+}
+
+
+def kraft_directory_step(
+    view: Mapping[str, DirectoryRecord], event: ev.CauseStep, config: ControllerConfig, offset: int,
+    cause_id: str | None = None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None,
+) -> DirectoryResult:
+    """One input event against the KRaft directory: (records, event) -> (changed records,
+    commands, outputs)."""
+    d = KraftView(view, config, offset, cause_id, touched, ts)
+    c = d.controller
+    if ts is not None and (c.event_time is None or ts > c.event_time):
+        d.put(CONTROLLER_KEY, replace(c, event_time=ts))
+    reason = _NOT_MAPPED.get(type(event))
+    if reason is not None:
+        d.rejected = reason
+    elif isinstance(event, ev.ControllerFailover):
+        _controller_failover(d, event)
+    elif isinstance(event, ev.BrokerStartup):
+        _broker_startup(d, event)
+    elif isinstance(event, ev.BrokerFailure):
+        _broker_failure(d, event)
+    elif isinstance(event, ev.ControlledShutdown):
+        _controlled_shutdown(d, event)
+    elif isinstance(event, ev.TopicCreation):
+        _topic_creation(d, event)
+    elif isinstance(event, ev.PartitionExpansion):
+        _partition_expansion(d, event)
+    elif isinstance(event, ev.TopicDeletion):
+        _topic_deletion(d, event)
+    elif isinstance(event, ev.PartitionReassignment):
+        _partition_reassignment(d, event)
+    elif isinstance(event, ev.AlterPartition):
+        _alter_partition(d, event)
+    elif isinstance(event, ev.ReplicaLeaderElection):
+        _replica_leader_election(d, event)
+    elif isinstance(event, ev.TopicConfigChange):
+        _topic_config_change(d, event)
+    elif isinstance(event, ev.BrokerConfigChange):
+        _broker_config_change(d, event)
+    elif isinstance(event, ev.PartitionStateSnapshot):
+        _partition_state_snapshot(d, event)
+    elif isinstance(event, ev.ObservedPartitionState):
+        _observed_partition_state(d, event)
+    elif isinstance(event, (ev.ControllerTick, ev.RebalanceCheck)):
+        pass  # the periodic tasks are not run yet (module docstring)
+    else:  # pragma: no cover - programming error
+        raise TypeError(f"unknown event {event!r}")
+    d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))
+    return d.result()
+
+
+def kraft_reads_summaries(event: ev.Event) -> bool:
+    """Whether the event reads the partitions' summaries: unfencing elects every leaderless
+    partition, and a shutdown heartbeat asks whether the broker still leads."""
+    return isinstance(event, (ev.BrokerStartup, ev.ControlledShutdown))

@@ -1,0 +1,71 @@
+"""The two rule sets the loop runs: the ZK controller's and the KRaft quorum controller's.
+
+A rule set is what differs between them at the loop's seams (loop.py): the directory step
+(one event against the controller-wide facts, and its fan-out), the partition step (one
+command against one partition), the partitions' summaries the directory keeps, and which
+events read those summaries. The loop, the values, the election algorithms and the shell
+are shared; `ControllerConfig.mode` chooses the set once.
+
+=====================  ==========================================  ===========================
+seam                   zk (KafkaController, 3.9.0)                 kraft (QuorumController)
+=====================  ==========================================  ===========================
+directory step         controller_events.directory_step            kraft.quorum_controller
+partition step         partition.guarded_partition_step            kraft.partition_step
+partition state        partition_record.PartitionRecord            kraft.commands.KraftPartition
+summary                partition_summaries.summary_of              kraft_summary_of
+reads summaries        broker changes, a due rebalance check       unfencing, a shutdown heartbeat
+=====================  ==========================================  ===========================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import event_types as ev
+from .commands import PartitionSummary
+from .controller_events import directory_step
+from .kraft.partition_step import guarded_kraft_partition_step, kraft_same_summary, kraft_summary_of
+from .kraft.quorum_controller import kraft_directory_step, kraft_reads_summaries
+from .model import ControllerConfig
+from .partition import guarded_partition_step
+from .partition_summaries import summary_of
+
+
+def _zk_reads_summaries(event: ev.Event) -> bool:
+    """A broker change or a cluster config change may retry every offline partition."""
+    return isinstance(event, (ev.BrokerStartup, ev.BrokerFailure, ev.BrokerConfigChange, ev.ReplicaDirFailure))
+
+
+def _zk_same_summary(a: Any, b: Any) -> bool:
+    """`summary_of(a) == summary_of(b)`, without building either (a fan-out reaches
+    hundreds of thousands of partitions)."""
+    if a is None or b is None:
+        return a is b
+    if a.state is not b.state:
+        return False
+    la, lb = a.leadership, b.leadership
+    if (None if la is None else la.leader) != (None if lb is None else lb.leader):
+        return False
+    ra, rb = a.assignment.replicas, b.assignment.replicas
+    return bool((ra[0] if ra else -1) == (rb[0] if rb else -1))
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    name: str
+    directory_step: Callable[..., Any]
+    partition_step: Callable[[Any, Any, ControllerConfig], tuple[Any, str | None]]
+    summary_of: Callable[[Any], PartitionSummary | None]
+    same_summary: Callable[[Any, Any], bool]
+    reads_summaries: Callable[[ev.Event], bool]
+
+
+ZK = RuleSet("zk", directory_step, guarded_partition_step, summary_of, _zk_same_summary, _zk_reads_summaries)
+KRAFT = RuleSet("kraft", kraft_directory_step, guarded_kraft_partition_step, kraft_summary_of, kraft_same_summary,
+                kraft_reads_summaries)
+
+
+def rules_for(config: ControllerConfig) -> RuleSet:
+    return KRAFT if config.mode == "kraft" else ZK
