@@ -10,12 +10,19 @@
 3. with --diff, compare the branch's decisions with the original run's for the causes
    decided after batch N (`tools/replay_diff.py`): per partition, the final leader,
    whether it ended offline (leader -1), unclean elections and the leader epoch.
+
+A migration what-if, `--set controller.mode=kraft` on a ZK-era checkpoint (or back), cannot
+continue the checkpoint's state: a ZK partition is no KRaft registration. The branch is
+then rebuilt: a new checkpoint that runs the input from its start under the other rule set,
+so that the state at batch N is the one KRaft's rules would have reached on the same
+events; the diff still compares only the causes after batch N.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -25,7 +32,7 @@ from typing import Any
 
 from streaming.exits import CommandError
 from streaming.settings import schema as settings_mod
-from streaming.settings.checkpoint import FROZEN, load_settings, save_settings
+from streaming.settings.checkpoint import FROZEN, REBUILT, frozen_value, load_settings, save_settings
 from streaming.settings.schema import JobSettings
 
 from .branch import Branch, branch_checkpoint, check_branch, first_offset_after
@@ -49,9 +56,18 @@ def branch_settings(original: JobSettings, to: str, overrides: list[str], input:
     values["job.checkpoint"] = os.path.abspath(to)
     settings = settings_mod.apply(original, values)
     for name in FROZEN:
-        if getattr(settings, name) != getattr(original, name):
-            raise ReplayError(f"{name} is frozen into the checkpoint ({getattr(original, name)}); it cannot be changed")
+        if name != REBUILT and frozen_value(settings, name) != frozen_value(original, name):
+            raise ReplayError(f"{name} is frozen into the checkpoint ({frozen_value(original, name)}); "
+                              f"it cannot be changed")
+    if rebuilds(original, settings):
+        # the other rule set starts from the input's first event (a new checkpoint)
+        settings = dataclasses.replace(settings, starting_offsets="earliest")
     return settings, settings_mod.spark_conf(values), settings_mod.master(values)
+
+
+def rebuilds(original: JobSettings, branch: JobSettings) -> bool:
+    """Whether the branch runs another rule set than the checkpoint's (a migration what-if)."""
+    return frozen_value(original, REBUILT) != frozen_value(branch, REBUILT)
 
 
 # -- the replay ----------------------------------------------------------------------------
@@ -71,11 +87,18 @@ def replay(spark: Any, checkpoint: str, from_batch: int, to: str, overrides: tup
 
     original = load_settings(checkpoint)
     settings, _, _ = branch_settings(original, to, list(overrides), input, output)
-    branch = branch_checkpoint(checkpoint, from_batch, to)
+    if rebuilds(original, settings):
+        check_branch(checkpoint, from_batch, to)
+        os.makedirs(to, exist_ok=True)
+        branch = Branch(os.path.abspath(to), from_batch, 0, (), ())
+        start_offset = 0
+    else:
+        branch = branch_checkpoint(checkpoint, from_batch, to)
+        start_offset = first_offset_after(checkpoint, from_batch) or 0
     save_settings(settings, to)
     query, sink = start(spark, settings, available_now=True)
     try:
-        with _progress(spark, settings, first_offset_after(checkpoint, from_batch) or 0):
+        with _progress(spark, settings, start_offset):
             query.processAllAvailable()
     finally:
         query.stop()
@@ -177,7 +200,8 @@ def run_replay(args: argparse.Namespace, spark: Any, out: Any = None) -> int:
     try:
         result = replay(spark, args.checkpoint, args.from_batch, args.to, list(args.set or []),
                         input=args.input, output=args.output)
-        diff = diff_replay(args.checkpoint, args.to, args.from_batch, args.original_decisions) if args.diff else None
+        diff = (diff_replay(args.checkpoint, args.to, args.from_batch, args.original_decisions,
+                            rebuilt=rebuilds(load_settings(args.checkpoint), result.settings)) if args.diff else None)
     except CommandError as exc:
         return report("replay", exc)
     ran = sorted(result.stats)
@@ -188,8 +212,12 @@ def run_replay(args: argparse.Namespace, spark: Any, out: Any = None) -> int:
                "output": result.settings.output, **({"diff": diff_json(diff)} if diff else {})}
         print(json.dumps(doc, indent=2), file=out)
         return 0
-    print(f"branched {args.checkpoint} at batch {args.from_batch} into {result.branch.checkpoint} "
-          f"({result.branch.copied} files copied, {len(result.branch.dropped)} dropped); ran batches "
+    how = (f"rebuilt {result.branch.checkpoint} from the input's start under controller.mode "
+           f"{result.settings.controller.mode} (the other rule set cannot continue {args.checkpoint})"
+           if rebuilds(load_settings(args.checkpoint), result.settings) else
+           f"branched {args.checkpoint} at batch {args.from_batch} into {result.branch.checkpoint} "
+           f"({result.branch.copied} files copied, {len(result.branch.dropped)} dropped)")
+    print(f"{how}; ran batches "
           f"{f'{ran[0]}..{ran[-1]}' if ran else 'none'}, {decisions} decisions to {result.settings.output}", file=out)
     if diff:
         print(format_diff(diff), file=out)

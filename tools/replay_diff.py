@@ -77,22 +77,30 @@ def read_decisions(path: str, after_batch: int | None = None) -> list[dict[str, 
 
 
 def diff_replay(checkpoint: str, to: str, from_batch: int, original_decisions: str | None = None,
-                branch_decisions: str | None = None) -> ReplayDiff:
+                branch_decisions: str | None = None, rebuilt: bool = False) -> ReplayDiff:
     """Compare the branch TO with the run that wrote CHECKPOINT, for the causes decided after
     batch `from_batch`: those at or after the first event offset after it, and any other
-    cause that either side decided after it (an event buffered across batches)."""
+    cause that either side decided after it (an event buffered across batches). A `rebuilt`
+    branch (another rule set, run from the input's start) has its own decisions before the
+    branch point: they are its prefix."""
     original_decisions, branch_decisions = decisions_paths(load_settings(checkpoint), load_settings(to),
                                                            original_decisions, branch_decisions)
     orig_all = read_decisions(original_decisions)
     branch = read_decisions(branch_decisions)
     first = first_offset_after(checkpoint, from_batch)
-    causes = {r["cause_offset"] for r in branch}
+    causes = set() if rebuilt else {r["cause_offset"] for r in branch}
     if os.path.isdir(original_decisions):
         causes |= {r["cause_offset"] for r in read_decisions(original_decisions, after_batch=from_batch)}
     if first is not None:
         causes |= {r["cause_offset"] for r in orig_all if r["cause_offset"] >= first}
+    if rebuilt and first is not None:
+        causes |= {r["cause_offset"] for r in branch if r["cause_offset"] >= first}
     prefix = [r for r in orig_all if r["cause_offset"] not in causes]
     orig_after = [r for r in orig_all if r["cause_offset"] in causes]
+    if rebuilt:
+        branch_prefix = [r for r in branch if r["cause_offset"] not in causes]
+        branch = [r for r in branch if r["cause_offset"] in causes]
+        return compare(from_batch, sorted(causes), prefix, orig_after, branch, branch_prefix)
     return compare(from_batch, sorted(causes), prefix, orig_after, branch)
 
 
@@ -113,18 +121,24 @@ def decisions_paths(original: JobSettings, branch: JobSettings, original_decisio
 
 
 def compare(from_batch: int, causes: list[int], prefix: list[dict[str, Any]], original: list[dict[str, Any]],
-            branch: list[dict[str, Any]]) -> ReplayDiff:
-    """The diff of two continuations (`original`, `branch`) of the same decisions `prefix`."""
-    before, after_o, after_b = _outcomes(prefix, []), _outcomes(prefix, original), _outcomes(prefix, branch)
+            branch: list[dict[str, Any]], branch_prefix: list[dict[str, Any]] | None = None) -> ReplayDiff:
+    """The diff of two continuations (`original`, `branch`) of the decisions `prefix` (the
+    branch's own `branch_prefix` when it was rebuilt under the other rule set)."""
+    bprefix = prefix if branch_prefix is None else branch_prefix
+    before_o, before_b = _outcomes(prefix, []), _outcomes(bprefix, [])
+    after_o, after_b = _outcomes(prefix, original), _outcomes(bprefix, branch)
     touched = {k for recs in (original, branch) for k in _lair_keys(recs)}
     none = Outcome(None, None, 0)
     parts = tuple(
-        PartitionDiff(t, p, after_o.get((t, p), before.get((t, p), none)), after_b.get((t, p), before.get((t, p), none)))
+        PartitionDiff(t, p, after_o.get((t, p), before_o.get((t, p), none)),
+                      after_b.get((t, p), before_b.get((t, p), none)))
         for t, p in sorted(touched)
     )
     counts = {
         "decisions": (len(original), len(branch)),
         "LeaderAndIsr": (_count(original, "LeaderAndIsr"), _count(branch, "LeaderAndIsr")),
+        **({"PartitionChangeRecord": (_count(original, "PartitionChangeRecord"), _count(branch, "PartitionChangeRecord"))}
+           if any(r.get("type") == "PartitionChangeRecord" for r in original + branch) else {}),
         "StateChangeFailed": (_count(original, "StateChangeFailed"), _count(branch, "StateChangeFailed")),
         "unclean elections": (sum(d.original.unclean_elections for d in parts), sum(d.branch.unclean_elections for d in parts)),
         "offline partitions": (sum(d.original.offline for d in parts), sum(d.branch.offline for d in parts)),
@@ -133,11 +147,46 @@ def compare(from_batch: int, causes: list[int], prefix: list[dict[str, Any]], or
     return ReplayDiff(from_batch, tuple(causes), parts, counts, sum((co - cb).values()), sum((cb - co).values()))
 
 
+# the records that state a partition's leadership: the ZK controller's requests, and KRaft's
+# metadata records (kraft mode)
+_KRAFT_PARTITION = ("PartitionRecord", "PartitionChangeRecord")
+
+
 def _lair_keys(records: list[dict[str, Any]]) -> set[tuple[str, int]]:
-    return {(r["topic"], r["partition"]) for r in records if r.get("type") == "LeaderAndIsr"}
+    return {(r["topic"], r["partition"]) for r in records if r.get("type") in ("LeaderAndIsr", *_KRAFT_PARTITION)}
 
 
 def _outcomes(prefix: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[tuple[str, int], Outcome]:
+    """Each partition's outcome, from either rule set's records."""
+    out = _kraft_outcomes(prefix, after)
+    out.update(_zk_outcomes(prefix, after))
+    return out
+
+
+def _kraft_outcomes(prefix: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[tuple[str, int], Outcome]:
+    """KRaft's records replayed: a PartitionRecord states the leader and its epoch; a
+    PartitionChangeRecord that sets the leader bumps the epoch by one
+    (PartitionRegistration.merge). An unclean election is a change to a leader that also
+    sets the recovery state RECOVERING (1, KIP-704)."""
+    state: dict[tuple[str, int], list[int]] = {}  # leader, leader epoch, unclean elections after the branch point
+    ordered = sorted(((0, r) for r in prefix), key=lambda x: (x[1]["cause_offset"], x[1]["seq"]))
+    ordered += sorted(((1, r) for r in after), key=lambda x: (x[1]["cause_offset"], x[1]["seq"]))
+    for side, r in ordered:
+        kind = r.get("type")
+        if kind not in _KRAFT_PARTITION:
+            continue
+        key = (r["topic"], r["partition"])
+        if kind == "PartitionRecord":
+            state[key] = [r["leader"], r["leader_epoch"], 0]
+        elif key in state and "leader" in r:
+            s = state[key]
+            s[0], s[1] = r["leader"], s[1] + 1
+            if side and r["leader"] >= 0 and r.get("leader_recovery_state") == 1:
+                s[2] += 1
+    return {k: Outcome(v[0], v[1], v[2]) for k, v in state.items()}
+
+
+def _zk_outcomes(prefix: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[tuple[str, int], Outcome]:
     # One request batch may send brokers different states of a partition within one cause
     # (Kafka keeps the last per broker), so the newest is the one with the highest
     # partition epoch of the latest cause.

@@ -35,6 +35,8 @@ SETTINGS_VERSION = 1
 # another shape (a ZK checkpoint's partitions are no KRaft registrations). STATE_LAYOUT names the layout version
 # of scale mode's buckets (2: balanced labels, line-per-partition state).
 FROZEN = ("partition_buckets", "shuffle_partitions", "controller.mode")
+# the FROZEN setting `replay` may change: it then rebuilds the state from the input's start
+REBUILT = "controller.mode"
 STATE_LAYOUT = 2
 
 
@@ -67,7 +69,7 @@ def check_frozen(settings: JobSettings, checkpoint: str) -> None:
         raise CheckpointMismatch(f"{checkpoint} has query state but no {SETTINGS_FILE}; cannot check its state layout")
     saved = load_settings(checkpoint)
     for name in FROZEN:
-        now, then = _setting(settings, name), _setting(saved, name)
+        now, then = frozen_value(settings, name), frozen_value(saved, name)
         if now != then:
             raise CheckpointMismatch(f"{name} is frozen into the checkpoint {checkpoint} ({then}); "
                                      f"it cannot be changed to {now}")
@@ -76,7 +78,8 @@ def check_frozen(settings: JobSettings, checkpoint: str) -> None:
                                  f"this build reads layout {STATE_LAYOUT}: start a new checkpoint")
 
 
-def _setting(settings: Any, dotted: str) -> Any:
+def frozen_value(settings: Any, dotted: str) -> Any:
+    """The value of a FROZEN setting (a JobSettings field, or `controller.<field>`)."""
     for part in dotted.split("."):
         settings = getattr(settings, part)
     return settings
