@@ -30,7 +30,7 @@ from streaming.pipeline import read_feedback
 from streaming.settings.checkpoint import load_settings
 
 from .errors import InspectError
-from .inspect import checked_batch, read_offset_log
+from .inspect import checked_batch, read_offset_log, refuse_kraft
 
 TopicPartition = tuple[str, int]
 
@@ -106,8 +106,10 @@ def check_checkpoint(checkpoint: str, batch: int | None) -> tuple[int, int]:
     """Everything that can be refused before Spark starts: the checkpoint exists, records
     its settings, and has batch `batch` committed (default: the latest). Returns (batch,
     latest committed)."""
-    load_settings(checkpoint)  # CheckpointError (exit 2) when missing or unreadable
+    settings = load_settings(checkpoint)  # CheckpointError (exit 2) when missing or unreadable
+    refuse_kraft(checkpoint, settings.controller.mode)
     return checked_batch(checkpoint, batch)
+
 
 
 # -- the state (Spark's state readers) ------------------------------------------------------

@@ -25,6 +25,7 @@ from state_machines.engine import partition_json
 from state_machines.directory import BrokerRecord
 from streaming import state_reader
 from streaming.exits import UsageError
+from streaming.settings.checkpoint import load_settings
 
 from .console import report
 from .errors import InspectError
@@ -126,6 +127,14 @@ def _broker_row(broker_id: int, rec: BrokerRecord) -> dict[str, Any]:
 
 def _on_broker(row: dict[str, Any], broker: int) -> bool:
     return broker in row["replicas"] or broker in row["adding_replicas"] or broker in row["removing_replicas"]
+
+
+def refuse_kraft(checkpoint: str, mode: str) -> None:
+    """inspect, health and what-if read the ZK rule set's state; a kraft-mode checkpoint
+    holds KRaft registrations (README, "KRaft mode": not built yet)."""
+    if mode == "kraft":
+        raise InspectError(f"{checkpoint} runs controller.mode kraft; this tool reads zk-mode state only (not built "
+                           f"for kraft mode yet)")
 
 
 def checked_batch(checkpoint: str, batch: int | None) -> tuple[int, int]:
@@ -230,6 +239,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     try:
         partitions = partition_names(args)
         checked_batch(args.checkpoint, args.batch)
+        refuse_kraft(args.checkpoint, load_settings(args.checkpoint).controller.mode)
         result = _inspect_with_spark(args, partitions)
         if args.topic and not partitions:
             _keep_topic(result, args.topic)

@@ -25,6 +25,7 @@ import pytest
 from state_machines.engine import Engine
 from state_machines.events import parse_event
 from streaming import exits
+from state_machines.model import ControllerConfig
 from streaming.settings.checkpoint import save_settings
 from streaming.settings.schema import JobSettings
 
@@ -110,6 +111,18 @@ ROWS = [
                                              "--set", "job.checkpointLocation={tmp}/ckpt-a",
                                              "--set", "job.partition_buckets=4"), exits.USAGE,
         "partition_buckets is frozen into the checkpoint"),
+    Row("the rule set is frozen into the checkpoint", ("run", "--input", "file:{tmp}/in-a", "--output", "file:{tmp}/out",
+                                                       "--checkpoint", "{tmp}/ckpt-a", "--set", "controller.mode=kraft"),
+        exits.USAGE, "controller.mode is frozen into the checkpoint {tmp}/ckpt-a (zk); it cannot be changed to kraft"),
+    Row("a mode that does not exist", ("run", "--input", "file:{tmp}/in-a", "--output", "file:{tmp}/out",
+                                       "--checkpoint", "{tmp}/fresh", "--set", "controller.mode=kraf"),
+        exits.USAGE, "controller.mode must be zk or kraft, got 'kraf'"),
+    Row("an unknown metadata.version", ("simulate", "{tmp}/events.jsonl", "--config", "{tmp}/bad-mv.toml"),
+        exits.USAGE, "unknown metadata.version '3.9-IV9'"),
+    Row("ELR on a metadata.version without it", ("run", "--input", "file:{tmp}/in-a", "--output", "file:{tmp}/out",
+                                                 "--checkpoint", "{tmp}/fresh", "--set", "controller.mode=kraft",
+                                                 "--set", "controller.eligible.leader.replicas.version=1"),
+        exits.USAGE, "eligible.leader.replicas.version 1 needs metadata.version 4.0-IV1 or later, not 3.9-IV0"),
     # missing inputs of the one-shot tools
     Row("simulate: events file missing", ("simulate", "{tmp}/nosuch.jsonl"), exits.USAGE,
         "{tmp}/nosuch.jsonl: no such events file"),
@@ -151,6 +164,11 @@ ROWS = [
         "batch 9 is not committed in {tmp}/done (committed: 0..1)"),
     Row("health: a checkpoint without its settings", ("health", "--checkpoint", "{tmp}/in-a"), exits.USAGE,
         "{tmp}/in-a/settings.json not found"),
+    Row("health: a kraft-mode checkpoint", ("health", "--checkpoint", "{tmp}/kraft-ckpt"), exits.USAGE,
+        "{tmp}/kraft-ckpt runs controller.mode kraft; this tool reads zk-mode state only"),
+    Row("what-if: a kraft-mode checkpoint", ("what-if", "--checkpoint", "{tmp}/kraft-ckpt", "--event",
+                                             '{{"type":"BrokerFailure","broker_id":2}}'), exits.USAGE,
+        "{tmp}/kraft-ckpt runs controller.mode kraft; this tool reads zk-mode state only"),
     Row("what-if: no event", ("what-if", "--checkpoint", "{tmp}/done"), exits.USAGE,
         "one of the arguments --event --events is required"),
     Row("what-if: unknown flag", ("what-if", "--checkpoint", "{tmp}/done", "--event", '{{"type":"ControllerTick"}}',
@@ -246,6 +264,9 @@ def _scratch(tmp: Path) -> None:
     save_settings(JobSettings(input=f"file:{tmp}/in-a", output=f"file:{tmp}/out", checkpoint=str(tmp / "ckpt-a"),
                               shuffle_partitions=2), str(tmp / "ckpt-a"))
     (tmp / "ckpt-a" / "query").mkdir()
+    save_settings(JobSettings(input=f"file:{tmp}/in-a", output=f"file:{tmp}/out", checkpoint=str(tmp / "kraft-ckpt"),
+                              controller=ControllerConfig(mode="kraft")), str(tmp / "kraft-ckpt"))
+    (tmp / "bad-mv.toml").write_text('[controller]\nmode = "kraft"\n"metadata.version" = "3.9-IV9"\n')
     # a checkpoint with batches 0 and 1 committed
     done = tmp / "done"
     save_settings(JobSettings(input=f"file:{tmp}/in-a", output=f"file:{tmp}/out-done", checkpoint=str(done)), str(done))
