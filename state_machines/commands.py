@@ -216,3 +216,5 @@ class SummaryReport:
     partition: int
     summary: PartitionSummary | None
     cause_offset: int = -1
+    # kraft mode: the cause's event time, which schedules KRaft's periodic tasks
+    ts: int | None = None

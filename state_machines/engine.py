@@ -17,7 +17,7 @@ from operator import itemgetter
 from typing import Any
 
 from .commands import Command
-from .directory import CONTROLLER_KEY, BrokerRecord, ControllerRecord, TopicRecord, topic_key
+from .directory import CONTROLLER_KEY, ControllerRecord, TopicRecord, topic_key
 from .events import Envelope
 from .loop import (
     DIRECT, PartitionSlot, Replies, Sequencer, Work, fold_partition, merge_shutdown_shares,

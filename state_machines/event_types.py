@@ -168,5 +168,19 @@ class RebalanceCheck:
     (leader_balance.py)."""
 
 
+@dataclass(frozen=True, slots=True)
+class KraftTask:
+    """Internal, never an input: one of the KRaft quorum controller's deferred write events
+    that came due (`task`: "balance" for maybeBalancePartitionLeaders, "unclean" for
+    maybeElectUncleanLeaders), run as a step of the cause whose `ts` reached it; `after`
+    is its second half, which reschedules once the partitions folded the run
+    (kraft/periodic_tasks.py)."""
+
+    task: str
+    after: bool = False
+    ts: int | None = None  # the run's time, for the reschedule
+    hit_max: bool = False  # the run tried maxElectionsPerImbalance partitions
+
+
 # What one step of a cause applies: an input event, or a check the controller runs itself.
-CauseStep = Union[Event, RebalanceCheck]
+CauseStep = Union[Event, RebalanceCheck, KraftTask]

@@ -36,18 +36,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Union
 
 from .commands import Command, DeletionReport, SummaryReport
-from .directory import CONTROLLER_KEY, Continuation, ControllerRecord, DirectoryResult
+from .directory import Continuation, DirectoryResult
 from .errors import InvalidEvent
-from .leader_balance import is_due
-from .event_types import CauseStep, RebalanceCheck
+from .event_types import CauseStep, KraftTask, RebalanceCheck
 from .events import DEFAULT_LIMITS, Envelope, InputLimits, parse_line
 from .model import ControllerConfig
 from .outputs import (
     ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads, UpdateMetadataSend, UpdateMetadataShare,
 )
-from .kraft.commands import KraftPartition
+from .kraft.commands import KraftContext, KraftPartition
 from .partition import PartitionRecord, describe_error
-from .partition_summaries import apply_summaries
 from .rule_sets import rules_for
 from .topic_deletion import after_reports
 from .update_metadata import Piece
@@ -189,10 +187,7 @@ class Sequencer:
     def _reads_summaries(self, env: Envelope) -> bool:
         """Whether the event reads the partitions' summaries (the rule set says which do),
         or a due rebalance check, which reads every partition's leader."""
-        if rules_for(self.config).reads_summaries(env.event):
-            return True
-        controller = self.directory.get(CONTROLLER_KEY)
-        return isinstance(controller, ControllerRecord) and is_due(controller, env.ts)
+        return rules_for(self.config).reads_summaries(env, self.directory)
 
     def start(self, env: Envelope) -> Pending | None:
         """Apply one parsed event (one cause)."""
@@ -205,7 +200,7 @@ class Sequencer:
         """The partitions' summary reports (partition_summaries.py), in the order they were
         made; `offset` names the cause whose record a failure would dead-letter."""
         if reports:
-            self._step(offset, apply_summaries, reports, self.config, offset)
+            self._step(offset, rules_for(self.config).apply_summaries, reports, self.config, offset)
 
     def resume(self, pending: Pending, reports: Iterable[DeletionReport]) -> Pending | None:
         """A waiting cause with its round's reports in (they are taken in partition order),
@@ -251,7 +246,7 @@ class Sequencer:
         """Run the steps of one cause (the input event, then any follow-ups) in order."""
         if not events:
             return None
-        if isinstance(events[0], RebalanceCheck) and self._unfolded:
+        if isinstance(events[0], (RebalanceCheck, KraftTask)) and self._unfolded:
             # a check reads every partition's summary: what this cause sent must fold first
             return Pending(offset, cause_id, round_ - 1, 0, None, tuple(events), barrier=True, ts=self._ts)
         result = self._step(offset, rules_for(self.config).directory_step, events[0], self.config, offset, cause_id,
@@ -377,7 +372,8 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
     # the summary is reported when it changed: compared field by field, without building
     # the two summaries of every partition a fan-out reaches
     if record is not start and not rules.same_summary(start, record):
-        replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, rules.summary_of(record), cmd.cause_offset))
+        ts = cmd.ctx.ts if isinstance(cmd.ctx, KraftContext) else None
+        replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, rules.summary_of(record), cmd.cause_offset, ts))
     return _new_tuple(PartitionSlot, (record, seq_cause, seq_next))
 
 

@@ -147,6 +147,9 @@ class ControllerConfig:
     # the cluster's static min.insync.replicas (a topic's config and the cluster's dynamic
     # default override it)
     min_insync_replicas: int = 1
+    # kraft mode: unclean.leader.election.interval.ms, how often the quorum controller tries
+    # unclean elections for leaderless partitions (ReplicationConfigs, an internal setting)
+    unclean_leader_election_interval_ms: int = 300_000
 
     def __post_init__(self) -> None:
         # ReplicationConfigs: leader.imbalance.check.interval.seconds is atLeast(1)
@@ -165,6 +168,8 @@ class ControllerConfig:
                              f"not {self.metadata_version}")
         if self.min_insync_replicas < 1:
             raise ValueError("min.insync.replicas must be at least 1")
+        if self.unclean_leader_election_interval_ms < 1:  # atLeast(1)
+            raise ValueError("unclean.leader.election.interval.ms must be at least 1")
 
     @staticmethod
     def from_properties(props: dict[str, object]) -> "ControllerConfig":
@@ -185,6 +190,7 @@ class ControllerConfig:
             "metadata.version",
             "eligible.leader.replicas.version",
             "min.insync.replicas",
+            "unclean.leader.election.interval.ms",
         }
         unknown = sorted(set(props) - known)
         if unknown:
@@ -202,6 +208,7 @@ class ControllerConfig:
             metadata_version=str(props.get("metadata.version", "3.9-IV0")),
             eligible_leader_replicas_version=int(props.get("eligible.leader.replicas.version", 0)),  # type: ignore[call-overload]
             min_insync_replicas=int(props.get("min.insync.replicas", 1)),  # type: ignore[call-overload]
+            unclean_leader_election_interval_ms=int(props.get("unclean.leader.election.interval.ms", 300_000)),  # type: ignore[call-overload]
         )
 
     def unclean_enabled_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...],

@@ -13,13 +13,16 @@ directory step         controller_events.directory_step            kraft.quorum_
 partition step         partition.guarded_partition_step            kraft.partition_step
 partition state        partition_record.PartitionRecord            kraft.commands.KraftPartition
 summary                partition_summaries.summary_of              kraft_summary_of
-reads summaries        broker changes, a due rebalance check       unfencing, a shutdown heartbeat
+reads summaries        broker changes, a due rebalance check       unfencing, a shutdown heartbeat,
+                                                                   activation, a due periodic task
+applying summaries     partition_summaries.apply_summaries         kraft.periodic_tasks (counts and
+                                                                   the periodic tasks' schedule)
 =====================  ==========================================  ===========================
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,15 +30,22 @@ from . import event_types as ev
 from .commands import PartitionSummary
 from .controller_events import directory_step
 from .kraft.partition_step import guarded_kraft_partition_step, kraft_same_summary, kraft_summary_of
+from .directory import CONTROLLER_KEY, ControllerRecord
+from .kraft.periodic_tasks import kraft_apply_summaries
 from .kraft.quorum_controller import kraft_directory_step, kraft_reads_summaries
+from .leader_balance import is_due
 from .model import ControllerConfig
 from .partition import guarded_partition_step
-from .partition_summaries import summary_of
+from .partition_summaries import apply_summaries, summary_of
 
 
-def _zk_reads_summaries(event: ev.Event) -> bool:
-    """A broker change or a cluster config change may retry every offline partition."""
-    return isinstance(event, (ev.BrokerStartup, ev.BrokerFailure, ev.BrokerConfigChange, ev.ReplicaDirFailure))
+def _zk_reads_summaries(env: ev.Envelope, directory: Mapping[str, Any]) -> bool:
+    """A broker change or a cluster config change may retry every offline partition, and a
+    due rebalance check reads every partition's leader."""
+    if isinstance(env.event, (ev.BrokerStartup, ev.BrokerFailure, ev.BrokerConfigChange, ev.ReplicaDirFailure)):
+        return True
+    controller = directory.get(CONTROLLER_KEY)
+    return isinstance(controller, ControllerRecord) and is_due(controller, env.ts)
 
 
 def _zk_same_summary(a: Any, b: Any) -> bool:
@@ -59,12 +69,14 @@ class RuleSet:
     partition_step: Callable[[Any, Any, ControllerConfig], tuple[Any, str | None]]
     summary_of: Callable[[Any], PartitionSummary | None]
     same_summary: Callable[[Any, Any], bool]
-    reads_summaries: Callable[[ev.Event], bool]
+    reads_summaries: Callable[[ev.Envelope, Mapping[str, Any]], bool]
+    apply_summaries: Callable[..., Any]
 
 
-ZK = RuleSet("zk", directory_step, guarded_partition_step, summary_of, _zk_same_summary, _zk_reads_summaries)
+ZK = RuleSet("zk", directory_step, guarded_partition_step, summary_of, _zk_same_summary, _zk_reads_summaries,
+             apply_summaries)
 KRAFT = RuleSet("kraft", kraft_directory_step, guarded_kraft_partition_step, kraft_summary_of, kraft_same_summary,
-                kraft_reads_summaries)
+                kraft_reads_summaries, kraft_apply_summaries)
 
 
 def rules_for(config: ControllerConfig) -> RuleSet:

@@ -357,7 +357,8 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
 # ---------------------------------------------------------------------------------------
 # the feedback lines: a deletion report is its JSON document (as ever), a summary
 # `S<TAB>topic<TAB>partition<TAB>cause<TAB>state|-<TAB>preferred<TAB>leader|-` (`R` after
-# the cause: the partition is gone), a wake `W`.
+# the cause: the partition is gone), then, in kraft mode, `<TAB>ts` (the cause's event
+# time, which schedules KRaft's periodic tasks); a wake `W`.
 
 WAKE_LINE = "W"
 # a LeaderAndIsr decision of an unclean election (contract: `election`), as decision_json writes it
@@ -367,11 +368,12 @@ _STATES = {s.value: s for s in PartitionState}
 
 def _summary_line(r: SummaryReport) -> str:
     s = r.summary
+    ts = "" if r.ts is None else f"\t{r.ts}"
     if s is None:
-        return f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\tR"
+        return f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\tR{ts}"
     state = s.state.value if s.state else "-"
     leader = "-" if s.leader is None else s.leader
-    return f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\t{state}\t{s.preferred}\t{leader}"
+    return f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\t{state}\t{s.preferred}\t{leader}{ts}"
 
 
 def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[SummaryReport]]:
@@ -385,11 +387,14 @@ def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[Summ
             fields = line.split("\t")
             topic, partition, cause = fields[1], int(fields[2]), int(fields[3])
             if fields[4] == "R":
-                summaries.append(SummaryReport(topic, partition, None, cause))
+                ts = int(fields[5]) if len(fields) > 5 else None
+                summaries.append(SummaryReport(topic, partition, None, cause, ts))
             else:
                 state = None if fields[4] == "-" else _STATES[fields[4]]
                 leader = None if fields[6] == "-" else int(fields[6])
-                summaries.append(SummaryReport(topic, partition, PartitionSummary(state, int(fields[5]), leader), cause))
+                ts = int(fields[7]) if len(fields) > 7 else None
+                summaries.append(SummaryReport(topic, partition, PartitionSummary(state, int(fields[5]), leader), cause,
+                                               ts))
         else:
             reports.append(codec.loads(line, DeletionReport))
     return reports, summaries

@@ -33,6 +33,8 @@ class KraftContext:
     topic: TopicContext
     brokers: tuple[BrokerRegistration, ...] = ()
     queued_for_deletion: bool = False
+    # the cause's event time (or the latest seen), carried back with the partition's summary
+    ts: int | None = None
 
 
 @quick_init
@@ -109,6 +111,17 @@ class AlterReassignment:
 
 
 @dataclass(frozen=True, slots=True)
+class BalanceLeader:
+    """One partition of `maybeBalancePartitionLeaders`: a PREFERRED election, no answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class ElectUnclean:
+    """One leaderless partition of `maybeElectUncleanLeaders`: an UNCLEAN `electLeader`
+    when its topic allows it, no answer."""
+
+
+@dataclass(frozen=True, slots=True)
 class RemovePartition:
     """`deleteTopic`: the partition goes with its topic's `RemoveTopicRecord`."""
 
@@ -121,7 +134,7 @@ class LoadRegistration:
 
 
 KraftOp = Union[RegisterPartition, BrokerLifecycle, ElectLeader, AlterIsrData, AlterReassignment, RemovePartition,
-                LoadRegistration]
+                LoadRegistration, BalanceLeader, ElectUnclean]
 
 
 @quick_init

@@ -33,7 +33,7 @@ from . import replication_control as rc
 from . import shadow_rules
 from .cluster_control import BrokerRegistry
 from .commands import (
-    AlterIsrData, AlterReassignment, BrokerLifecycle, ElectLeader, KraftContext, KraftPartition, KraftResult,
+    AlterIsrData, AlterReassignment, BalanceLeader, BrokerLifecycle, ElectLeader, ElectUnclean, KraftContext, KraftPartition, KraftResult,
     LoadRegistration,
     RegisterPartition, RemovePartition,
 )
@@ -104,6 +104,14 @@ def kraft_partition_step(state: KraftPartition | None, cmd: Command, config: Con
                 new = change.registration
         if op.handler == "handleBrokerInControlledShutdown" and new.leader == op.broker_id:
             out.append(StillLeads(op.broker_id, topic, pid))  # `hasLeaderships` after the handler
+    elif isinstance(op, BalanceLeader):
+        change = rc.balance_partition_leader(reg, ctx.topic, pid, registry)
+        if change is not None:
+            appended((ApiMessageAndVersion(change.record, change.version),))
+            new = change.registration
+    elif isinstance(op, ElectUnclean):
+        records, new, _ = rc.maybe_elect_unclean_leader(reg, ctx.topic, pid, registry)
+        appended(records)
     elif isinstance(op, ElectLeader):
         records, new, error = rc.elect_leader(reg, ctx.topic, pid, registry, cast(rc.ElectionType, op.election_type))
         appended(records)

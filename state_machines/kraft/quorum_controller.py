@@ -44,8 +44,9 @@ the contract: a topic's id and a broker's one log directory are derived from the
 Not mapped (the contract cannot express them): `StopReplicaResponse` (KRaft has no
 StopReplica round trip) and `ReplicaDirFailure` (it names partitions; KRaft's
 `handleDirectoriesOffline` needs directory ids) go to the dead letters with that reason.
-The periodic tasks (`maybeBalancePartitionLeaders`, `maybeElectUncleanLeaders`) do not run
-on `ControllerTick` yet.
+The periodic tasks (`maybeBalancePartitionLeaders`, `maybeElectUncleanLeaders`) run on
+event time before the event whose `ts` reaches their deadline (periodic_tasks.py);
+`ControllerTick` moves time on in a quiet log.
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ from typing import cast
 from .. import event_types as ev
 from ..commands import Command, Observe
 from ..directory import (
-    CONTROLLER_KEY, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, broker_key, topic_key,
+    CONTROLLER_KEY, ControllerRecord, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, broker_key,
+    topic_key,
 )
+from ..event_types import KraftTask
 from ..model import ControllerConfig
 from ..outputs import (
     AlterPartitionResultRecord, ControlledShutdownResultRecord, DivergenceRecord, ElectionResultRecord,
@@ -70,10 +73,12 @@ from ..partition_summaries import offline_partitions
 from ..states import LeaderRecoveryState
 from . import broker_heartbeat_manager as hb
 from . import cluster_control as cc
+from . import periodic_tasks
 from .commands import (
-    AlterIsrData, AlterReassignment, BrokerLifecycle, ElectLeader, KraftContext, KraftOp, LoadRegistration,
-    RegisterPartition, RemovePartition,
+    AlterIsrData, AlterReassignment, BalanceLeader, BrokerLifecycle, ElectLeader, ElectUnclean, KraftContext, KraftOp,
+    LoadRegistration, RegisterPartition, RemovePartition,
 )
+from .schedule import TASKS_KEY
 from .metadata_version import MetadataVersion
 from .outputs import broker_record, config_record, topic_record
 from .partition_registration import PartitionRegistration
@@ -169,7 +174,8 @@ class KraftView(DirectoryView):
             registry = self.registry(brokers)
             made = self._kcontexts[key] = KraftContext(
                 self.controller.active, self.topic_context(topic),
-                tuple(r for b in brokers if (r := registry.registration(b)) is not None))
+                tuple(r for b in brokers if (r := registry.registration(b)) is not None),
+                ts=self.ts if self.ts is not None else self.controller.event_time)
         return made
 
     def ksend(self, topic: str, partition: int, op: KraftOp | Observe) -> None:
@@ -328,6 +334,7 @@ def _topic_deletion(d: KraftView, e: ev.TopicDeletion) -> None:
     if rec is None:
         return
     d.emit(topic_record(e.topic, ApiMessageAndVersion(RemoveTopicRecord(topic_id(e.topic)), 0)))
+    periodic_tasks.forget_topic(d, rec)
     for p in rec.partition_ids():
         d.ksend(e.topic, p, RemovePartition())
     d.put(topic_key(e.topic), None)
@@ -460,8 +467,11 @@ def _controller_failover(d: KraftView, e: ev.ControllerFailover) -> None:
     c = d.controller
     if c.active and e.controller_epoch <= c.controller_epoch:
         return
-    # a new quorum leader replays the log it already has and writes nothing of its own
+    # a new quorum leader replays the log it already has and writes nothing of its own; its
+    # activation schedules the periodic tasks that have work (processBatchEndOffset)
     d.put(CONTROLLER_KEY, replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch))
+    now = d.ts if d.ts is not None else c.event_time
+    d.put(TASKS_KEY, periodic_tasks.maybe_schedule(periodic_tasks.current(d), d.config, now, True))
 
 
 _NOT_MAPPED = {
@@ -482,6 +492,11 @@ def kraft_directory_step(
     c = d.controller
     if ts is not None and (c.event_time is None or ts > c.event_time):
         d.put(CONTROLLER_KEY, replace(c, event_time=ts))
+    if not isinstance(event, KraftTask) and d.controller.active:
+        due = periodic_tasks.due_tasks(periodic_tasks.current(d), ts)
+        if due:
+            # the deferred tasks whose deadline this event's time reaches run first, under its cause
+            return d.result(followups=(*(KraftTask(name) for name in due), event))
     reason = _NOT_MAPPED.get(type(event))
     if reason is not None:
         d.rejected = reason
@@ -513,15 +528,27 @@ def kraft_directory_step(
         _partition_state_snapshot(d, event)
     elif isinstance(event, ev.ObservedPartitionState):
         _observed_partition_state(d, event)
+    elif isinstance(event, KraftTask):
+        targets, after = periodic_tasks.run(d, event)
+        op: KraftOp = BalanceLeader() if event.task == periodic_tasks.BALANCE else ElectUnclean()
+        _fan_out(d, targets, op)
+        if after is not None:
+            d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))
+            return d.result(followups=(after,))
     elif isinstance(event, (ev.ControllerTick, ev.RebalanceCheck)):
-        pass  # the periodic tasks are not run yet (module docstring)
+        pass  # time passed: what was due ran before this step
     else:  # pragma: no cover - programming error
         raise TypeError(f"unknown event {event!r}")
     d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))
     return d.result()
 
 
-def kraft_reads_summaries(event: ev.Event) -> bool:
+def kraft_reads_summaries(env: ev.Envelope, directory: Mapping[str, DirectoryRecord]) -> bool:
     """Whether the event reads the partitions' summaries: unfencing elects every leaderless
-    partition, and a shutdown heartbeat asks whether the broker still leads."""
-    return isinstance(event, (ev.BrokerStartup, ev.ControlledShutdown))
+    partition, a shutdown heartbeat asks whether the broker still leads, activation and a
+    due periodic task read the counts and the candidates."""
+    if isinstance(env.event, (ev.BrokerStartup, ev.ControlledShutdown, ev.ControllerFailover)):
+        return True
+    controller = directory.get(CONTROLLER_KEY)
+    return (isinstance(controller, ControllerRecord) and controller.active
+            and bool(periodic_tasks.due_tasks(periodic_tasks.tasks_of(directory), env.ts)))

@@ -143,6 +143,8 @@ SCHEMA = (
     Setting("controller.mode", choice("zk", "kraft"), "controller.mode"),
     Setting("controller.metadata.version", metadata_version, "controller.metadata_version"),
     Setting("controller.eligible.leader.replicas.version", integer(0), "controller.eligible_leader_replicas_version"),
+    Setting("controller.unclean.leader.election.interval.ms", integer(1),
+            "controller.unclean_leader_election_interval_ms"),
 )
 SETTINGS = {s.name: s for s in SCHEMA}
 

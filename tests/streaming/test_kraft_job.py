@@ -46,3 +46,41 @@ def test_generated_log_over_many_micro_batches(spark, tmp_path: Path, seed: int,
     assert unmapped
     letters = [d for d in read_dlq(tmp_path / "out") if "in kraft mode" in d["reason"]]
     assert sorted(d["offset"] for d in letters) == unmapped
+
+
+MIN = 60_000
+# leaders imbalanced by a fencing, a leaderless partition that a later config allows to
+# elect uncleanly: both periodic tasks run on event time (kraft/periodic_tasks.py)
+PERIODIC = [
+    {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101, "ts": 0},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 102, "ts": 0},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 103, "ts": 0},
+    {"v": 1, "type": "ControllerFailover", "controller_id": 3000, "controller_epoch": 1, "ts": 0},
+    {"v": 1, "type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2], "1": [2, 1]}, "ts": 0},
+    {"v": 1, "type": "TopicCreation", "topic": "u", "partitions": {"0": [3, 1]}, "ts": 0},
+    {"v": 1, "type": "BrokerFailure", "broker_id": 1, "ts": 1 * MIN},
+    {"v": 1, "type": "BrokerFailure", "broker_id": 3, "ts": 1 * MIN},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101, "ts": 2 * MIN},
+    {"v": 1, "type": "AlterPartition", "topic": "t", "partition": 0, "broker_id": 2, "broker_epoch": 102,
+     "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 1], "ts": 3 * MIN},
+    {"v": 1, "type": "TopicConfigChange", "topic": "u", "configs": {"unclean.leader.election.enable": "true"},
+     "ts": 4 * MIN},
+    {"v": 1, "type": "ControllerTick", "ts": 6 * MIN},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 203, "ts": 7 * MIN},
+    {"v": 1, "type": "ControllerTick", "ts": 12 * MIN},
+    {"v": 1, "type": "ControllerTick", "ts": 30 * MIN},
+]
+
+
+@pytest.mark.parametrize("buckets", MODES)
+def test_periodic_tasks_run_at_the_same_events_in_the_job(spark, tmp_path: Path, buckets: int) -> None:
+    """The schedule rides on the partitions' summary reports, which the job applies a
+    micro-batch later: one event per micro-batch, the same records as the engine."""
+    lines = [json.dumps(e).encode() for e in PERIODIC]
+    expected = simulate_records(lines, KRAFT)
+    at_tick = [json.loads(r) for r in expected if '"PartitionChangeRecord"' in r and json.loads(r)["cause_offset"] == 11]
+    # the first tick runs both: t-0's leader back to its preferred replica, u-0's unclean election
+    assert sorted((d["topic"], d["leader"], d.get("leader_recovery_state")) for d in at_tick) == [("t", 1, None),
+                                                                                               ("u", 1, 1)]
+    got, _ = run_file_job(spark, tmp_path, lines, max_offsets=1, buckets=buckets, config=KRAFT)
+    assert_same_multiset(got, expected)
