@@ -1,10 +1,15 @@
 """Port of Kafka's `ReplicationControlManagerTest` (apache/kafka 3.9.0; trunk of 2024-10 for
 4.0 has the same ELR methods): the eligible leader replicas (KIP-966), one test per Kafka
-method, named after it, on the test context of rcm_context.py.
+method, named after it, on the test context of rcm_context.py. The methods that fence and
+restart brokers run a second time through the engine in kraft mode (engine_cluster.py),
+where BrokerStartup is a registration and the unfencing heartbeat in one event.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from tests.unit.kraft.engine_cluster import KRAFT_ELR, Cluster, of_type
 from tests.unit.kraft.rcm_context import Ctx, assert_consistent, isr_with_default_epoch
 
 
@@ -85,3 +90,59 @@ def test_eligible_leader_replicas_unclean_shutdown() -> None:
     # An unclean shutdown last ISR member becomes the last known leader.
     ctx.handle_brokers_unclean_shutdown(0)
     assert (ctx.get("foo").elr, ctx.get("foo").last_known_elr) == ((2,), (0,))
+
+
+# -- the same, through the engine ---------------------------------------------------------
+
+
+def elr_cluster_with_foo(*brokers: int, min_isr: int) -> Cluster:
+    """The ELR test context, foo on all the brokers, then min.insync.replicas."""
+    c = Cluster(KRAFT_ELR)
+    c.start(*brokers)
+    c("create", "TopicCreation", topic="foo", partitions={"0": list(brokers)})
+    c("min-isr", "TopicConfigChange", topic="foo", configs={"min.insync.replicas": str(min_isr)})
+    return c
+
+
+def foo0(c: Cluster) -> dict[str, Any]:
+    return dict(c.state()["partitions"]["foo-0"])
+
+
+def elr_fields(p: dict[str, Any]) -> tuple[Any, ...]:
+    return p["leader"], p["isr"], p["eligible_leader_replicas"], p["last_known_elr"]
+
+
+def test_eligible_leader_replicas_clean_election_through_the_engine() -> None:
+    """testEligibleLeaderReplicas_CleanElection: session timeouts fence 1, 2, 3 (ELR [2, 3]);
+    2 comes back; fencing 0 and 1 elects 2 from the ISR it rejoined... as Kafka's does: 2
+    is unfenced but not in the ISR, so fencing 0 elects it from the ELR (KIP-966), and the
+    ELR becomes [0, 3]."""
+    c = elr_cluster_with_foo(0, 1, 2, 3, min_isr=3)
+    for b in (1, 2, 3):
+        c(f"b{b}-timeout", "BrokerFailure", broker_id=b)
+    assert elr_fields(foo0(c)) == (0, [0], [2, 3], [])
+    c("b2-back", "BrokerStartup", broker_id=2, broker_epoch=102)
+    c("b0-timeout", "BrokerFailure", broker_id=0)
+    c("b1-timeout", "BrokerFailure", broker_id=1)
+    assert elr_fields(foo0(c)) == (2, [2], [0, 3], [])
+
+
+def test_eligible_leader_replicas_unclean_shutdown_through_the_engine() -> None:
+    """testEligibleLeaderReplicas_UncleanShutdown: 1, 2, 3 fenced (ELR [2, 3]). A new
+    incarnation of 3 (registerBroker's handleBrokerUncleanShutdown) leaves the ELR; one of 0,
+    the last ISR member and leader, leaves the ISR and becomes the last known leader. The
+    heartbeat that then unfences 0 elects nobody: the ELR [2] is not empty, so
+    `canElectLastKnownLeader` declines, and 2 is fenced."""
+    c = elr_cluster_with_foo(0, 1, 2, 3, min_isr=3)
+    for b in (1, 2, 3):
+        c(f"b{b}-timeout", "BrokerFailure", broker_id=b)
+    assert elr_fields(foo0(c)) == (0, [0], [2, 3], [])
+    out = c("b3-new", "BrokerStartup", broker_id=3, broker_epoch=203)
+    assert [ch.get("eligible_leader_replicas") for ch in of_type(out, "PartitionChangeRecord")] == [[2]]
+    assert elr_fields(foo0(c)) == (0, [0], [2], [])
+
+    out = c("b0-new", "BrokerStartup", broker_id=0, broker_epoch=200)
+    (change,) = of_type(out, "PartitionChangeRecord")
+    assert (change["isr"], change["leader"], change["last_known_elr"]) == ([], -1, [0])
+    assert elr_fields(foo0(c)) == (-1, [], [2], [0])
+
