@@ -146,3 +146,23 @@ def test_eligible_leader_replicas_unclean_shutdown_through_the_engine() -> None:
     assert (change["isr"], change["leader"], change["last_known_elr"]) == ([], -1, [0])
     assert elr_fields(foo0(c)) == (-1, [], [2], [0])
 
+
+def test_unfencing_after_an_unclean_shutdown_elects_the_last_known_leader() -> None:
+    """Beyond Kafka's tests, its code: testEligibleLeaderReplicas_UncleanShutdown's step with
+    nothing left in the ELR. bar on [0] alone; a new incarnation of 0 (never fenced: a fast
+    restart) leaves the ISR empty with 0 as the last known leader. Kafka's unfencing
+    heartbeat comes after those records are replayed, so bar-0 is in
+    `partitionsWithNoLeader` and `handleBrokerUnfenced` elects 0 as the last known leader
+    (`canElectLastKnownLeader`: ISR and ELR empty), uncleanly: ISR [0], RECOVERING, the last
+    known ELR cleared. BrokerStartup is both, in one event."""
+    c = Cluster(KRAFT_ELR)
+    c.start(0, 1)
+    c("create", "TopicCreation", topic="bar", partitions={"0": [0]})
+    out = c("b0-new", "BrokerStartup", broker_id=0, broker_epoch=200)
+    unclean_shutdown, unfenced = of_type(out, "PartitionChangeRecord")
+    assert (unclean_shutdown["isr"], unclean_shutdown["leader"], unclean_shutdown["last_known_elr"]) == ([], -1, [0])
+    assert (unfenced["isr"], unfenced["leader"], unfenced["leader_recovery_state"], unfenced["last_known_elr"]) == (
+        [0], 0, 1, [])
+    p = c.state()["partitions"]["bar-0"]
+    assert (p["leader"], p["isr"], p["eligible_leader_replicas"], p["last_known_elr"], p["leader_recovery_state"]) == (
+        0, [0], [], [], "RECOVERING")
