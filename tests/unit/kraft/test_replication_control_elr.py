@@ -114,9 +114,8 @@ def elr_fields(p: dict[str, Any]) -> tuple[Any, ...]:
 
 def test_eligible_leader_replicas_clean_election_through_the_engine() -> None:
     """testEligibleLeaderReplicas_CleanElection: session timeouts fence 1, 2, 3 (ELR [2, 3]);
-    2 comes back; fencing 0 and 1 elects 2 from the ISR it rejoined... as Kafka's does: 2
-    is unfenced but not in the ISR, so fencing 0 elects it from the ELR (KIP-966), and the
-    ELR becomes [0, 3]."""
+    2 comes back (unfenced, still outside the ISR); when 0 times out the ISR empties, so 2
+    is elected from the ELR (KIP-966), cleanly, and the ELR becomes [0, 3]."""
     c = elr_cluster_with_foo(0, 1, 2, 3, min_isr=3)
     for b in (1, 2, 3):
         c(f"b{b}-timeout", "BrokerFailure", broker_id=b)
