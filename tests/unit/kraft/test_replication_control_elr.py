@@ -1,8 +1,9 @@
 """Port of Kafka's `ReplicationControlManagerTest` (apache/kafka 3.9.0; trunk of 2024-10 for
 4.0 has the same ELR methods): the eligible leader replicas (KIP-966), one test per Kafka
-method, named after it, on the test context of rcm_context.py. The methods that fence and
-restart brokers run a second time through the engine in kraft mode (engine_cluster.py),
-where BrokerStartup is a registration and the unfencing heartbeat in one event.
+method, named after it, on the test context of rcm_context.py. Those that drive the
+controller through requests and broker events run a second time through the engine in
+kraft mode (engine_cluster.py), where BrokerFailure is a session timeout and BrokerStartup
+a registration and the unfencing heartbeat in one event.
 """
 
 from __future__ import annotations
@@ -110,6 +111,38 @@ def foo0(c: Cluster) -> dict[str, Any]:
 
 def elr_fields(p: dict[str, Any]) -> tuple[Any, ...]:
     return p["leader"], p["isr"], p["eligible_leader_replicas"], p["last_known_elr"]
+
+
+def test_eligible_leader_replicas_shrink_and_expand_isr_through_the_engine() -> None:
+    """testEligibleLeaderReplicas_ShrinkAndExpandIsr: the leader's AlterPartition shrinks
+    the ISR to [0] below min.insync.replicas 2 (ELR [1, 2], only the partition epoch moves),
+    then expands it to [0, 1] (the ELR empties); each answer is the partition as replayed."""
+    c = elr_cluster_with_foo(0, 1, 2, min_isr=2)
+    for step, (isr, partition_epoch, elr) in enumerate((([0], 0, [1, 2]), ([0, 1], 1, []))):
+        out = c(f"alter-{step}", "AlterPartition", topic="foo", partition=0, broker_id=0, broker_epoch=100,
+                leader_epoch=0, partition_epoch=partition_epoch, isr=isr)
+        (answer,) = of_type(out, "AlterPartitionResult")
+        p = foo0(c)
+        assert (answer["error"], answer["leader"], answer["leader_epoch"], answer["isr"], answer["partition_epoch"]) == (
+            None, p["leader"], p["leader_epoch"], p["isr"], p["partition_epoch"])
+        assert (p["leader_epoch"], p["partition_epoch"]) == (0, partition_epoch + 1)
+        assert elr_fields(p) == (0, isr, elr, [])
+
+
+def test_eligible_leader_replicas_broker_fence_through_the_engine() -> None:
+    """testEligibleLeaderReplicas_BrokerFence: session timeouts of 2 and 3 (ELR [3]), then
+    of 1 (ELR [1, 3]); the brokers coming back do not change the ELR (their unfencing
+    reaches only leaderless partitions)."""
+    c = elr_cluster_with_foo(0, 1, 2, 3, min_isr=3)
+    c("b2-timeout", "BrokerFailure", broker_id=2)
+    c("b3-timeout", "BrokerFailure", broker_id=3)
+    assert elr_fields(foo0(c)) == (0, [0, 1], [3], [])
+    c("b1-timeout", "BrokerFailure", broker_id=1)
+    assert elr_fields(foo0(c)) == (0, [0], [1, 3], [])
+    for b in (1, 2, 3):
+        assert of_type(c(f"b{b}-back", "BrokerStartup", broker_id=b, broker_epoch=100 + b),
+                       "PartitionChangeRecord") == []
+    assert elr_fields(foo0(c)) == (0, [0], [1, 3], [])
 
 
 def test_eligible_leader_replicas_clean_election_through_the_engine() -> None:
