@@ -194,11 +194,13 @@ def _broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
     reg = d.registration(b)
     if reg is not None and e.broker_epoch is not None and e.broker_epoch < reg.epoch:
         return  # an older incarnation's registration
+    unclean: list[tuple[str, int]] = []
     if reg is None or (e.broker_epoch is not None and e.broker_epoch != reg.epoch):
         epoch = d.offset if e.broker_epoch is None else e.broker_epoch
         if reg is not None and d.mv.is_elr_supported:
             # registerBroker: a new incarnation's previous one shut down uncleanly (KIP-966)
-            _fan_out(d, d.hosted(b), BrokerLifecycle("handleBrokerUncleanShutdown", b))
+            unclean = d.hosted(b)
+            _fan_out(d, unclean, BrokerLifecycle("handleBrokerUncleanShutdown", b))
         records, reply = cc.register_broker(d.registry(), b, f"incarnation-{b}-{epoch}", epoch, d.mv,
                                             log_dirs=(directory_id(b),))
         if reply.error is not None:
@@ -211,7 +213,12 @@ def _broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
         return  # registered and unfenced: a repeated startup
     # the heartbeat that finds it caught up: FENCED -> UNFENCED, handleBrokerUnfenced
     d.replay([cc.unfence_broker_record(b, reg.epoch, d.mv)])
-    _fan_out(d, _leaderless(d), BrokerLifecycle("handleBrokerUnfenced", b))
+    # Kafka's unfencing heartbeat comes after registerBroker's records are replayed, so the
+    # partitions its unclean shutdown just left leaderless are in `partitionsWithNoLeader`
+    # (with an empty ISR and ELR, `canElectLastKnownLeader` elects the broker again; found
+    # running testEligibleLeaderReplicas_UncleanShutdown through here). Each partition checks
+    # that it is leaderless itself (partition_step._reached).
+    _fan_out(d, sorted({*_leaderless(d), *unclean}), BrokerLifecycle("handleBrokerUnfenced", b))
 
 
 def _leaderless(d: KraftView) -> list[tuple[str, int]]:
