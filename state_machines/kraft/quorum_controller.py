@@ -37,9 +37,9 @@ partitions' summaries, as in ZK mode). Records the directory writes itself (brok
 and config records) are `AppendedRecord`s; the partitions write their own.
 
 Broker epochs are the contract's `broker_epoch` where given, else the offset of the event
-(Kafka's epoch is the offset of the RegisterBrokerRecord). Kafka's random ids are not in
-the contract: a topic's id and a broker's one log directory are derived from their names
-(`topic_id`, `directory_id`), so that a replay gives the same records.
+(Kafka's epoch is the offset of the RegisterBrokerRecord). The broker events are in
+broker_lifecycle.py, the view and the derived ids in kraft_view.py, the periodic tasks in
+periodic_tasks.py.
 
 Not mapped (the contract cannot express them): `StopReplicaResponse` (KRaft has no
 StopReplica round trip) and `ReplicaDirFailure` (it names partitions; KRaft's
@@ -49,237 +49,37 @@ event time before the event whose `ts` reaches their deadline (periodic_tasks.py
 `ControllerTick` moves time on in a quiet log.
 """
 
+
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import cast
 
 from .. import event_types as ev
-from ..commands import Command, Observe
-from ..directory import (
-    CONTROLLER_KEY, ControllerRecord, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, broker_key,
-    topic_key,
-)
+from ..commands import Observe
+from ..directory import CONTROLLER_KEY, ControllerRecord, DirectoryRecord, DirectoryResult, TopicRecord, topic_key
 from ..event_types import KraftTask
 from ..model import ControllerConfig
 from ..outputs import (
-    AlterPartitionResultRecord, ControlledShutdownResultRecord, DivergenceRecord, ElectionResultRecord,
-    ObservationOutcome, StateChangeFailedRecord,
+    AlterPartitionResultRecord, DivergenceRecord, ElectionResultRecord, ObservationOutcome, StateChangeFailedRecord,
 )
-from ..partition_summaries import offline_partitions
 from ..states import LeaderRecoveryState
-from . import broker_heartbeat_manager as hb
-from . import cluster_control as cc
 from . import periodic_tasks
+from .broker_lifecycle import broker_failure, broker_startup, controlled_shutdown
 from .commands import (
-    AlterIsrData, AlterReassignment, BalanceLeader, BrokerLifecycle, ElectLeader, ElectUnclean, KraftContext, KraftOp,
-    LoadRegistration, RegisterPartition, RemovePartition,
+    AlterIsrData, AlterReassignment, BalanceLeader, ElectLeader, ElectUnclean, KraftOp, LoadRegistration,
+    RegisterPartition, RemovePartition,
 )
-from .schedule import TASKS_KEY
-from .metadata_version import MetadataVersion
-from .outputs import broker_record, config_record, topic_record
+from .kraft_view import ALTER_PARTITION_VERSION, KraftView, fan_out, topic_id
+from .outputs import config_record, topic_record
 from .partition_registration import PartitionRegistration
 from .records import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, ApiMessageAndVersion, ConfigRecord, FenceBrokerRecord,
-    MetadataTopicRecord, RemoveTopicRecord, UnfenceBrokerRecord,
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, ApiMessageAndVersion, ConfigRecord, MetadataTopicRecord,
+    RemoveTopicRecord,
 )
-from .replication_control import (
-    TopicContext, cluster_describer_default_dir, effective_min_isr, unknown_topic_error,
-    validate_manual_partition_assignment,
-)
-
-# AlterPartition's version a 3.9 broker sends (topic ids, broker epochs per ISR member)
-ALTER_PARTITION_VERSION = 3
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
-def _derived_uuid(name: str) -> str:
-    """A Kafka `Uuid` derived from `name` (16 bytes of its SHA-1), written as Kafka's
-    `Uuid.toString` writes one: URL-safe base64 without padding."""
-    digest = hashlib.sha1(f"kafka-shadow-controller/{name}".encode()).digest()[:16]
-    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
-
-
-def topic_id(topic: str) -> str:
-    """The topic's id, derived from its name (Kafka's is random; the contract has none)."""
-    return _derived_uuid(f"topic/{topic}")
-
-
-def directory_id(broker_id: int) -> str:
-    """The one log directory of a broker, derived from its id."""
-    return _derived_uuid(f"directory/{broker_id}")
-
-
-class KraftView(DirectoryView):
-    """The directory view with KRaft's broker registry and contexts."""
-
-    def __init__(self, view: Mapping[str, DirectoryRecord], config: ControllerConfig, offset: int,
-                 cause_id: str | None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None):
-        super().__init__(view, config, offset, cause_id, touched, ts)
-        self.mv = MetadataVersion.from_version_string(config.metadata_version)
-        self._kcontexts: dict[tuple[str, tuple[int, ...]], KraftContext] = {}
-        self.rejected: str | None = None
-
-    def put(self, key: str, record: DirectoryRecord | None) -> None:
-        super().put(key, record)
-        self._kcontexts.clear()
-
-    def registration(self, broker_id: int) -> cc.BrokerRegistration | None:
-        rec = self.get(broker_key(broker_id))
-        return rec if isinstance(rec, cc.BrokerRegistration) else None
-
-    def registry(self, brokers: Iterable[int] | None = None) -> cc.BrokerRegistry:
-        ids = sorted(self.controller.brokers) if brokers is None else brokers
-        return cc.BrokerRegistry.of(r for r in (self.registration(b) for b in ids) if r is not None)
-
-    def replay(self, records: Iterable[ApiMessageAndVersion]) -> None:
-        """Write broker records out and replay them into the registry."""
-        for r in records:
-            m = r.message
-            broker_id = m.id if isinstance(m, (FenceBrokerRecord, UnfenceBrokerRecord)) else m.broker_id  # type: ignore[union-attr]
-            after = self.registry([broker_id]).replay(m).registration(broker_id)
-            self.put(broker_key(broker_id), after)
-            c = self.controller
-            if after is not None and broker_id not in c.brokers:
-                self.put(CONTROLLER_KEY, replace(c, brokers=c.brokers | {broker_id}))
-            elif after is None:
-                self.put(CONTROLLER_KEY, replace(c, brokers=c.brokers - {broker_id}))
-            self.emit(broker_record(r))
-
-    def emit(self, output: object) -> None:
-        if self.controller.active:
-            self.outputs.append(output)  # type: ignore[arg-type]
-
-    def min_insync_replicas(self, configs: Iterable[tuple[str, str]]) -> int:
-        value = dict(configs).get(MIN_INSYNC_REPLICAS) or dict(self.controller.dynamic_configs).get(MIN_INSYNC_REPLICAS)
-        return int(value) if value is not None else self.config.min_insync_replicas
-
-    def topic_context(self, topic: str) -> TopicContext:
-        rec = self.topic(topic)
-        configs = rec.configs if rec else ()
-        rf = len(rec.brokers_of(0)) if rec else 0
-        return TopicContext(
-            topic_id=topic_id(topic), metadata_version=self.mv,
-            min_isr=effective_min_isr(self.min_insync_replicas(configs), rf) if rf else self.min_insync_replicas(configs),
-            unclean_leader_election=self.config.unclean_enabled_for(configs, self.controller.dynamic_configs),
-            eligible_leader_replicas_enabled=self.config.eligible_leader_replicas_version >= 1, name=topic)
-
-    def kctx(self, topic: str, partition: int) -> KraftContext:
-        rec = self.topic(topic)
-        brokers = tuple(sorted(rec.brokers_of(partition))) if rec else ()
-        key = (topic, brokers)
-        made = self._kcontexts.get(key)
-        if made is None:
-            registry = self.registry(brokers)
-            made = self._kcontexts[key] = KraftContext(
-                self.controller.active, self.topic_context(topic),
-                tuple(r for b in brokers if (r := registry.registration(b)) is not None),
-                ts=self.ts if self.ts is not None else self.controller.event_time)
-        return made
-
-    def ksend(self, topic: str, partition: int, op: KraftOp | Observe) -> None:
-        self.commands.append(Command(topic, partition, self.offset, self.cause_id, self.kctx(topic, partition), op))
-
-    def result(self, continuation: None = None, followups: tuple[ev.CauseStep, ...] = ()) -> DirectoryResult:  # type: ignore[override]
-        return DirectoryResult(self.changes, tuple(self.commands), tuple(self.outputs), None, followups,
-                               self.rejected)
-
-
-# -- brokers -----------------------------------------------------------------------------
-
-
-def _broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
-    b = e.broker_id
-    reg = d.registration(b)
-    if reg is not None and e.broker_epoch is not None and e.broker_epoch < reg.epoch:
-        return  # an older incarnation's registration
-    unclean: list[tuple[str, int]] = []
-    if reg is None or (e.broker_epoch is not None and e.broker_epoch != reg.epoch):
-        epoch = d.offset if e.broker_epoch is None else e.broker_epoch
-        if reg is not None and d.mv.is_elr_supported:
-            # registerBroker: a new incarnation's previous one shut down uncleanly (KIP-966)
-            unclean = d.hosted(b)
-            _fan_out(d, unclean, BrokerLifecycle("handleBrokerUncleanShutdown", b))
-        records, reply = cc.register_broker(d.registry(), b, f"incarnation-{b}-{epoch}", epoch, d.mv,
-                                            log_dirs=(directory_id(b),))
-        if reply.error is not None:
-            d.rejected = f"BrokerStartup: {reply.error}: {reply.message}"
-            return
-        d.replay(records)
-        reg = d.registration(b)
-        assert reg is not None
-    if not reg.fenced:
-        return  # registered and unfenced: a repeated startup
-    # the heartbeat that finds it caught up: FENCED -> UNFENCED, handleBrokerUnfenced
-    d.replay([cc.unfence_broker_record(b, reg.epoch, d.mv)])
-    # Kafka's unfencing heartbeat comes after registerBroker's records are replayed, so the
-    # partitions its unclean shutdown just left leaderless are in `partitionsWithNoLeader`
-    # (with an empty ISR and ELR, `canElectLastKnownLeader` elects the broker again; found
-    # running testEligibleLeaderReplicas_UncleanShutdown through here). Each partition checks
-    # that it is leaderless itself (partition_step._reached).
-    _fan_out(d, sorted({*_leaderless(d), *unclean}), BrokerLifecycle("handleBrokerUnfenced", b))
-
-
-def _leaderless(d: KraftView) -> list[tuple[str, int]]:
-    """`partitionsWithNoLeader`, as the summaries say, with the partitions this cause reached."""
-    return sorted({*offline_partitions(d), *d.touched})
-
-
-def _broker_failure(d: KraftView, e: ev.BrokerFailure) -> None:
-    reg = d.registration(e.broker_id)
-    if reg is None or reg.fenced:
-        return  # only an unfenced broker holds a session that can expire
-    _fence(d, reg)
-
-
-def _fence(d: KraftView, reg: cc.BrokerRegistration) -> None:
-    """`handleBrokerFenced`: the partitions first (the registry still shows the broker
-    unfenced: `generateLeaderAndIsrUpdates` excludes it), then the broker's record."""
-    _fan_out(d, d.hosted(reg.id), BrokerLifecycle("handleBrokerFenced", reg.id))
-    d.replay([cc.fence_broker_record(d.registry(), reg.id, d.mv)])
-
-
-def _controlled_shutdown(d: KraftView, e: ev.ControlledShutdown) -> None:
-    if not d.controller.active:
-        return
-    b = e.broker_id
-    reg = d.registration(b)
-    epoch = e.broker_epoch if e.broker_epoch is not None else (reg.epoch if reg is not None else -1)
-    if d.registry([b]).check_broker_epoch(b, epoch) is not None:
-        d.emit(ControlledShutdownResultRecord(b, (), "STALE_BROKER_EPOCH"))
-        return
-    assert reg is not None
-    current = hb.current_broker_state(reg.fenced, reg.in_controlled_shutdown)
-    # The broker is caught up (its metadata offset is past its registration) and so is every
-    # active broker past its controlled shutdown offset: the contract carries no offsets.
-    nxt = hb.calculate_next_broker_state(
-        current, want_fence=False, want_shut_down=True, current_metadata_offset=reg.epoch,
-        register_broker_record_offset=reg.epoch, has_leaderships=_has_leaderships(d, b))
-    handler = hb.heartbeat_handler(current, nxt)
-    # the reply: the partitions it still leads come from the partitions (StillLeads)
-    d.emit(ControlledShutdownResultRecord(b, (), None))
-    if handler == "handleBrokerFenced":
-        _fence(d, reg)
-    elif handler == "handleBrokerInControlledShutdown":
-        record = cc.controlled_shutdown_record(d.registry(), b, reg.epoch, d.mv)
-        _fan_out(d, d.hosted(b), BrokerLifecycle("handleBrokerInControlledShutdown", b))
-        if record is not None:
-            d.replay([record])
-
-
-def _has_leaderships(d: KraftView, broker_id: int) -> bool:
-    """`BrokersToIsrs.hasLeaderships`, as the summaries say."""
-    for topic in sorted(d.controller.topics):
-        rec = d.topic(topic)
-        if rec is not None and any(s.leader == broker_id for _, s in rec.summaries):
-            return True
-    return False
-
-
-def _fan_out(d: KraftView, targets: Iterable[tuple[str, int]], op: KraftOp) -> None:
-    for t, p in targets:
-        d.ksend(t, p, op)
+from .replication_control import cluster_describer_default_dir, unknown_topic_error, validate_manual_partition_assignment
+from .schedule import TASKS_KEY
 
 
 # -- topics ------------------------------------------------------------------------------
@@ -510,11 +310,11 @@ def kraft_directory_step(
     elif isinstance(event, ev.ControllerFailover):
         _controller_failover(d, event)
     elif isinstance(event, ev.BrokerStartup):
-        _broker_startup(d, event)
+        broker_startup(d, event)
     elif isinstance(event, ev.BrokerFailure):
-        _broker_failure(d, event)
+        broker_failure(d, event)
     elif isinstance(event, ev.ControlledShutdown):
-        _controlled_shutdown(d, event)
+        controlled_shutdown(d, event)
     elif isinstance(event, ev.TopicCreation):
         _topic_creation(d, event)
     elif isinstance(event, ev.PartitionExpansion):
@@ -538,7 +338,7 @@ def kraft_directory_step(
     elif isinstance(event, KraftTask):
         targets, after = periodic_tasks.run(d, event)
         op: KraftOp = BalanceLeader() if event.task == periodic_tasks.BALANCE else ElectUnclean()
-        _fan_out(d, targets, op)
+        fan_out(d, targets, op)
         if after is not None:
             d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))
             return d.result(followups=(after,))

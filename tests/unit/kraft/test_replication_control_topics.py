@@ -14,7 +14,7 @@ PartitionRecords).
 
 from __future__ import annotations
 
-from state_machines.kraft.quorum_controller import directory_id, topic_id
+from state_machines.kraft.kraft_view import directory_id, topic_id
 
 from tests.unit.kraft.engine_cluster import KRAFT_ELR, Cluster, of_type, partition_records
 

@@ -1,0 +1,124 @@
+"""The directory as KRaft's rules see it: `KraftView`, with ClusterControlManager's broker
+registry in the directory's records, the contexts a command carries to a partition, and the
+ids the contract does not carry.
+
+Kafka's random ids are not in the contract: a topic's id and a broker's one log directory
+are derived from their names (`topic_id`, `directory_id`), so that a replay gives the same
+records.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from .. import event_types as ev
+from ..commands import Command, Observe
+from ..directory import CONTROLLER_KEY, DirectoryRecord, DirectoryResult, DirectoryView, broker_key
+from ..model import ControllerConfig
+from . import cluster_control as cc
+from .commands import KraftContext, KraftOp
+from .metadata_version import MetadataVersion
+from .outputs import broker_record
+from .records import ApiMessageAndVersion, FenceBrokerRecord, UnfenceBrokerRecord
+from .replication_control import TopicContext, effective_min_isr
+
+ALTER_PARTITION_VERSION = 3
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+def _derived_uuid(name: str) -> str:
+    """A Kafka `Uuid` derived from `name` (16 bytes of its SHA-1), written as Kafka's
+    `Uuid.toString` writes one: URL-safe base64 without padding."""
+    digest = hashlib.sha1(f"kafka-shadow-controller/{name}".encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def topic_id(topic: str) -> str:
+    """The topic's id, derived from its name (Kafka's is random; the contract has none)."""
+    return _derived_uuid(f"topic/{topic}")
+
+
+def directory_id(broker_id: int) -> str:
+    """The one log directory of a broker, derived from its id."""
+    return _derived_uuid(f"directory/{broker_id}")
+
+
+class KraftView(DirectoryView):
+    """The directory view with KRaft's broker registry and contexts."""
+
+    def __init__(self, view: Mapping[str, DirectoryRecord], config: ControllerConfig, offset: int,
+                 cause_id: str | None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None):
+        super().__init__(view, config, offset, cause_id, touched, ts)
+        self.mv = MetadataVersion.from_version_string(config.metadata_version)
+        self._kcontexts: dict[tuple[str, tuple[int, ...]], KraftContext] = {}
+        self.rejected: str | None = None
+
+    def put(self, key: str, record: DirectoryRecord | None) -> None:
+        super().put(key, record)
+        self._kcontexts.clear()
+
+    def registration(self, broker_id: int) -> cc.BrokerRegistration | None:
+        rec = self.get(broker_key(broker_id))
+        return rec if isinstance(rec, cc.BrokerRegistration) else None
+
+    def registry(self, brokers: Iterable[int] | None = None) -> cc.BrokerRegistry:
+        ids = sorted(self.controller.brokers) if brokers is None else brokers
+        return cc.BrokerRegistry.of(r for r in (self.registration(b) for b in ids) if r is not None)
+
+    def replay(self, records: Iterable[ApiMessageAndVersion]) -> None:
+        """Write broker records out and replay them into the registry."""
+        for r in records:
+            m = r.message
+            broker_id = m.id if isinstance(m, (FenceBrokerRecord, UnfenceBrokerRecord)) else m.broker_id  # type: ignore[union-attr]
+            after = self.registry([broker_id]).replay(m).registration(broker_id)
+            self.put(broker_key(broker_id), after)
+            c = self.controller
+            if after is not None and broker_id not in c.brokers:
+                self.put(CONTROLLER_KEY, replace(c, brokers=c.brokers | {broker_id}))
+            elif after is None:
+                self.put(CONTROLLER_KEY, replace(c, brokers=c.brokers - {broker_id}))
+            self.emit(broker_record(r))
+
+    def emit(self, output: object) -> None:
+        if self.controller.active:
+            self.outputs.append(output)  # type: ignore[arg-type]
+
+    def min_insync_replicas(self, configs: Iterable[tuple[str, str]]) -> int:
+        value = dict(configs).get(MIN_INSYNC_REPLICAS) or dict(self.controller.dynamic_configs).get(MIN_INSYNC_REPLICAS)
+        return int(value) if value is not None else self.config.min_insync_replicas
+
+    def topic_context(self, topic: str) -> TopicContext:
+        rec = self.topic(topic)
+        configs = rec.configs if rec else ()
+        rf = len(rec.brokers_of(0)) if rec else 0
+        return TopicContext(
+            topic_id=topic_id(topic), metadata_version=self.mv,
+            min_isr=effective_min_isr(self.min_insync_replicas(configs), rf) if rf else self.min_insync_replicas(configs),
+            unclean_leader_election=self.config.unclean_enabled_for(configs, self.controller.dynamic_configs),
+            eligible_leader_replicas_enabled=self.config.eligible_leader_replicas_version >= 1, name=topic)
+
+    def kctx(self, topic: str, partition: int) -> KraftContext:
+        rec = self.topic(topic)
+        brokers = tuple(sorted(rec.brokers_of(partition))) if rec else ()
+        key = (topic, brokers)
+        made = self._kcontexts.get(key)
+        if made is None:
+            registry = self.registry(brokers)
+            made = self._kcontexts[key] = KraftContext(
+                self.controller.active, self.topic_context(topic),
+                tuple(r for b in brokers if (r := registry.registration(b)) is not None),
+                ts=self.ts if self.ts is not None else self.controller.event_time)
+        return made
+
+    def ksend(self, topic: str, partition: int, op: KraftOp | Observe) -> None:
+        self.commands.append(Command(topic, partition, self.offset, self.cause_id, self.kctx(topic, partition), op))
+
+    def result(self, continuation: None = None, followups: tuple[ev.CauseStep, ...] = ()) -> DirectoryResult:  # type: ignore[override]
+        return DirectoryResult(self.changes, tuple(self.commands), tuple(self.outputs), None, followups,
+                               self.rejected)
+
+
+def fan_out(d: KraftView, targets: Iterable[tuple[str, int]], op: KraftOp) -> None:
+    for t, p in targets:
+        d.ksend(t, p, op)
