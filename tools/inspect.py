@@ -25,7 +25,7 @@ from state_machines.engine import partition_json
 from state_machines.directory import BrokerRecord
 from streaming import state_reader
 from streaming.exits import UsageError
-from streaming.settings.checkpoint import load_settings
+from streaming.settings.checkpoint import CheckpointError, load_settings
 
 from .console import report
 from .errors import InspectError
@@ -127,6 +127,15 @@ def _broker_row(broker_id: int, rec: BrokerRecord) -> dict[str, Any]:
 
 def _on_broker(row: dict[str, Any], broker: int) -> bool:
     return broker in row["replicas"] or broker in row["adding_replicas"] or broker in row["removing_replicas"]
+
+
+def _mode(checkpoint: str) -> str:
+    """The checkpoint's rule set; inspect also reads a checkpoint without its settings
+    (written by the job alone), which can only be zk-mode's."""
+    try:
+        return load_settings(checkpoint).controller.mode
+    except CheckpointError:
+        return "zk"
 
 
 def refuse_kraft(checkpoint: str, mode: str) -> None:
@@ -239,7 +248,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     try:
         partitions = partition_names(args)
         checked_batch(args.checkpoint, args.batch)
-        refuse_kraft(args.checkpoint, load_settings(args.checkpoint).controller.mode)
+        refuse_kraft(args.checkpoint, _mode(args.checkpoint))
         result = _inspect_with_spark(args, partitions)
         if args.topic and not partitions:
             _keep_topic(result, args.topic)
