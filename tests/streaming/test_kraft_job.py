@@ -84,3 +84,41 @@ def test_periodic_tasks_run_at_the_same_events_in_the_job(spark, tmp_path: Path,
                                                                                                ("u", 1, 1)]
     got, _ = run_file_job(spark, tmp_path, lines, max_offsets=1, buckets=buckets, config=KRAFT)
     assert_same_multiset(got, expected)
+
+
+# a healthy KRaft cluster as the bridge would show it: a follower's broker is fenced and
+# returns, the leader's broker is fenced, leadership moves, the ISR expands again
+HEALTHY = [
+    {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 102},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 103},
+    {"v": 1, "type": "ControllerFailover", "controller_id": 3000, "controller_epoch": 1},
+    {"v": 1, "type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2, 3], "1": [2, 3, 1]}},
+    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0,
+     "isr": [1, 2, 3], "partition_epoch": 0},
+    {"v": 1, "type": "BrokerFailure", "broker_id": 3},
+    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0,
+     "isr": [1, 2], "partition_epoch": 1},
+    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 1, "leader": 2, "leader_epoch": 0,
+     "isr": [2, 1], "partition_epoch": 1},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 203},
+    {"v": 1, "type": "AlterPartition", "topic": "t", "partition": 0, "broker_id": 1, "broker_epoch": 101,
+     "leader_epoch": 0, "partition_epoch": 1, "isr": [1, 2, 3]},
+    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0,
+     "isr": [1, 2, 3], "partition_epoch": 2},
+    {"v": 1, "type": "BrokerFailure", "broker_id": 1},
+    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 0, "leader": 2, "leader_epoch": 1,
+     "isr": [2, 3], "partition_epoch": 3},
+    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 1, "leader": 2, "leader_epoch": 0,
+     "isr": [2], "partition_epoch": 2},
+]
+
+
+@pytest.mark.parametrize("buckets", MODES)
+def test_the_shadow_job_reports_no_divergence_on_a_healthy_kraft_cluster(spark, tmp_path: Path, buckets: int) -> None:
+    lines = [json.dumps(e).encode() for e in HEALTHY]
+    got, stats = run_file_job(spark, tmp_path, lines, max_offsets=3, buckets=buckets, config=KRAFT)
+    assert [r for r in got if r["type"] == "Divergence"] == []
+    observed = sum(1 for e in HEALTHY if e["type"] == "ObservedPartitionState")
+    assert sum(s.get("shadow_match", 0) for s in stats.values()) == observed
+    assert sum(s.get("shadow_safety", 0) + s.get("shadow_benign", 0) for s in stats.values()) == 0
