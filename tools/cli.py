@@ -142,7 +142,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.scenario:
         check_readable_file(args.scenario, "events file")
-    return run_demo(Path(args.scenario) if args.scenario else DEFAULT_SCENARIO, verbose=args.verbose)
+    return run_demo(Path(args.scenario) if args.scenario else DEFAULT_SCENARIO, verbose=args.verbose,
+                    controller=ControllerConfig(mode=args.mode))
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
@@ -212,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="embedded broker + the job + a cluster story, decisions as they arrive")
     demo.add_argument("--scenario", help="events JSONL to feed (default: examples/three-brokers.jsonl)")
+    demo.add_argument("--mode", choices=("zk", "kraft"), default="zk",
+                      help="the rule set: the ZK controller's (default) or KRaft's quorum controller's")
     demo.add_argument("--verbose", action="store_true")
     demo.set_defaults(func=cmd_demo)
 

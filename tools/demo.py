@@ -20,6 +20,7 @@ from typing import Any
 
 from .broker import create_topics, embedded_broker
 from streaming.job import spark_session, start
+from state_machines.model import ControllerConfig
 from streaming.settings.schema import JobSettings
 from streaming.sink import BatchSink
 
@@ -60,10 +61,34 @@ def describe_decision(d: dict[str, Any]) -> str | None:
         return f"{'metadata':12} UpdateMetadata ({names}) -> brokers {d['recipients']}"
     if kind == "StateChangeFailed":
         return f"{where:12} StateChangeFailed {d['target_state']}: {d['reason']}"
+    if kind == "PartitionRecord":
+        return (f"{where:12} PartitionRecord leader={d['leader']} epoch={d['leader_epoch']} isr={d['isr']} "
+                f"pe={d['partition_epoch']}")
+    if kind == "PartitionChangeRecord":
+        changed = " ".join(f"{k}={d[k]}" for k in _CHANGE_FIELDS if k in d)
+        return f"{where:12} PartitionChangeRecord {changed}"
+    if kind in ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnregisterBrokerRecord"):
+        changes = {"fenced": {1: "fenced", -1: "unfenced"}.get(d.get("fenced")) if kind != "RegisterBrokerRecord" else
+                   ("fenced" if d["fenced"] else "unfenced"),
+                   "shutdown": "in controlled shutdown" if d.get("in_controlled_shutdown") in (1, True) else None}
+        what = ", ".join(v for v in changes.values() if v) or "no change"
+        return f"{'broker-' + str(d['broker_id']):12} {kind} epoch={d['broker_epoch']} ({what})"
+    if kind in ("FenceBrokerRecord", "UnfenceBrokerRecord"):
+        return f"{'broker-' + str(d['id']):12} {kind} epoch={d['epoch']}"
+    if kind in ("TopicRecord", "RemoveTopicRecord"):
+        return f"{'topic ' + d['topic']:12} {kind} id={d['topic_id']}"
+    if kind == "ConfigRecord":
+        return f"{'config':12} ConfigRecord {d['resource_name'] or 'cluster'}: {d['name']}={d['value']}"
     return f"{kind} {d}"
 
 
-def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.stdout) -> int:
+# a PartitionChangeRecord's fields that may change, as the demo shows them
+_CHANGE_FIELDS = ("leader", "isr", "replicas", "adding_replicas", "removing_replicas", "leader_recovery_state",
+                  "eligible_leader_replicas", "last_known_elr")
+
+
+def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.stdout,
+             controller: ControllerConfig = ControllerConfig()) -> int:
     from confluent_kafka import Consumer, Producer
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
@@ -73,7 +98,7 @@ def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.s
     with embedded_broker(log_dir=work) as broker:
         settings = JobSettings(
             input="kafka", output="kafka", checkpoint=str(work / "checkpoint"),
-            bootstrap_servers=broker.bootstrap_servers, trigger_interval="0 seconds",
+            bootstrap_servers=broker.bootstrap_servers, trigger_interval="0 seconds", controller=controller,
         )
         create_topics(broker.bootstrap_servers, {settings.events_topic: 1, settings.decisions_topic: 1,
                                                  settings.dlq_topic: 1})
