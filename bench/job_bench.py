@@ -28,7 +28,7 @@ from typing import NoReturn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.engine_bench import cluster_log  # noqa: E402
-from bench.record import RESULTS_DIR, record  # noqa: E402
+from bench.record import RESULTS_DIR, commit, record  # noqa: E402
 from state_machines.engine import Engine  # noqa: E402
 from state_machines.events import parse_event  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402
@@ -219,6 +219,7 @@ def main() -> int:
     CONFIG = ControllerConfig(emit_update_metadata=not args.no_update_metadata)
     phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True,
                          shutdown_broker=args.shutdown_broker)
+    head = commit() if args.record else {}
     if len(modes) == 1 and args.repeat == 1:
         results, memory, peak = measure(phases, modes[0], args.buckets)
     else:
@@ -270,7 +271,7 @@ def main() -> int:
         Path(args.json).write_text(json.dumps({"args": vars(args), "results": results,
                                                "peak_rss_mib": peak, "spark_peak_rss_mib": memory}, indent=2))
     if args.record:
-        print(f"recorded {record(vars(args), results, peak, memory, started, Path(args.results_dir))}")
+        print(f"recorded {record(vars(args), results, peak, memory, started, head, Path(args.results_dir))}")
     return 0
 
 

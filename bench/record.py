@@ -103,10 +103,11 @@ def steps(results: dict[str, list[dict]]) -> list[dict[str, Any]]:
 
 
 def record(args: dict[str, Any], results: dict[str, list[dict]], driver_peak_mib: float,
-           spark_peak_mib: dict[str, Any], started: float, directory: Path = RESULTS_DIR) -> Path:
+           spark_peak_mib: dict[str, Any], started: float, head: dict[str, Any],
+           directory: Path = RESULTS_DIR) -> Path:
     """Write the run's record; return its path (named by time, size and commit, so records
-    sort by time and never overwrite each other)."""
-    head = commit()
+    sort by time and never overwrite each other). `head` is `commit()` as the run started:
+    the tree may change while a long run goes on."""
     doc = {
         "format": FORMAT,
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
