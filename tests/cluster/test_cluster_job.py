@@ -37,6 +37,8 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import zipfile
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,3 +192,42 @@ def test_the_job_on_a_standalone_cluster_writes_local_modes_decisions(spark, clu
           f"the engine's; executor {killed} killed after batch {KILL_AFTER_BATCH}; the sequencer's partition "
           f"({sequencer_partition}) ran on executors {sequencer_executors} (one task per stage attempt), "
           f"each in a fresh Python worker")
+
+
+def package_zip(path: Path) -> Path:
+    """The README's `zip -qr dist/shadow-controller.zip state_machines streaming tools`."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for package in ("state_machines", "streaming", "tools"):
+            for source in sorted((ROOT / package).rglob("*.py")):
+                archive.write(source, source.relative_to(ROOT))
+    return path
+
+
+def test_spark_submit_with_the_package_as_py_files_runs_the_job_on_the_cluster(cluster: StandaloneCluster,
+                                                                               tmp_path: Path) -> None:
+    """The README's spark-submit command: the code from `--py-files` (the driver's
+    PYTHONPATH left out), spark-submit's `--master` deciding over the settings' local[2]."""
+    lines = EXAMPLE.read_bytes().splitlines()
+    write_input(tmp_path / "in", lines)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_DRIVER_PYTHON")}
+    env["PYSPARK_PYTHON"] = sys.executable
+    argv = [str(Path(sys.executable).parent / "spark-submit"), "--master", cluster.master_url,
+            "--py-files", str(package_zip(tmp_path / "shadow-controller.zip")),
+            "--conf", f"spark.pyspark.python={sys.executable}",
+            str(ROOT / "bin" / "spark-submit-main.py"), "run", "--config", str(ROOT / "conf" / "shadow-controller.toml"),
+            "--input", f"file:{tmp_path / 'in'}", "--output", f"file:{tmp_path / 'out'}",
+            "--checkpoint", str(tmp_path / "ckpt"), "--available-now"]
+    apps_before = {app["id"] for app in cluster.state().get("completedapps", [])}
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    # it ran on the cluster, not in a local[2] driver: the master lists it as completed
+    # (the master hears of the driver's end on its own; polled against a deadline)
+    deadline = time.monotonic() + 30
+    while True:
+        apps = [app for app in cluster.state().get("completedapps", []) if app["id"] not in apps_before]
+        if apps or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    assert [app["name"] for app in apps] == ["kafka-shadow-controller"], cluster.state().get("completedapps")
+    got = sorted(canonical(r) for r in read_output(tmp_path / "out"))
+    assert got and got == sorted(simulate_records(lines))
