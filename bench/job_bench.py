@@ -8,6 +8,7 @@ checked delivery), so the figure is the job's, not Spark's start-up.
     .venv/bin/python bench/job_bench.py --partitions 10000 --modes engine,file,kafka --json bench/results/10k.json
 
 `--repeat N` runs each mode N times; each step reports its median run and every run's batch time.
+`--record` keeps the run on record in `bench/results/` (`record.py`; `chart.py` draws them).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.engine_bench import cluster_log  # noqa: E402
+from bench.record import RESULTS_DIR, commit, record  # noqa: E402
 from state_machines.engine import Engine  # noqa: E402
 from state_machines.events import parse_event  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402
@@ -173,8 +176,20 @@ def _median_rows(mode_runs: list[list[dict]]) -> list[dict]:
     return out
 
 
+MODES = ("engine", "file", "kafka")
+
+
+class Parser(argparse.ArgumentParser):
+    """A usage mistake is one line on stderr and exit 2, not the usage text."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    started = time.time()
+    ap = Parser(prog="job_bench.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=10_000)
     ap.add_argument("--brokers", type=int, default=30)
     ap.add_argument("--partitions-per-topic", type=int, default=100)
@@ -185,13 +200,26 @@ def main() -> int:
                     help="run each mode N times: the table shows each step's median run and the range")
     ap.add_argument("--no-update-metadata", action="store_true",
                     help="controller.emit.update.metadata = false (to compare with a tree without it)")
-    ap.add_argument("--json")
+    ap.add_argument("--json", help="write every figure, Spark's progress included, to this file")
+    ap.add_argument("--record", action="store_true",
+                    help="keep the run on record: a small JSON with the commit and the machine in --results-dir")
+    ap.add_argument("--results-dir", default=str(RESULTS_DIR), help="where --record writes (default bench/results)")
     args = ap.parse_args()
+    modes = args.modes.split(",")
+    if not modes or any(m not in MODES for m in modes) or len(set(modes)) != len(modes):
+        ap.error(f"--modes {args.modes}: a comma-separated list of {', '.join(MODES)}, each once")
+    for flag, value, least in (("--partitions", args.partitions, 1), ("--brokers", args.brokers, 3),
+                               ("--partitions-per-topic", args.partitions_per_topic, 1), ("--repeat", args.repeat, 1),
+                               ("--buckets", args.buckets, 0)):
+        if value < least:
+            ap.error(f"{flag} {value}: must be at least {least}")
+    if args.record and Path(args.results_dir).exists() and not Path(args.results_dir).is_dir():
+        ap.error(f"--results-dir {args.results_dir}: not a directory")
     global CONFIG
     CONFIG = ControllerConfig(emit_update_metadata=not args.no_update_metadata)
     phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True,
                          shutdown_broker=args.shutdown_broker)
-    modes = args.modes.split(",")
+    head = commit() if args.record else {}
     if len(modes) == 1 and args.repeat == 1:
         results, memory, peak = measure(phases, modes[0], args.buckets)
     else:
@@ -210,7 +238,11 @@ def main() -> int:
                         cmd += ["--shutdown-broker", str(args.shutdown_broker)]
                     if args.no_update_metadata:
                         cmd += ["--no-update-metadata"]
-                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL if mode == "engine" else None)
+                    child = subprocess.run(cmd, stdout=subprocess.DEVNULL if mode == "engine" else None)
+                    if child.returncode != 0:
+                        print(f"job_bench.py: the {mode} run failed (exit {child.returncode}); nothing recorded",
+                              file=sys.stderr)
+                        return 1
                     doc = json.loads(out.read_text())
                 runs.setdefault(mode, []).append(doc["results"][mode])
                 peak = max(peak, doc["peak_rss_mib"])
@@ -238,6 +270,8 @@ def main() -> int:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"args": vars(args), "results": results,
                                                "peak_rss_mib": peak, "spark_peak_rss_mib": memory}, indent=2))
+    if args.record:
+        print(f"recorded {record(vars(args), results, peak, memory, started, head, Path(args.results_dir))}")
     return 0
 
 

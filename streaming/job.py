@@ -34,7 +34,11 @@ def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controlle
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
-    if master or not os.environ.get("SPARK_MASTER"):
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        # launched by spark-submit, whose JVM already holds its --master: that decides, not
+        # the settings' spark.master (conf/shadow-controller.toml says local[2])
+        pass
+    elif master or not os.environ.get("SPARK_MASTER"):
         builder = builder.master(master or os.environ.get("SPARK_MASTER", "local[2]"))
     conf = {
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),

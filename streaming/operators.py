@@ -17,7 +17,9 @@ stage hands its `GroupState` to the storage strategy, `storage.py`).
 Both decode state, run the core, encode state and yield packed rows (`pipeline.py`);
 nothing else happens here. Each first sets the worker's collector thresholds
 (`collect_less`), and the sequencer keeps the directory it last wrote (`LastDirectory`):
-both rely on Spark reusing its Python workers between micro-batches.
+both pay off when Spark reuses its Python workers between micro-batches, and neither is
+needed for correctness: a fresh worker sets the thresholds again and reads the directory
+from the state store (tests/cluster runs every task in a fresh worker, on two executors).
 """
 
 from __future__ import annotations

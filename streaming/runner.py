@@ -153,8 +153,9 @@ def _jvm_in_own_session() -> Iterator[None]:
 
     def launch_in_own_session(conf: Any = None, popen_kwargs: dict[str, Any] | None = None) -> Any:
         gateway = launch(conf, {**(popen_kwargs or {}), "start_new_session": True, "stderr": subprocess.PIPE})
-        threading.Thread(target=_forward_jvm_stderr, args=(gateway.proc.stderr,), name="jvm-stderr",
-                         daemon=True).start()
+        if gateway.proc is not None:  # None under spark-submit: its JVM was there first and logs itself
+            threading.Thread(target=_forward_jvm_stderr, args=(gateway.proc.stderr,), name="jvm-stderr",
+                             daemon=True).start()
         return gateway
 
     context.launch_gateway = launch_in_own_session

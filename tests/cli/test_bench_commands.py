@@ -1,0 +1,73 @@
+"""`bench/job_bench.py --record` and `bench/chart.py` as a user runs them: a real (engine-only,
+small) run on record, its chart, and every mistake as one line on stderr with exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench(script: str, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "bench" / script), *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def assert_one_line_usage_error(done: subprocess.CompletedProcess, *words: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    for word in words:
+        assert word in done.stderr, done.stderr
+
+
+def test_a_recorded_run_holds_the_commit_the_machine_and_each_steps_figures_and_charts(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    done = bench("job_bench.py", "--partitions", "300", "--brokers", "5", "--modes", "engine", "--record",
+                 "--results-dir", str(results))
+    assert done.returncode == 0, done.stderr
+    (path,) = results.glob("*.json")
+    assert f"recorded {path}" in done.stdout
+    doc = json.loads(path.read_text())
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert doc["commit"]["sha"] == head and isinstance(doc["commit"]["dirty"], bool)
+    assert doc["machine"]["cpus"] >= 1 and doc["machine"]["python"].startswith("3.11")
+    assert doc["machine"]["java"] and doc["machine"]["spark"]
+    assert doc["args"]["partitions"] == 300 and doc["args"]["modes"] == "engine"
+    steps = {s["step"]: s for s in doc["steps"]}
+    assert steps["create 300 partitions"]["decisions"] > 0
+    assert all(s["engine"]["seconds"] >= 0 for s in doc["steps"])
+    assert doc["peak_memory_mib"]["driver"] > 0
+
+    png = tmp_path / "steps.png"
+    drawn = bench("chart.py", str(results), "--out", str(png))
+    assert drawn.returncode == 0, drawn.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "points from 1 result files" in drawn.stdout
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--nosuch"], ["unrecognized arguments: --nosuch"]),
+    (["--modes", "engine,spark"], ["--modes engine,spark"]),
+    (["--partitions", "0"], ["--partitions 0"]),
+    (["--brokers", "2"], ["--brokers 2"]),
+    (["--partitions", "many"], ["--partitions", "invalid int value"]),
+])
+def test_job_bench_refuses_a_wrong_flag_in_one_line(argv: list[str], words: list[str]) -> None:
+    assert_one_line_usage_error(bench("job_bench.py", *argv), "job_bench.py:", *words)
+
+
+def test_chart_refuses_missing_empty_and_malformed_results_in_one_line(tmp_path: Path) -> None:
+    assert_one_line_usage_error(bench("chart.py", "--bogus"), "unrecognized arguments: --bogus")
+    assert_one_line_usage_error(bench("chart.py", str(tmp_path / "nowhere")), "no results in", "no such directory")
+    assert_one_line_usage_error(bench("chart.py", str(tmp_path / "run.json")), "run.json: no such file")
+    assert_one_line_usage_error(bench("chart.py", str(tmp_path)), f"no results in {tmp_path}")
+    (tmp_path / "bad.json").write_text("{")
+    assert_one_line_usage_error(bench("chart.py", str(tmp_path)), "bad.json: not a benchmark record")
+    (tmp_path / "bad.json").write_text('{"args": {}}')
+    assert_one_line_usage_error(bench("chart.py", str(tmp_path)), "bad.json: not a benchmark record")
