@@ -50,6 +50,8 @@ class KraftInvariantChecker:
         # partitions whose leader was elected while not active, by one of Kafka's exceptions
         # (see check_new_leader), until leadership moves
         self.inactive_leader_allowed: set[str] = set()
+        # partitions whose ISR holds a last known leader that is no longer a replica
+        self.lkl_outside_replicas: set[str] = set()
         # KNOWN WIRING BUG (see effective_min_isr): per topic, every broker the engine's
         # fan-out set of partition 0 holds, as far as the events show it
         self.p0_named: dict[str, set[int]] = {}
@@ -135,9 +137,11 @@ class KraftInvariantChecker:
         letter is an exception in the controller, a bug here, with one exception Kafka has
         too: with ELR, an ELR member that is no longer a replica (`maybePopulateTargetElr`
         does not filter by the target replicas, so a cancelled or completed reassignment can
-        leave one) reaches `LeaderAcceptor.test`, whose `PartitionRegistration.directory`
-        throws IllegalArgumentException "Replica N is not assigned to this partition"
-        (3.9.0 and trunk of October 2024). The partition is then left as it was."""
+        leave one), or a last known leader that is no longer a replica
+        (`canElectLastKnownLeader` asks the acceptor too), reaches `LeaderAcceptor.test`,
+        whose `PartitionRegistration.directory` throws IllegalArgumentException "Replica N is
+        not assigned to this partition" for an acceptable broker (3.9.0 and trunk of October
+        2024). The partition is then left as it was."""
         if event["type"] in DEAD_LETTER_EVENTS:
             assert len(dead_letters) == 1, f"[dead-letters] {event['type']}: {dead_letters}{ctx}"
             return
@@ -146,8 +150,10 @@ class KraftInvariantChecker:
             assert self.elr and m, f"[dead-letters] a controller error: {reason}{ctx}"
             key, replica = m.group(1), int(m.group(2))
             b = before["partitions"].get(key)
-            assert b and replica in b["eligible_leader_replicas"] and replica not in b["replicas"], (
-                f"[dead-letters] {reason}, but {replica} is not an ELR member outside the replicas: {b}{ctx}")
+            asked = b and (replica in b["eligible_leader_replicas"] or b["last_known_elr"] == [replica])
+            assert asked and replica not in b["replicas"], (
+                f"[dead-letters] {reason}, but {replica} is not an ELR member or last known leader outside the "
+                f"replicas: {b}{ctx}")
             assert after["partitions"].get(key) == b, f"[dead-letters] {key} changed although its step failed{ctx}"
 
     def check_partition(self, key: str, event: dict[str, Any], before: State, rs: list[Rec], after: State,
@@ -157,6 +163,8 @@ class KraftInvariantChecker:
         topic = key.rpartition("-")[0]
         if a is None or b is None or a["leader"] != b["leader"]:
             self.inactive_leader_allowed.discard(key)  # leadership moved: check_new_leader decides again
+        if a is None:
+            self.lkl_outside_replicas.discard(key)
         reg = b
         if topic in removed:
             reg = None  # RemoveTopicRecord: the topic's partitions go with it
@@ -171,6 +179,7 @@ class KraftInvariantChecker:
                 new = replay_record(reg, r)
                 self.check_change_record(key, event, reg, r, new, where)
                 self.check_new_leader(key, event, before, after, reg, r, new, where)
+                self.check_leader_kept(key, event, after, reg, r, new, where)
                 reg = new
             self.check_registration(key, reg, before, after, where)
         if after["active"] and before["active"]:
@@ -202,15 +211,18 @@ class KraftInvariantChecker:
         member) and, before 3.6-IV0, `triggerLeaderEpochBumpForIsrShrinkIfNeeded`
         (KAFKA-15021: an ISR that loses a member) set it to the current leader to bump the
         leader epoch. Those are its only reasons ([same-leader-bump]), and each of them
-        bumps it ([epoch-bump-required]).
+        bumps it ([epoch-bump-required]). And `isr` when it is [L] for a new leader L:
+        `tryElection`'s unclean branch sets the ISR to the leader alone without comparing,
+        and with ELR the last known leader may be that ISR's one member already.
         [partition-epoch] / [leader-epoch] Replay (`PartitionRegistration.merge`): +1
         partition epoch per record, +1 leader epoch exactly when `leader` is set.
         [isr-change-alone] An AlterPartition that only changes the ISR (and ELR) keeps the
         leader epoch from 3.6-IV0: the issue's false alarm."""
         present = [f for f in CHANGE_FIELDS if f in r]
         assert present, f"[no-op-record] {key}: a PartitionChangeRecord that changes nothing{where}"
+        new_leader = "leader" in r and r["leader"] != reg["leader"]
         for f in present:
-            if f == "leader":
+            if f == "leader" or (f == "isr" and new_leader and r["isr"] == [r["leader"]]):
                 continue
             value = RECOVERY_STATES[r[f]] if f == "leader_recovery_state" else r[f]
             assert value != reg[f], f"[only-changed-fields] {key}: {f} = {value} is not a change{where}"
@@ -257,6 +269,10 @@ class KraftInvariantChecker:
         [unclean-isr] An unclean leader is the ISR alone, and RECOVERING from 3.2-IV0
         (KIP-704) unless it came from the revert's clean election over its one-member ISR.
         [elr-election] A leader from the ELR becomes the ISR alone and leaves the ELR.
+        [lkl-acceptor-throws] A last known leader that is no longer a replica is elected only
+        when not acceptable: `canElectLastKnownLeader` still calls `isAcceptableLeader`
+        (to log), and `LeaderAcceptor.test` looks up the directory of an acceptable broker,
+        which throws for a non-replica (`PartitionRegistration.directory`).
         """
         leader = r.get("leader", -2)
         if leader < 0 or leader == reg["leader"]:
@@ -265,6 +281,15 @@ class KraftInvariantChecker:
         # the target ISR and ELR are empty, which the registration's need not be: an unclean
         # shutdown (a re-registration) takes its broker out of both in the same build
         last_known = self.elr and reg["last_known_elr"] == [leader]
+        if last_known and leader not in reg["replicas"]:
+            # LeaderAcceptor.test asks PartitionRegistration.directory only of an acceptable
+            # broker, and that throws for a non-replica: Kafka elects it only when it is not
+            # acceptable (not active, and not the broker being unfenced)
+            unfenced_now = event["type"] == "BrokerStartup" and event["broker_id"] == leader
+            assert not _active(after["brokers"], leader) and not unfenced_now, (
+                f"[lkl-acceptor-throws] {key}: last known leader {leader} is acceptable and not a replica: "
+                f"Kafka's LeaderAcceptor throws here{where}")
+            self.lkl_outside_replicas.add(key)
         if not _active(after["brokers"], leader):
             unfenced_now = (event["type"] == "BrokerStartup" and event["broker_id"] == leader
                             and not after["brokers"][str(leader)]["fenced"])
@@ -290,6 +315,22 @@ class KraftInvariantChecker:
             assert new["leader_recovery_state"] == "RECOVERING", (
                 f"[unclean-isr] {key}: unclean leader {leader} is not RECOVERING{where}")
 
+    def check_leader_kept(self, key: str, event: dict[str, Any], after: State, reg: dict[str, Any], r: Rec,
+                          new: dict[str, Any], where: str) -> None:
+        """[leader-kept] Election keeps a current leader that is still valid: `electAnyLeader`
+        and `electPreferredLeader` return `partition.leader` when `isValidNewLeader` holds
+        (in the target ISR and acceptable), and only PREFERRED tries the first replica
+        before it. So a leader P >= 0 is replaced only when it left the ISR (the record's
+        ISR, or a completed reassignment's) or is no longer active, or by a PREFERRED
+        election of the first replica."""
+        p = reg["leader"]
+        if "leader" not in r or r["leader"] == p or p < 0:
+            return
+        preferred = (event["type"] == "ReplicaLeaderElection" and event["election_type"] == "PREFERRED"
+                     and r["leader"] == new["replicas"][0])
+        assert p not in new["isr"] or not _active(after["brokers"], p) or preferred, (
+            f"[leader-kept] {key}: leader {p} is still valid (ISR {new['isr']}, active) but moved to {r['leader']}{where}")
+
     # -- registrations -------------------------------------------------------------------
 
     def check_registration(self, key: str, reg: dict[str, Any], before: State, after: State, where: str) -> None:
@@ -297,7 +338,10 @@ class KraftInvariantChecker:
         [leader-in-isr] the leader is -1 or an ISR member (every election picks from the
         target ISR or makes the leader the ISR alone; AlterPartition must keep the leader).
         [isr-within-replicas] ISR within the replicas (`Replicas.validateIsr`, the
-        reassignment arithmetic keeps removing replicas in `replicas` until done).
+        reassignment arithmetic keeps removing replicas in `replicas` until done). Exception,
+        ELR only: `canElectLastKnownLeader` elects the last known leader without asking
+        whether it is a replica, so after a reassignment away from it, it may lead with
+        ISR = [itself] outside the replicas (3.9.0 and 4.0; see check_new_leader).
         [isr-nonempty] Without ELR the ISR is never empty: the builder writes an ISR only
         when it is non-empty ("If ELR is enabled, the ISR is allowed to be empty").
         [no-elr] Without ELR, ELR and last known ELR stay empty (`maybeUpdateRecordElr`).
@@ -314,7 +358,9 @@ class KraftInvariantChecker:
         """
         isr, leader = reg["isr"], reg["leader"]
         assert leader == -1 or leader in isr, f"[leader-in-isr] {key}: leader {leader} not in ISR {isr}{where}"
-        assert set(isr) <= set(reg["replicas"]), (
+        if set(isr) <= set(reg["replicas"]):
+            self.lkl_outside_replicas.discard(key)
+        assert set(isr) <= set(reg["replicas"]) or key in self.lkl_outside_replicas, (
             f"[isr-within-replicas] {key}: ISR {isr} not within replicas {reg['replicas']}{where}")
         elr = reg["eligible_leader_replicas"]
         if not self.elr:
@@ -351,6 +397,10 @@ class KraftInvariantChecker:
         fact = after["brokers"].get(str(x))
         if fact is None or (not fact["fenced"] and not fact["in_controlled_shutdown"]):
             return  # refused (stale epoch) or nothing to do
+        if not _active(before["brokers"], x):
+            # only the event that fences it or starts its controlled shutdown moves leaderships
+            # (a heartbeat already in CONTROLLED_SHUTDOWN writes nothing)
+            return
         for key, b in before["partitions"].items():
             a = after["partitions"].get(key)
             if a is None or b["isr"] != [x] or (b["leader"] not in (x, -1)):
