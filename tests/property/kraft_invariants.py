@@ -24,6 +24,7 @@ from typing import Any
 
 from state_machines.model import ControllerConfig
 from tests.property.kraft_replay import CHANGE_FIELDS, RECOVERY_STATES, DocumentReplayer, replay_record
+from tests.property.kraft_topic_configs import TopicConfigs
 
 State = dict[str, Any]
 Rec = dict[str, Any]
@@ -52,56 +53,8 @@ class KraftInvariantChecker:
         self.inactive_leader_allowed: set[str] = set()
         # partitions whose ISR holds a last known leader that is no longer a replica
         self.lkl_outside_replicas: set[str] = set()
-        # KNOWN WIRING BUG (see effective_min_isr): per topic, every broker the engine's
-        # fan-out set of partition 0 holds, as far as the events show it
-        self.p0_named: dict[str, set[int]] = {}
+        self.topics = TopicConfigs(config)
         self.steps = 0
-
-    # -- the configs the checks need, as ReplicationControlManager reads them --------------
-
-    def unclean_allowed(self, state: State, topic: str) -> bool:
-        """`uncleanLeaderElectionEnabledForTopic`: topic config, cluster dynamic, static."""
-        value = state["topics"].get(topic, {}).get("configs", {}).get("unclean.leader.election.enable")
-        if value is None:
-            value = state.get("dynamic_configs", {}).get("unclean.leader.election.enable")
-        return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
-
-    def effective_min_isr(self, before: State, after: State, topic: str) -> tuple[int, int]:
-        """`getTopicEffectiveMinIsr`: min.insync.replicas (topic, cluster, static), at most
-        partition 0's replication factor (`parts.get(0).replicas.length`, as the builder saw
-        it: before the event); and the same with the factor the wiring uses.
-
-        KNOWN WIRING BUG (not fixed here, see the report of this change):
-        quorum_controller.KraftView.topic_context takes the factor as
-        `len(rec.brokers_of(0))`, partition 0's fan-out set, which keeps every broker ever
-        named for it (reassignment targets, AlterPartition ISRs), so after partition 0 is
-        reassigned to fewer replicas the wiring's min ISR is too high and ELR is kept where
-        Kafka clears it. The checker accepts the wiring's value as a second bound; the strict
-        xfail test_min_isr_uses_partition_zero_replicas (tests/unit/kraft) tracks the bug."""
-        value = after["topics"].get(topic, {}).get("configs", {}).get("min.insync.replicas")
-        if value is None:
-            value = after.get("dynamic_configs", {}).get("min.insync.replicas")
-        configured = self.config.min_insync_replicas if value is None else int(value)
-        p0 = before["partitions"].get(f"{topic}-0") or after["partitions"].get(f"{topic}-0")
-        if not p0:
-            return configured, configured
-        named = self.p0_named.get(topic, set()) | set(p0["replicas"])
-        return min(configured, len(p0["replicas"])), min(configured, len(named))
-
-    def note_partition_zero(self, event: dict[str, Any], before: State, after: State) -> None:
-        """What the engine's fan-out set of partition 0 remembers (quorum_controller.py
-        `remember_brokers`): replicas, reassignment targets, AlterPartition sender and ISR."""
-        for topic in [t for t in self.p0_named if t not in before["topics"]]:
-            del self.p0_named[topic]  # deleted: a re-created topic starts a new fan-out set
-        for state in (before, after):
-            for key, p in state["partitions"].items():
-                topic, _, num = key.rpartition("-")
-                if num == "0":
-                    self.p0_named.setdefault(topic, set()).update(p["replicas"])
-        if event.get("partition") == 0 and event["type"] in ("AlterPartition", "PartitionReassignment"):
-            named = event.get("isr") or event.get("target_replicas") or []
-            extra = [event["broker_id"]] if event["type"] == "AlterPartition" else []
-            self.p0_named.setdefault(event["topic"], set()).update([*named, *extra])
 
     # -- the step ------------------------------------------------------------------------
 
@@ -111,7 +64,7 @@ class KraftInvariantChecker:
         ctx = f"\nevent: {json.dumps(event)}"
         if dead_letters is not None:
             self.check_dead_letters(event, before, after, dead_letters, ctx)
-        self.note_partition_zero(event, before, after)
+        self.topics.note_partition_zero(event, before, after)
         if not after["active"]:
             assert not records, f"[standby-appends-nothing] a standby wrote {records}{ctx}"
         by_key: dict[str, list[Rec]] = {}
@@ -305,7 +258,7 @@ class KraftInvariantChecker:
             return
         admin_unclean = event["type"] == "ReplicaLeaderElection" and event["election_type"] == "UNCLEAN"
         revert = event["type"] == "PartitionReassignment" and event["target_replicas"] is None
-        allowed = self.unclean_allowed(after, topic)
+        allowed = self.topics.unclean_allowed(after, topic)
         assert allowed or admin_unclean or last_known, (
             f"[clean-election] {key}: {leader} elected from outside ISR {reg['isr']} and ELR "
             f"{reg['eligible_leader_replicas']} without unclean election allowed{where}")
@@ -368,7 +321,7 @@ class KraftInvariantChecker:
             assert not elr and not reg["last_known_elr"], f"[no-elr] {key}: ELR fields set without ELR{where}"
             return
         assert not set(elr) & set(isr), f"[elr-disjoint] {key}: ELR {elr} and ISR {isr} overlap{where}"
-        kafka_min_isr, wiring_min_isr = self.effective_min_isr(before, after, key.rpartition("-")[0])
+        kafka_min_isr, wiring_min_isr = self.topics.effective_min_isr(before, after, key.rpartition("-")[0])
         # Kafka: `not elr or len(isr) < kafka_min_isr`; the wiring's known bug raises the bound
         assert not elr or len(isr) < max(kafka_min_isr, wiring_min_isr), (
             f"[elr-below-min-isr] {key}: ELR {elr} with ISR {isr} at min ISR {kafka_min_isr}{where}")
@@ -406,7 +359,7 @@ class KraftInvariantChecker:
             if a is None or b["isr"] != [x] or (b["leader"] not in (x, -1)):
                 continue
             kept = a["isr"] == [x] and a["leader"] == -1
-            unclean = (self.unclean_allowed(after, key.rpartition("-")[0]) and a["leader"] not in (-1, x)
+            unclean = (self.topics.unclean_allowed(after, key.rpartition("-")[0]) and a["leader"] not in (-1, x)
                        and a["isr"] == [a["leader"]])
             assert kept or unclean, f"[last-isr-member-stays] {key}: ISR [{x}] became {a['isr']}, leader {a['leader']}{ctx}"
 

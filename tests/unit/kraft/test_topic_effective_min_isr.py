@@ -11,7 +11,7 @@ reassignment to more was cancelled, or refused), the rules keep an ELR that Kafk
 Not fixed yet: the directory does not see partition 0's replicas after its reassignment
 completes (that happens in the partition step), so a fix needs partition 0's replica count
 fed back to the directory. Strict xfail: fixing it turns this red, and then the tolerance
-in tests/property/kraft_invariants.py (`effective_min_isr`) goes too.
+in tests/property/kraft_topic_configs.py (`effective_min_isr`) goes too.
 """
 
 from __future__ import annotations
