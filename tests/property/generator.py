@@ -13,6 +13,15 @@ an `AlterPartition` is what the partition's leader would send (its leader and pa
 epochs, an ISR shrunk or expanded with live replicas), a `StopReplicaResponse` answers a
 replica really in `ReplicaDeletionStarted`, and a bounce carries a higher broker epoch.
 A small share of each kind is deliberately stale or refused, as a real cluster produces.
+
+In kraft mode (`ControllerConfig(mode="kraft")`) the builder reads KRaft's state (brokers
+fenced or not, partitions as registrations) and makes the same kinds of events. Two of
+them have no KRaft meaning and are dead letters there (quorum_controller.py, `_NOT_MAPPED`):
+`StopReplicaResponse`, which it then sends for any replica of a partition, and
+`ReplicaDirFailure`; `emit` keeps each event's dead letters (`dead_letters`) for the
+checker to judge (kraft_invariants.py: exactly one for each of those, and none for any other
+event but where Kafka itself throws). `min_isr_configs=True` (for ELR, KIP-966) gives some topics a
+`min.insync.replicas` of 2 or 3, kept when the unclean config flips.
 """
 
 from __future__ import annotations
@@ -30,6 +39,17 @@ T = TypeVar("T")
 BROKER_IDS = (1, 2, 3, 4, 5)
 TOPIC_NAMES = ("t0", "t1", "t2", "t3")
 UNCLEAN = "unclean.leader.election.enable"
+MIN_ISR = "min.insync.replicas"
+
+
+def is_live(fact: dict[str, Any]) -> bool:
+    """A broker's liveness in either mode's state JSON: ZK's `live`, KRaft's not fenced."""
+    return bool(fact["live"]) if "live" in fact else not fact["fenced"]
+
+
+def is_offline(p: dict[str, Any]) -> bool:
+    """ZK's OfflinePartition; in KRaft a partition without a leader (`partitionsWithNoLeader`)."""
+    return p["state"] == "OfflinePartition" if "state" in p else p["leader"] == -1
 
 
 class Chooser(Protocol):
@@ -98,8 +118,12 @@ class LogBuilder:
     returns the engine's decision records; `self.events` is the log so far.
     """
 
-    def __init__(self, config: ControllerConfig | None = None) -> None:
+    def __init__(self, config: ControllerConfig | None = None, min_isr_configs: bool = False) -> None:
         self.engine = Engine(config or ControllerConfig())
+        self.kraft = self.engine.config.mode == "kraft"
+        self.min_isr_configs = min_isr_configs
+        # each event's dead letters (engine errors); in kraft mode the checker judges them
+        self.dead_letters: list[list[tuple[int, str]]] = []
         self.events: list[Event] = []
         self.outputs: list[list[dict[str, Any]]] = []
         self.next_broker_epoch = 100
@@ -117,9 +141,13 @@ class LogBuilder:
         envelope = parse_event(event, len(self.events))
         before = self.state() if self.observers else {}
         self.events.append(event)
+        seen = len(self.engine.errors)
         records = self.engine.process(envelope)
-        # the engine turns a raised exception into an error entry; in a generated log it is a bug
-        assert not self.engine.errors, f"[no-controller-error] {self.engine.errors}"
+        new = self.engine.errors[seen:]
+        self.dead_letters.append(new)
+        if not self.kraft:
+            # the engine turns a raised exception into an error entry; in a generated log it is a bug
+            assert not self.engine.errors, f"[no-controller-error] {self.engine.errors}"
         self.outputs.append(records)
         if self.observers:
             after = self.state()
@@ -138,7 +166,7 @@ class LogBuilder:
         return [int(b) for b in self.state()["brokers"]]
 
     def live(self) -> list[int]:
-        return [int(b) for b, f in self.state()["brokers"].items() if f["live"]]
+        return [int(b) for b, f in self.state()["brokers"].items() if is_live(f)]
 
     def topics(self) -> list[str]:
         return list(self.state()["topics"])
@@ -209,6 +237,8 @@ class LogBuilder:
         event: Event = {"type": "TopicCreation", "topic": topic, "partitions": partitions}
         if c.chance(0.3):
             event["configs"] = {UNCLEAN: c.choice(("true", "false"))}
+        if self.min_isr_configs and c.chance(0.6):
+            event["configs"] = {**event.get("configs", {}), MIN_ISR: c.choice(("2", "3"))}
         return event
 
     def build_partition_expansion(self, c: Chooser) -> Event | None:
@@ -228,6 +258,15 @@ class LogBuilder:
         return {"type": "TopicDeletion", "topic": c.choice(topics)}
 
     def build_stop_replica_response(self, c: Chooser) -> Event | None:
+        if self.kraft:
+            # no deletion round in KRaft: a response for any replica (a dead letter)
+            replicas = [(key, b) for key, p in self.state()["partitions"].items() for b in p["replicas"]]
+            if not replicas:
+                return None
+            key, broker = c.choice(replicas)
+            topic, _, p = key.rpartition("-")
+            return {"type": "StopReplicaResponse", "topic": topic, "partition": int(p), "broker_id": broker,
+                    "error": None}
         started = [
             (key, int(b))
             for key, p in self.state()["partitions"].items()
@@ -246,7 +285,7 @@ class LogBuilder:
         if not parts:
             return None
         state = self.state()["partitions"]
-        offline = [tp for tp in parts if state[f"{tp[0]}-{tp[1]}"]["state"] == "OfflinePartition"]
+        offline = [tp for tp in parts if is_offline(state[f"{tp[0]}-{tp[1]}"])]
         live = self.live()
         if offline and live and c.chance(0.3):
             # an offline partition moved to live brokers: elected at the next broker change
@@ -280,10 +319,13 @@ class LogBuilder:
             return None
         topic = c.choice(topics)
         current = self.state()["topics"][topic]["configs"].get(UNCLEAN, "false")
+        kept = {}
+        if self.min_isr_configs and MIN_ISR in self.state()["topics"][topic]["configs"]:
+            kept = {MIN_ISR: self.state()["topics"][topic]["configs"][MIN_ISR]}
         if c.chance(0.15):
-            return {"type": "TopicConfigChange", "topic": topic, "configs": {}}
+            return {"type": "TopicConfigChange", "topic": topic, "configs": kept}
         flipped = "false" if current == "true" else "true"
-        return {"type": "TopicConfigChange", "topic": topic, "configs": {UNCLEAN: flipped}}
+        return {"type": "TopicConfigChange", "topic": topic, "configs": {**kept, UNCLEAN: flipped}}
 
     def build_alter_partition(self, c: Chooser) -> Event | None:
         """What the leader sends: its own leader and partition epochs and a new ISR that
@@ -299,7 +341,7 @@ class LogBuilder:
         brokers = state["brokers"]
         isr = list(p["isr"])
         recovery = "RECOVERED"
-        live = [r for r in p["replicas"] if str(r) in brokers and brokers[str(r)]["live"]]
+        live = [r for r in p["replicas"] if str(r) in brokers and is_live(brokers[str(r)])]
         followers = [r for r in isr if r != leader]
         addable = [r for r in live if r not in isr]
         if p["leader_recovery_state"] == "RECOVERING" and not c.chance(0.2):
@@ -386,6 +428,7 @@ def generate_log(
     n_events: int = 40,
     config: ControllerConfig | None = None,
     initial_topics: int | None = None,
+    min_isr_configs: bool = False,
 ) -> list[Event]:
     """A cluster log: broker startups, optional pre-existing topics, ControllerFailover, then
     `n_events` random active events.
@@ -399,7 +442,7 @@ def generate_log(
         chooser: Chooser = DrawChooser(source)
     else:
         chooser = RandomChooser(source if isinstance(source, random.Random) else random.Random(source))
-    builder = LogBuilder(config)
+    builder = LogBuilder(config, min_isr_configs)
     builder.start_cluster(chooser, chooser.integer(0, 2) if initial_topics is None else initial_topics)
     produced = 0
     while produced < n_events:
