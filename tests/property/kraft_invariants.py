@@ -275,12 +275,14 @@ class KraftInvariantChecker:
         (in the target ISR and acceptable), and only PREFERRED tries the first replica
         before it. So a leader P >= 0 is replaced only when it left the ISR (the record's
         ISR, or a completed reassignment's) or is no longer active, or by a PREFERRED
-        election of the first replica."""
+        election of the first replica: an admin's, or `maybeBalancePartitionLeaders`', which
+        runs before any event whose `ts` reaches its deadline (kraft/periodic_tasks.py)."""
         p = reg["leader"]
         if "leader" not in r or r["leader"] == p or p < 0:
             return
-        preferred = (event["type"] == "ReplicaLeaderElection" and event["election_type"] == "PREFERRED"
-                     and r["leader"] == new["replicas"][0])
+        by_admin = event["type"] == "ReplicaLeaderElection" and event["election_type"] == "PREFERRED"
+        by_balance = event.get("ts") is not None
+        preferred = (by_admin or by_balance) and r["leader"] == new["replicas"][0]
         assert p not in new["isr"] or not _active(after["brokers"], p) or preferred, (
             f"[leader-kept] {key}: leader {p} is still valid (ISR {new['isr']}, active) but moved to {r['leader']}{where}")
 
