@@ -134,11 +134,18 @@ class ControllerConfig:
     # broker startup and the rest (update_metadata.py); off, the job writes no
     # UpdateMetadata record and skips the fan-out a broker startup's full send needs.
     emit_update_metadata: bool = True
+    # the broker's static `min.insync.replicas` (ServerLogConfigs default 1): no decision reads
+    # it; the operator's views do (the min-ISR metrics, `health`), under a topic's own config
+    # and the cluster's dynamic default
+    min_insync_replicas: int = 1
 
     def __post_init__(self) -> None:
         # ReplicationConfigs: leader.imbalance.check.interval.seconds is atLeast(1)
         if self.leader_imbalance_check_interval_seconds < 1:
             raise ValueError("leader.imbalance.check.interval.seconds must be at least 1")
+        # ServerLogConfigs: min.insync.replicas is atLeast(1)
+        if self.min_insync_replicas < 1:
+            raise ValueError("min.insync.replicas must be at least 1")
 
     @staticmethod
     def from_properties(props: dict[str, object]) -> "ControllerConfig":
@@ -155,6 +162,7 @@ class ControllerConfig:
             "leader.recovery.supported",
             "shadow.follow",
             "emit.update.metadata",
+            "min.insync.replicas",
         }
         unknown = sorted(set(props) - known)
         if unknown:
@@ -168,6 +176,7 @@ class ControllerConfig:
             leader_recovery_supported=flag("leader.recovery.supported", True),
             shadow_follow=flag("shadow.follow", True),
             emit_update_metadata=flag("emit.update.metadata", True),
+            min_insync_replicas=int(props.get("min.insync.replicas", 1)),  # type: ignore[call-overload]
         )
 
     def unclean_enabled_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...],
@@ -185,3 +194,26 @@ class ControllerConfig:
         if value is None:
             return self.unclean_leader_election_enable
         return value.strip().lower() == "true"
+
+    def min_isr_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...],
+                    cluster_dynamic: tuple[tuple[str, str], ...] = ()) -> tuple[int, str]:
+        """A topic's effective `min.insync.replicas` and the level it comes from
+        (`MIN_ISR_TOPIC`, `MIN_ISR_DYNAMIC`, `MIN_ISR_STATIC`): its own config, else the
+        cluster-wide dynamic default (`BrokerConfigChange`), else this static setting
+        (LogConfig's precedence). A level holding anything but a whole number of at least 1
+        is passed over: Kafka refuses such a config (atLeast(1)), so it never applies."""
+        for configs, level in ((dict(topic_configs), MIN_ISR_TOPIC), (dict(cluster_dynamic), MIN_ISR_DYNAMIC)):
+            value = configs.get(MIN_ISR)
+            if value is not None:
+                try:
+                    number = int(value.strip())
+                except ValueError:
+                    continue
+                if number >= 1:
+                    return number, level
+        return self.min_insync_replicas, MIN_ISR_STATIC
+
+
+MIN_ISR = "min.insync.replicas"
+# where a topic's min.insync.replicas comes from (ControllerConfig.min_isr_for)
+MIN_ISR_TOPIC, MIN_ISR_DYNAMIC, MIN_ISR_STATIC = "topic", "dynamic", "static"

@@ -135,6 +135,7 @@ SCHEMA = (
     Setting("controller.leader.recovery.supported", boolean, "controller.leader_recovery_supported"),
     Setting("controller.shadow.follow", boolean, "controller.shadow_follow"),
     Setting("controller.emit.update.metadata", boolean, "controller.emit_update_metadata"),
+    Setting("controller.min.insync.replicas", integer(1), "controller.min_insync_replicas"),
 )
 SETTINGS = {s.name: s for s in SCHEMA}
 
