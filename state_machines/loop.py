@@ -49,7 +49,7 @@ from .outputs import (
     ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads, UpdateMetadataSend, UpdateMetadataShare,
 )
 from .partition import PartitionRecord, describe_error, guarded_partition_step
-from .partition_summaries import apply_summaries, summary_of
+from .partition_summaries import apply_summaries, same_summary, summary_of
 from .topic_deletion import after_reports
 from .update_metadata import Piece
 
@@ -372,22 +372,9 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
             replies.reports.append((w.target, result.report))
     # the summary is reported when it changed: compared field by field, without building
     # the two summaries of every partition a fan-out reaches
-    if record is not start and not _same_summary(start, record):
+    if record is not start and not same_summary(start, record):
         replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, summary_of(record), cmd.cause_offset))
     return _new_tuple(PartitionSlot, (record, seq_cause, seq_next))
-
-
-def _same_summary(a: PartitionRecord | None, b: PartitionRecord | None) -> bool:
-    """`summary_of(a) == summary_of(b)`, without building either."""
-    if a is None or b is None:
-        return a is b
-    if a.state is not b.state:
-        return False
-    la, lb = a.leadership, b.leadership
-    if (None if la is None else la.leader) != (None if lb is None else lb.leader):
-        return False
-    ra, rb = a.assignment.replicas, b.assignment.replicas
-    return (ra[0] if ra else -1) == (rb[0] if rb else -1)
 
 
 def fold_partitions(slots: MutableMapping[str, PartitionSlot], work: Iterable[Work], config: ControllerConfig,

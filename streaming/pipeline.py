@@ -356,8 +356,9 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
 
 # ---------------------------------------------------------------------------------------
 # the feedback lines: a deletion report is its JSON document (as ever), a summary
-# `S<TAB>topic<TAB>partition<TAB>cause<TAB>state|-<TAB>preferred<TAB>leader|-` (`R` after
-# the cause: the partition is gone), a wake `W`.
+# `S<TAB>topic<TAB>partition<TAB>cause<TAB>state|-<TAB>preferred<TAB>leader|-` then
+# `<TAB>isr size<TAB>replication factor<TAB>replica count` when known (`R` after the cause:
+# the partition is gone), a wake `W`.
 
 WAKE_LINE = "W"
 # a LeaderAndIsr decision of an unclean election (contract: `election`), as decision_json writes it
@@ -371,7 +372,10 @@ def _summary_line(r: SummaryReport) -> str:
         return f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\tR"
     state = s.state.value if s.state else "-"
     leader = "-" if s.leader is None else s.leader
-    return f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\t{state}\t{s.preferred}\t{leader}"
+    line = f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\t{state}\t{s.preferred}\t{leader}"
+    if s.isr_size is None:
+        return line
+    return f"{line}\t{s.isr_size}\t{s.replication_factor}\t{s.replica_count}"
 
 
 def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[SummaryReport]]:
@@ -389,7 +393,9 @@ def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[Summ
             else:
                 state = None if fields[4] == "-" else _STATES[fields[4]]
                 leader = None if fields[6] == "-" else int(fields[6])
-                summaries.append(SummaryReport(topic, partition, PartitionSummary(state, int(fields[5]), leader), cause))
+                counts = [int(f) for f in fields[7:10]]  # none in a line of an earlier build
+                summary = PartitionSummary(state, int(fields[5]), leader, *counts)
+                summaries.append(SummaryReport(topic, partition, summary, cause))
         else:
             reports.append(codec.loads(line, DeletionReport))
     return reports, summaries

@@ -6,7 +6,10 @@ Names follow the JMX exporter's Kafka rules (`example_configs/kafka-2_0_0.yml` w
 `kafka_controller_KafkaController_X`, and the meter
 `kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec` is the counter
 `kafka_controller_ControllerStats_UncleanLeaderElections_total` (its `Count`, `PerSec`
-dropped). A dashboard built on a JMX-exported Kafka controller reads the shadow unchanged.
+dropped). The brokers' replica gauges `kafka.server:type=ReplicaManager,name=X` are
+`kafka_server_ReplicaManager_X`, one series for the whole cluster (what a dashboard's
+`sum()` over the brokers reads). A dashboard built on a JMX-exported Kafka cluster reads
+the shadow unchanged.
 What is not Kafka's is under `shadow_controller_`: the shadow's observations (matches,
 benign and safety divergences) and the latest batch id.
 
@@ -24,10 +27,11 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .controller_metrics import GAUGES
+from .controller_metrics import ALL, REPLICA_GAUGES
 from .sink import BatchSink
 
 GAUGE_PREFIX = "kafka_controller_KafkaController_"
+REPLICA_PREFIX = "kafka_server_ReplicaManager_"
 UNCLEAN = "kafka_controller_ControllerStats_UncleanLeaderElections"
 OBSERVATIONS = "shadow_controller_observations"
 OUTCOMES = ("match", "benign", "safety")
@@ -43,7 +47,15 @@ HELP = {
     "TopicsIneligibleToDeleteCount": "topics queued for deletion and ineligible",
     "ReplicasIneligibleToDeleteCount": "replicas in ReplicaDeletionIneligible",
     "ControllerState": "ControllerState.value: 0 Idle, 4 TopicDeletion",
+    "UnderReplicatedPartitions": "led partitions whose ISR is smaller than their replication factor, all brokers",
+    "UnderMinIsrPartitionCount": "led partitions whose ISR is smaller than their effective min.insync.replicas, all brokers",
+    "AtMinIsrPartitionCount": "led partitions whose ISR is their effective min.insync.replicas, all brokers",
 }
+
+
+def metric_name(gauge: str) -> str:
+    """The JMX exporter's name of one of `controller_metrics.ALL`."""
+    return (REPLICA_PREFIX if gauge in REPLICA_GAUGES else GAUGE_PREFIX) + gauge
 
 
 class ControllerCollector(Collector):
@@ -52,9 +64,9 @@ class ControllerCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         metrics = dict(self.sink.metrics)  # the sink replaces the dict; never sees a half-written one
-        for name in GAUGES:
+        for name in ALL:
             if name in metrics:
-                g = GaugeMetricFamily(GAUGE_PREFIX + name, HELP[name])
+                g = GaugeMetricFamily(metric_name(name), HELP[name])
                 g.add_metric([], metrics[name])
                 yield g
         yield CounterMetricFamily(UNCLEAN, "unclean leader elections decided since the job started "
