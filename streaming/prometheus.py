@@ -1,15 +1,18 @@
 """The job's Prometheus endpoint (`job.metrics_port`; off unless set): Kafka's controller
 metrics under the names Prometheus's JMX exporter gives Kafka's own.
 
-Names follow the JMX exporter's Kafka rules (`example_configs/kafka-2_0_0.yml` without
-`lowercaseOutputName`): a gauge `kafka.controller:type=KafkaController,name=X` is
-`kafka_controller_KafkaController_X`, and the meter
+Names are those of the JMX exporter's Kafka configuration (jmx_exporter
+`example_configs/kafka-2_0_0.yml`, with its `lowercaseOutputName: true`): a gauge
+`kafka.controller:type=KafkaController,name=X` is `kafka_controller_kafkacontroller_x`
+(X in lower case), and the meter
 `kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec` is the counter
-`kafka_controller_ControllerStats_UncleanLeaderElections_total` (its `Count`, `PerSec`
+`kafka_controller_controllerstats_uncleanleaderelections_total` (its `Count`, `PerSec`
 dropped). The brokers' replica gauges `kafka.server:type=ReplicaManager,name=X` are
-`kafka_server_ReplicaManager_X`, one series for the whole cluster (what a dashboard's
-`sum()` over the brokers reads). A dashboard built on a JMX-exported Kafka cluster reads
-the shadow unchanged.
+`kafka_server_replicamanager_x`, one series for the whole cluster (what a dashboard's
+`sum()` over the brokers reads). A dashboard built on a JMX-exported Kafka cluster with
+that configuration reads the shadow unchanged, and `promtool check metrics` finds nothing
+to say (it calls any camelCase name a lint error, which an exporter keeping the MBeans'
+case would give).
 What is not Kafka's is under `shadow_controller_`: the shadow's observations (matches,
 benign and safety divergences) and the latest batch id.
 
@@ -30,9 +33,9 @@ from prometheus_client.registry import Collector
 from .controller_metrics import ALL, REPLICA_GAUGES
 from .sink import BatchSink
 
-GAUGE_PREFIX = "kafka_controller_KafkaController_"
-REPLICA_PREFIX = "kafka_server_ReplicaManager_"
-UNCLEAN = "kafka_controller_ControllerStats_UncleanLeaderElections"
+GAUGE_PREFIX = "kafka_controller_kafkacontroller_"
+REPLICA_PREFIX = "kafka_server_replicamanager_"
+UNCLEAN = "kafka_controller_controllerstats_uncleanleaderelections"
 OBSERVATIONS = "shadow_controller_observations"
 OUTCOMES = ("match", "benign", "safety")
 
@@ -55,7 +58,7 @@ HELP = {
 
 def metric_name(gauge: str) -> str:
     """The JMX exporter's name of one of `controller_metrics.ALL`."""
-    return (REPLICA_PREFIX if gauge in REPLICA_GAUGES else GAUGE_PREFIX) + gauge
+    return (REPLICA_PREFIX if gauge in REPLICA_GAUGES else GAUGE_PREFIX) + gauge.lower()
 
 
 class ControllerCollector(Collector):

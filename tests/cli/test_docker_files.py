@@ -16,7 +16,7 @@ from streaming.prometheus import metric_name
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 GAUGES = {metric_name(g) for g in ALL}
 SERVED = GAUGES | {
-    "kafka_controller_ControllerStats_UncleanLeaderElections_total", "shadow_controller_observations_total",
+    "kafka_controller_controllerstats_uncleanleaderelections_total", "shadow_controller_observations_total",
     "shadow_controller_batch"}
 
 

@@ -5,6 +5,8 @@ file mode with its Prometheus endpoint scraped and parsed."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -145,9 +147,23 @@ def test_an_inactive_controller_reports_zeros() -> None:
     assert controller_metrics(engine.directory, None, engine.config) == dict.fromkeys(ALL, 0)
 
 
+PROMTOOL = shutil.which("promtool")
+
+
+def promtool_check(text: bytes) -> tuple[int, str]:
+    """`promtool check metrics` on the text: its exit code and what it said."""
+    assert PROMTOOL is not None
+    result = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, timeout=60)
+    return result.returncode, (result.stdout + result.stderr).decode()
+
+
+def fetch(port: int) -> bytes:
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+
+
 def scrape(port: int) -> dict[str, float]:
     """name{labels} -> value of every sample, parsed by prometheus_client's own parser."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    text = fetch(port).decode()
     samples = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -158,7 +174,7 @@ def scrape(port: int) -> dict[str, float]:
 
 def expected_samples(unclean: int) -> dict[str, float]:
     out: dict[str, float] = {metric_name(k): v for k, v in EXPECTED.items()}
-    out["kafka_controller_ControllerStats_UncleanLeaderElections_total"] = unclean
+    out["kafka_controller_controllerstats_uncleanleaderelections_total"] = unclean
     for outcome in ("match", "benign", "safety"):
         out[f'shadow_controller_observations_total{{outcome="{outcome}"}}'] = 0
     return out
@@ -172,7 +188,7 @@ def test_endpoint_before_any_batch_has_only_the_counters(tmp_path: Path) -> None
     finally:
         server.shutdown()
     assert not any(k in got for k in map(metric_name, ALL))
-    assert got["kafka_controller_ControllerStats_UncleanLeaderElections_total"] == 0
+    assert got["kafka_controller_controllerstats_uncleanleaderelections_total"] == 0
 
 
 @pytest.mark.spark
@@ -193,8 +209,11 @@ def test_the_job_serves_kafkas_metrics(spark, tmp_path: Path, buckets: int) -> N
             query.stop()
         assert query.exception() is None, query.exception()
         got = scrape(server.server_port)
+        text = fetch(server.server_port)
     finally:
         server.shutdown()
+    if PROMTOOL is not None:  # tests/streaming/test_prometheus_lint.py says when it is not
+        assert promtool_check(text) == (0, "")
     assert len(sink.stats) >= 3  # several micro-batches, the deletions through the feedback files
     assert sink.metrics == EXPECTED
     assert sink.unclean_elections == UNCLEAN_ELECTIONS
