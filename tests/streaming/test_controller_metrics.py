@@ -238,3 +238,35 @@ def test_each_safety_divergence_is_one_warn_line(caplog: pytest.LogCaptureFixtur
                                    ("a-1", '{"type":"LeaderAndIsr","election":"unclean"}')])
     assert [r.getMessage() for r in caplog.records] == [
         "safety divergence on a-0 at cause offset 41 (batch 7): two leaders"]
+
+
+@pytest.mark.spark
+def test_a_restart_serves_the_gauges_before_its_first_batch(spark, tmp_path: Path) -> None:
+    """The gauges are computed again from the checkpoint's directory at start
+    (`runner.restore_gauges`): the endpoint serves what the last committed batch left
+    before the restarted query runs a batch; the counters start again at 0."""
+    from streaming.job import start
+    from streaming.runner import restore_gauges
+
+    write_input(tmp_path / "in", LINES)
+    settings = JobSettings(input=f"file:{tmp_path / 'in'}", output=f"file:{tmp_path / 'out'}",
+                           checkpoint=str(tmp_path / "ckpt"), max_offsets_per_trigger=5)
+    fresh = BatchSink(settings)
+    restore_gauges(spark, settings, fresh)  # nothing committed yet: nothing to serve
+    assert fresh.metrics == {}
+    query, _ = start(spark, settings, available_now=True, sink=BatchSink(settings))
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None, query.exception()
+
+    restarted = BatchSink(settings)
+    restore_gauges(spark, settings, restarted)
+    server, _ = serve(restarted, 0, addr="127.0.0.1")
+    try:
+        got = scrape(server.server_port)
+    finally:
+        server.shutdown()
+    assert restarted.stats == {}  # no batch of the new run
+    assert got == expected_samples(0)
