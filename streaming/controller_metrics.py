@@ -99,6 +99,7 @@ def controller_metrics(directory: Mapping[str, Any], pending: Pending | None, co
         return out
     active = c.active
     summaries = []
+    under = under_min = at_min = 0
     for topic in sorted(c.topics):
         rec = directory.get(topic_key(topic))
         if not isinstance(rec, TopicRecord):
@@ -109,10 +110,10 @@ def controller_metrics(directory: Mapping[str, Any], pending: Pending | None, co
             if s.leader is not None:
                 out["GlobalPartitionCount"] += 1
                 if s.leader >= 0 and not started:
-                    under, under_min, at_min = replica_metrics(s, min_isr)
-                    out["UnderReplicatedPartitions"] += under
-                    out["UnderMinIsrPartitionCount"] += under_min
-                    out["AtMinIsrPartitionCount"] += at_min
+                    u, b, a = replica_metrics(s, min_isr)
+                    under += u
+                    under_min += b
+                    at_min += a
             if s.state is PartitionState.OfflinePartition and not started:
                 out["OfflinePartitionsCount"] += 1
             if active and not rec.queued:
@@ -125,9 +126,11 @@ def controller_metrics(directory: Mapping[str, Any], pending: Pending | None, co
                 for r in mirror.replicas:
                     out["ReplicasToDeleteCount"] += states.get(r) is not ReplicaState.ReplicaDeletionSuccessful
                     out["ReplicasIneligibleToDeleteCount"] += states.get(r) is ReplicaState.ReplicaDeletionIneligible
+    replicas = dict(zip(REPLICA_GAUGES, (under, under_min, at_min)))
     if not active:
         # the controller's gauges are 0 while it is not active; the brokers' are not its
-        return {k: out[k] if k in REPLICA_GAUGES else 0 for k in ALL}
+        return {**dict.fromkeys(GAUGES, 0), **replicas}
+    out.update(replicas)
     out["ActiveControllerCount"] = 1
     out["GlobalTopicCount"] = len(c.topics)
     out["PreferredReplicaImbalanceCount"] = sum(len(b.not_preferred) for b in imbalance(summaries))

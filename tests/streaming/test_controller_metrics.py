@@ -161,6 +161,20 @@ def fetch(port: int) -> bytes:
     return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
 
 
+def test_the_replica_gauges_count_while_the_controller_is_not_active() -> None:
+    """They are the brokers' metrics: a partition loaded while inactive (its snapshot:
+    leader 1, ISR [1] of [1,2]) is under-replicated and at min ISR; the controller's are 0."""
+    engine = Engine()
+    for i, e in enumerate([
+            {"type": "BrokerStartup", "broker_id": 1}, {"type": "BrokerStartup", "broker_id": 2},
+            {"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2]}},
+            {"type": "PartitionStateSnapshot", "topic": "t", "partition": 0, "replicas": [1, 2], "leader": 1,
+             "leader_epoch": 3, "isr": [1], "partition_epoch": 4, "controller_epoch": 1}]):
+        engine.process(parse_event({"v": 1, **e}, i))
+    assert controller_metrics(engine.directory, None, engine.config) == {
+        **dict.fromkeys(ALL, 0), "UnderReplicatedPartitions": 1, "AtMinIsrPartitionCount": 1}
+
+
 def scrape(port: int) -> dict[str, float]:
     """name{labels} -> value of every sample, parsed by prometheus_client's own parser."""
     text = fetch(port).decode()
