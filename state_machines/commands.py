@@ -7,9 +7,10 @@ topic's effective unclean setting and its deletion status all arrive here.
 
 Two things flow back. A partition of a topic queued for deletion reports its replica
 states after every command (`DeletionReport`), because Kafka's TopicDeletionManager decides
-on all replicas of a topic at once. And a partition whose state, preferred replica or
-leader changed reports its new `PartitionSummary` (`SummaryReport`), because some of
-Kafka's rules read those of every partition (partition_summaries.py).
+on all replicas of a topic at once. And a partition whose state, preferred replica,
+leader, ISR size or replica counts changed reports its new `PartitionSummary`
+(`SummaryReport`), because some of Kafka's rules, and its replica metrics, read those of
+every partition (partition_summaries.py).
 """
 
 from __future__ import annotations
@@ -194,11 +195,18 @@ _MAY_BE_ELECTED = frozenset({PartitionState.NewPartition, PartitionState.Offline
 @dataclass(frozen=True, slots=True)
 class PartitionSummary:
     """One partition's state, preferred replica (the head of its assignment, -1 without
-    replicas) and leader (None: no stored leader-and-ISR)."""
+    replicas) and leader (None: no stored leader-and-ISR), and what Kafka's replica metrics
+    read (kafka/cluster/Partition.scala): the ISR size, the replication factor
+    (`AssignmentState.replicationFactor`: the replicas less the adding ones) and the
+    replicas the leader counts in `effectiveMinIsr` (its followers and itself). None in a
+    summary decoded from a build that did not keep them."""
 
     state: PartitionState | None
     preferred: int
     leader: int | None
+    isr_size: int | None = None
+    replication_factor: int | None = None
+    replica_count: int | None = None
 
     @property
     def offline(self) -> bool:

@@ -144,8 +144,9 @@ class ControllerConfig:
     # the eligible.leader.replicas.version feature (KIP-966): 1 turns ELR on, where
     # metadata.version supports it (4.0-IV1 and later)
     eligible_leader_replicas_version: int = 0
-    # the cluster's static min.insync.replicas (a topic's config and the cluster's dynamic
-    # default override it)
+    # the broker's static `min.insync.replicas` (ServerLogConfigs default 1), under a topic's
+    # own config and the cluster's dynamic default: the KRaft rules' effective min ISR (ELR)
+    # and the operator's views (the min-ISR metrics, `health`) read it; the ZK rules do not
     min_insync_replicas: int = 1
     # kraft mode: unclean.leader.election.interval.ms, how often the quorum controller tries
     # unclean elections for leaderless partitions (ReplicationConfigs, an internal setting)
@@ -166,6 +167,7 @@ class ControllerConfig:
             # FeatureControlManager: eligible.leader.replicas.version 1 depends on metadata.version 4.0-IV1
             raise ValueError(f"eligible.leader.replicas.version 1 needs metadata.version 4.0-IV1 or later, "
                              f"not {self.metadata_version}")
+        # ServerLogConfigs: min.insync.replicas is atLeast(1)
         if self.min_insync_replicas < 1:
             raise ValueError("min.insync.replicas must be at least 1")
         if self.unclean_leader_election_interval_ms < 1:  # atLeast(1)
@@ -226,3 +228,26 @@ class ControllerConfig:
         if value is None:
             return self.unclean_leader_election_enable
         return value.strip().lower() == "true"
+
+    def min_isr_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...],
+                    cluster_dynamic: tuple[tuple[str, str], ...] = ()) -> tuple[int, str]:
+        """A topic's effective `min.insync.replicas` and the level it comes from
+        (`MIN_ISR_TOPIC`, `MIN_ISR_DYNAMIC`, `MIN_ISR_STATIC`): its own config, else the
+        cluster-wide dynamic default (`BrokerConfigChange`), else this static setting
+        (LogConfig's precedence). A level holding anything but a whole number of at least 1
+        is passed over: Kafka refuses such a config (atLeast(1)), so it never applies."""
+        for configs, level in ((dict(topic_configs), MIN_ISR_TOPIC), (dict(cluster_dynamic), MIN_ISR_DYNAMIC)):
+            value = configs.get(MIN_ISR)
+            if value is not None:
+                try:
+                    number = int(value.strip())
+                except ValueError:
+                    continue
+                if number >= 1:
+                    return number, level
+        return self.min_insync_replicas, MIN_ISR_STATIC
+
+
+MIN_ISR = "min.insync.replicas"
+# where a topic's min.insync.replicas comes from (ControllerConfig.min_isr_for)
+MIN_ISR_TOPIC, MIN_ISR_DYNAMIC, MIN_ISR_STATIC = "topic", "dynamic", "static"

@@ -9,7 +9,9 @@ Offline partition on each broker change (PartitionStateMachine.scala), and
 replica (KafkaController.scala). Here those facts live with each partition. A partition
 whose `PartitionSummary` changed during its fold reports it (`loop.fold_partition`), and the
 directory keeps the summaries with each topic (`TopicRecord.summaries`), so that a broker
-change can reach every partition that may be offline, not only those its broker hosts.
+change can reach every partition that may be offline, not only those its broker hosts. A
+summary also carries the counts Kafka's replica metrics read (`UnderReplicatedPartitions`
+and the min-ISR counts: the ISR size and the replica counts), which no decision reads.
 
 When the summaries are read: the in-process engine applies a cause's reports before the
 next event. The Spark job applies them in the next micro-batch, and holds back an event
@@ -33,33 +35,67 @@ from .states import PartitionState
 _NEW, _OFFLINE = PartitionState.NewPartition, PartitionState.OfflinePartition
 
 __all__ = [
-    "PartitionSummary", "SummaryReport", "apply_summaries", "interned_summary", "offline_partitions", "summary_of",
+    "PartitionSummary", "SummaryReport", "apply_summaries", "interned_summary", "offline_partitions", "replica_count",
+    "same_summary", "summary_of",
 ]
 
 
-# Summaries take few values (a state, a preferred replica, a leader): one object per value,
-# shared by every partition that has it, rather than one per partition for the cyclic
-# collector to walk.
-_SUMMARIES: dict[tuple[PartitionState | None, int, int | None], PartitionSummary] = {}
+# Summaries take few values (a state, a preferred replica, a leader, three small counts):
+# one object per value, shared by every partition that has it, rather than one per
+# partition for the cyclic collector to walk.
+_SUMMARIES: dict[tuple[PartitionState | None, int, int | None, int, int, int], PartitionSummary] = {}
 
 
 def summary_of(rec: PartitionRecord | None) -> PartitionSummary | None:
     if rec is None:
         return None
-    replicas = rec.assignment.replicas
+    a = rec.assignment
+    replicas = a.replicas
     la = rec.leadership
-    return interned_summary(rec.state, replicas[0] if replicas else -1, la.leader if la is not None else None)
+    leader = la.leader if la is not None else None
+    return interned_summary(rec.state, replicas[0] if replicas else -1, leader, len(la.isr) if la is not None else 0,
+                            len(replicas) - len(a.adding_replicas), replica_count(replicas, leader))
 
 
-def interned_summary(state: PartitionState | None, preferred: int, leader: int | None) -> PartitionSummary:
+def interned_summary(state: PartitionState | None, preferred: int, leader: int | None, isr_size: int,
+                     replication_factor: int, replica_count: int) -> PartitionSummary:
     """The one summary object of these values."""
-    key = (state, preferred, leader)
+    key = (state, preferred, leader, isr_size, replication_factor, replica_count)
     summary = _SUMMARIES.get(key)
     if summary is None:
         if len(_SUMMARIES) > 65536:  # as streaming/codec.py's cache: bounded for any cluster
             _SUMMARIES.clear()
         summary = _SUMMARIES[key] = PartitionSummary(*key)
     return summary
+
+
+def replica_count(replicas: tuple[int, ...], leader: int | None) -> int:
+    """`remoteReplicasMap.size + 1` on the leader (Partition.updateAssignmentAndIsr keeps
+    every replica but itself as a follower): the cap of `effectiveMinIsr`."""
+    return len(replicas) + (leader is not None and leader >= 0 and leader not in replicas)
+
+
+def same_summary(a: PartitionRecord | None, b: PartitionRecord | None) -> bool:
+    """`summary_of(a) == summary_of(b)`, without building either."""
+    if a is None or b is None:
+        return a is b
+    if a.state is not b.state:
+        return False
+    la, lb = a.leadership, b.leadership
+    aa, ab = a.assignment, b.assignment
+    if la is lb and aa is ab:
+        return True
+    leader = None if la is None else la.leader
+    if leader != (None if lb is None else lb.leader):
+        return False
+    if (0 if la is None else len(la.isr)) != (0 if lb is None else len(lb.isr)):
+        return False
+    if aa is ab:
+        return True
+    ra, rb = aa.replicas, ab.replicas
+    return ((ra[0] if ra else -1) == (rb[0] if rb else -1)
+            and len(ra) - len(aa.adding_replicas) == len(rb) - len(ab.adding_replicas)
+            and replica_count(ra, leader) == replica_count(rb, leader))
 
 
 def apply_summaries(view: Mapping[str, DirectoryRecord], reports: Iterable[SummaryReport], config: ControllerConfig,

@@ -36,7 +36,7 @@ from .kraft.quorum_controller import kraft_directory_step, kraft_reads_summaries
 from .leader_balance import is_due
 from .model import ControllerConfig
 from .partition import guarded_partition_step
-from .partition_summaries import apply_summaries, summary_of
+from .partition_summaries import apply_summaries, same_summary, summary_of
 
 
 def _zk_reads_summaries(env: ev.Envelope, directory: Mapping[str, Any]) -> bool:
@@ -46,20 +46,6 @@ def _zk_reads_summaries(env: ev.Envelope, directory: Mapping[str, Any]) -> bool:
         return True
     controller = directory.get(CONTROLLER_KEY)
     return isinstance(controller, ControllerRecord) and is_due(controller, env.ts)
-
-
-def _zk_same_summary(a: Any, b: Any) -> bool:
-    """`summary_of(a) == summary_of(b)`, without building either (a fan-out reaches
-    hundreds of thousands of partitions)."""
-    if a is None or b is None:
-        return a is b
-    if a.state is not b.state:
-        return False
-    la, lb = a.leadership, b.leadership
-    if (None if la is None else la.leader) != (None if lb is None else lb.leader):
-        return False
-    ra, rb = a.assignment.replicas, b.assignment.replicas
-    return bool((ra[0] if ra else -1) == (rb[0] if rb else -1))
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +59,7 @@ class RuleSet:
     apply_summaries: Callable[..., Any]
 
 
-ZK = RuleSet("zk", directory_step, guarded_partition_step, summary_of, _zk_same_summary, _zk_reads_summaries,
+ZK = RuleSet("zk", directory_step, guarded_partition_step, summary_of, same_summary, _zk_reads_summaries,
              apply_summaries)
 KRAFT = RuleSet("kraft", kraft_directory_step, guarded_kraft_partition_step, kraft_summary_of, kraft_same_summary,
                 kraft_reads_summaries, kraft_apply_summaries)

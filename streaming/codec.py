@@ -254,7 +254,7 @@ def _directory_out(rec: Any) -> list:
                [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
                 for p, m in rec.mirror]]
         if rec.summaries:
-            out.append([[p, m.state.value if m.state else None, m.preferred, m.leader] for p, m in rec.summaries])
+            out.append([_summary_out(p, m) for p, m in rec.summaries])
         return out
     if isinstance(rec, directory.BrokerRecord):
         f = rec.fact
@@ -280,7 +280,7 @@ def _directory_in(a: list) -> Any:
             tuple((p, tuple(b)) for p, b in a[2]), tuple((k, v) for k, v in a[3]), a[4], a[5], a[6],
             tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
                   for p, r, st, moving in a[7]),
-            tuple((p, _summary(state, preferred, leader)) for p, state, preferred, leader in a[8]) if len(a) > 8 else ())
+            tuple((m[0], _summary(*m[1:])) for m in a[8]) if len(a) > 8 else ())
     if kind == "B":
         # a[3], the per-broker topic index of earlier builds, is no longer kept
         dirs = tuple((t, p) for t, p in a[4]) if len(a) > 4 else ()
@@ -292,17 +292,26 @@ def _directory_in(a: list) -> Any:
     raise UnknownEncoding(f"unknown directory record kind {kind!r}")
 
 
+def _summary_out(p: int, m: commands.PartitionSummary) -> list:
+    # the replica metrics' counts trail, absent when unknown (a summary read from a build
+    # that did not keep them), which then reads back as unknown
+    out = [p, m.state.value if m.state else None, m.preferred, m.leader]
+    if m.isr_size is not None:
+        out += [m.isr_size, m.replication_factor, m.replica_count]
+    return out
+
+
 # A cluster has few distinct summaries: decode each once.
 _SUMMARIES: dict[tuple, commands.PartitionSummary] = {}
 
 
-def _summary(state: str | None, preferred: int, leader: int | None) -> commands.PartitionSummary:
-    key = (state, preferred, leader)
+def _summary(state: str | None, preferred: int, leader: int | None, *counts: int) -> commands.PartitionSummary:
+    key = (state, preferred, leader, *counts)
     summary = _SUMMARIES.get(key)
     if summary is None:
         if len(_SUMMARIES) > 65536:
             _SUMMARIES.clear()
-        summary = _SUMMARIES[key] = commands.PartitionSummary(_P[state] if state else None, preferred, leader)
+        summary = _SUMMARIES[key] = commands.PartitionSummary(_P[state] if state else None, preferred, leader, *counts)
     return summary
 
 

@@ -27,6 +27,22 @@ controller is not active, as in Kafka):
   the batch ends: `Idle` (0), or `TopicDeletion` (4) while a deletion waits for the
   partitions' reports. A cause held for any other reason reads as Idle.
 
+Beside them, Kafka's broker-side replica metrics (`kafka.server:type=ReplicaManager`),
+summed over the brokers as a dashboard sums them, from the partitions' summaries. Each
+broker counts the partitions it leads (`leaderPartitionsIterator`): here the partitions
+with a leader (>= 0) of topics whose deletion has not started (their replicas got
+StopReplica with delete, so no broker leads them). These count whether or not this
+controller is active: they are the brokers' metrics, not the controller's.
+
+- `UnderReplicatedPartitions`: ISR size < replication factor.
+- `UnderMinIsrPartitionCount`: ISR size < effective min ISR.
+- `AtMinIsrPartitionCount`: ISR size == effective min ISR.
+
+The effective min ISR is the topic's `min.insync.replicas` (`ControllerConfig.min_isr_for`:
+topic config, cluster dynamic default, static setting) capped by the replicas the leader
+knows. A summary decoded from a build that kept no ISR size is in none of the three until
+its partition reports again.
+
 The values cross Spark as one JSON line (`encode`), from the sequencer to the sink.
 """
 
@@ -36,9 +52,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from state_machines.commands import PartitionSummary
 from state_machines.directory import CONTROLLER_KEY, ControllerRecord, TopicRecord, topic_key
 from state_machines.leader_balance import imbalance
 from state_machines.loop import Pending
+from state_machines.model import ControllerConfig
 from state_machines.states import PartitionState, ReplicaState
 
 # Kafka's names, in the order of KafkaController.updateMetrics
@@ -47,28 +65,58 @@ GAUGES = (
     "GlobalPartitionCount", "TopicsToDeleteCount", "ReplicasToDeleteCount", "TopicsIneligibleToDeleteCount",
     "ReplicasIneligibleToDeleteCount", "ControllerState",
 )
+# Kafka's names (ReplicaManager's gauges)
+REPLICA_GAUGES = ("UnderReplicatedPartitions", "UnderMinIsrPartitionCount", "AtMinIsrPartitionCount")
+ALL = GAUGES + REPLICA_GAUGES
 IDLE, TOPIC_DELETION = 0, 4  # ControllerState.value (kafka/controller/ControllerState.scala)
 
 
-def controller_metrics(directory: Mapping[str, Any], pending: Pending | None) -> dict[str, int]:
-    """Kafka's controller gauges from the directory's records."""
+def replica_metrics(s: PartitionSummary, min_isr: int) -> tuple[bool, bool, bool]:
+    """(under-replicated, under min ISR, at min ISR) of a partition its leader counts, as
+    kafka/cluster/Partition.scala (3.9.0) defines them on the leader:
+
+        def isUnderReplicated = isLeader && (assignmentState.replicationFactor - partitionState.isr.size) > 0
+        def isUnderMinIsr = leaderLogIfLocal.exists { partitionState.isr.size < effectiveMinIsr(_) } && isLeader
+        def isAtMinIsr = leaderLogIfLocal.exists { partitionState.isr.size == effectiveMinIsr(_) }
+        def effectiveMinIsr(leaderLog) = leaderLog.config.minInSyncReplicas.min(remoteReplicasMap.size + 1)
+
+    During a reassignment `replicationFactor` is `OngoingReassignmentState`'s, the replicas
+    less the adding ones (the original count), while `effectiveMinIsr`'s cap counts every
+    replica, adding ones too (`PartitionSummary.replica_count`)."""
+    isr = s.isr_size
+    if isr is None or s.replication_factor is None or s.replica_count is None:
+        return False, False, False
+    effective = min(min_isr, s.replica_count)
+    return s.replication_factor - isr > 0, isr < effective, isr == effective
+
+
+def controller_metrics(directory: Mapping[str, Any], pending: Pending | None, config: ControllerConfig) -> dict[str, int]:
+    """Kafka's controller gauges and the brokers' replica gauges from the directory's
+    records, in one pass over the partitions' summaries."""
     c = directory.get(CONTROLLER_KEY)
-    out = dict.fromkeys(GAUGES, 0)
-    if not isinstance(c, ControllerRecord) or not c.active:
+    out = dict.fromkeys(ALL, 0)
+    if not isinstance(c, ControllerRecord):
         return out
-    out["ActiveControllerCount"] = 1
-    out["GlobalTopicCount"] = len(c.topics)
+    active = c.active
     summaries = []
+    under = under_min = at_min = 0
     for topic in sorted(c.topics):
         rec = directory.get(topic_key(topic))
         if not isinstance(rec, TopicRecord):
             continue
+        started = rec.queued and rec.started
+        min_isr = config.min_isr_for(rec.configs, c.dynamic_configs)[0]
         for p, s in rec.summaries:
             if s.leader is not None:
                 out["GlobalPartitionCount"] += 1
-            if s.state is PartitionState.OfflinePartition and not (rec.queued and rec.started):
+                if s.leader >= 0 and not started:
+                    u, b, a = replica_metrics(s, min_isr)
+                    under += u
+                    under_min += b
+                    at_min += a
+            if s.state is PartitionState.OfflinePartition and not started:
                 out["OfflinePartitionsCount"] += 1
-            if not rec.queued:
+            if active and not rec.queued:
                 summaries.append((topic, p, s))
         if rec.queued:
             out["TopicsToDeleteCount"] += 1
@@ -78,6 +126,13 @@ def controller_metrics(directory: Mapping[str, Any], pending: Pending | None) ->
                 for r in mirror.replicas:
                     out["ReplicasToDeleteCount"] += states.get(r) is not ReplicaState.ReplicaDeletionSuccessful
                     out["ReplicasIneligibleToDeleteCount"] += states.get(r) is ReplicaState.ReplicaDeletionIneligible
+    replicas = dict(zip(REPLICA_GAUGES, (under, under_min, at_min)))
+    if not active:
+        # the controller's gauges are 0 while it is not active; the brokers' are not its
+        return {**dict.fromkeys(GAUGES, 0), **replicas}
+    out.update(replicas)
+    out["ActiveControllerCount"] = 1
+    out["GlobalTopicCount"] = len(c.topics)
     out["PreferredReplicaImbalanceCount"] = sum(len(b.not_preferred) for b in imbalance(summaries))
     if pending is not None and pending.expected > 0:
         out["ControllerState"] = TOPIC_DELETION
@@ -85,8 +140,8 @@ def controller_metrics(directory: Mapping[str, Any], pending: Pending | None) ->
 
 
 def encode(metrics: Mapping[str, int]) -> str:
-    return json.dumps([metrics[k] for k in GAUGES], separators=(",", ":"))
+    return json.dumps([metrics[k] for k in ALL], separators=(",", ":"))
 
 
 def decode(text: str) -> dict[str, int]:
-    return dict(zip(GAUGES, json.loads(text)))
+    return dict(zip(ALL, json.loads(text)))

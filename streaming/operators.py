@@ -155,7 +155,8 @@ class SequencerProcessor(StatefulProcessor):
             groups.setdefault(group(w.target), []).append(w)
         packed = [(grp, text) for grp, work in groups.items() for text in pack_work(work, self.dlq_max_value_bytes)]
         # the controller's gauges as this batch leaves them, to the sink (controller_metrics)
-        packed.append((DIRECT, pack_metrics(controller_metrics.encode(controller_metrics.controller_metrics(directory, pending)))))
+        gauges = controller_metrics.controller_metrics(directory, pending, self.config)
+        packed.append((DIRECT, pack_metrics(controller_metrics.encode(gauges))))
         yield pd.DataFrame(packed, columns=["grp", "rows"])
 
     def close(self) -> None:

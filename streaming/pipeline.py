@@ -356,9 +356,10 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
 
 # ---------------------------------------------------------------------------------------
 # the feedback lines: a deletion report is its JSON document (as ever), a summary
-# `S<TAB>topic<TAB>partition<TAB>cause<TAB>state|-<TAB>preferred<TAB>leader|-` (`R` after
-# the cause: the partition is gone), then, in kraft mode, `<TAB>ts` (the cause's event
-# time, which schedules KRaft's periodic tasks); a wake `W`.
+# `S<TAB>topic<TAB>partition<TAB>cause<TAB>state|-<TAB>preferred<TAB>leader|-` then
+# `<TAB>isr size<TAB>replication factor<TAB>replica count` when known (`R` after the cause:
+# the partition is gone), then, in kraft mode, `<TAB>@ts` (the cause's event time, which
+# schedules KRaft's periodic tasks); a wake `W`.
 
 WAKE_LINE = "W"
 # a LeaderAndIsr decision of an unclean election (contract: `election`), as decision_json writes it
@@ -368,12 +369,15 @@ _STATES = {s.value: s for s in PartitionState}
 
 def _summary_line(r: SummaryReport) -> str:
     s = r.summary
-    ts = "" if r.ts is None else f"\t{r.ts}"
+    ts = "" if r.ts is None else f"\t@{r.ts}"
     if s is None:
         return f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\tR{ts}"
     state = s.state.value if s.state else "-"
     leader = "-" if s.leader is None else s.leader
-    return f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\t{state}\t{s.preferred}\t{leader}{ts}"
+    line = f"S\t{r.topic}\t{r.partition}\t{r.cause_offset}\t{state}\t{s.preferred}\t{leader}"
+    if s.isr_size is None:
+        return line + ts
+    return f"{line}\t{s.isr_size}\t{s.replication_factor}\t{s.replica_count}{ts}"
 
 
 def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[SummaryReport]]:
@@ -385,16 +389,16 @@ def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[Summ
             continue
         if line.startswith("S\t"):
             fields = line.split("\t")
+            ts = int(fields.pop()[1:]) if fields[-1].startswith("@") else None  # kraft mode's event time
             topic, partition, cause = fields[1], int(fields[2]), int(fields[3])
             if fields[4] == "R":
-                ts = int(fields[5]) if len(fields) > 5 else None
                 summaries.append(SummaryReport(topic, partition, None, cause, ts))
             else:
                 state = None if fields[4] == "-" else _STATES[fields[4]]
                 leader = None if fields[6] == "-" else int(fields[6])
-                ts = int(fields[7]) if len(fields) > 7 else None
-                summaries.append(SummaryReport(topic, partition, PartitionSummary(state, int(fields[5]), leader), cause,
-                                               ts))
+                counts = [int(f) for f in fields[7:10]]  # none in a line of an earlier build
+                summary = PartitionSummary(state, int(fields[5]), leader, *counts)
+                summaries.append(SummaryReport(topic, partition, summary, cause, ts))
         else:
             reports.append(codec.loads(line, DeletionReport))
     return reports, summaries

@@ -1,12 +1,18 @@
 """The job's Prometheus endpoint (`job.metrics_port`; off unless set): Kafka's controller
 metrics under the names Prometheus's JMX exporter gives Kafka's own.
 
-Names follow the JMX exporter's Kafka rules (`example_configs/kafka-2_0_0.yml` without
-`lowercaseOutputName`): a gauge `kafka.controller:type=KafkaController,name=X` is
-`kafka_controller_KafkaController_X`, and the meter
+Names are those of the JMX exporter's Kafka configuration (jmx_exporter
+`example_configs/kafka-2_0_0.yml`, with its `lowercaseOutputName: true`): a gauge
+`kafka.controller:type=KafkaController,name=X` is `kafka_controller_kafkacontroller_x`
+(X in lower case), and the meter
 `kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec` is the counter
-`kafka_controller_ControllerStats_UncleanLeaderElections_total` (its `Count`, `PerSec`
-dropped). A dashboard built on a JMX-exported Kafka controller reads the shadow unchanged.
+`kafka_controller_controllerstats_uncleanleaderelections_total` (its `Count`, `PerSec`
+dropped). The brokers' replica gauges `kafka.server:type=ReplicaManager,name=X` are
+`kafka_server_replicamanager_x`, one series for the whole cluster (what a dashboard's
+`sum()` over the brokers reads). A dashboard built on a JMX-exported Kafka cluster with
+that configuration reads the shadow unchanged, and `promtool check metrics` finds nothing
+to say (it calls any camelCase name a lint error, which an exporter keeping the MBeans'
+case would give).
 What is not Kafka's is under `shadow_controller_`: the shadow's observations (matches,
 benign and safety divergences) and the latest batch id.
 
@@ -24,11 +30,12 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .controller_metrics import GAUGES
+from .controller_metrics import ALL, REPLICA_GAUGES
 from .sink import BatchSink
 
-GAUGE_PREFIX = "kafka_controller_KafkaController_"
-UNCLEAN = "kafka_controller_ControllerStats_UncleanLeaderElections"
+GAUGE_PREFIX = "kafka_controller_kafkacontroller_"
+REPLICA_PREFIX = "kafka_server_replicamanager_"
+UNCLEAN = "kafka_controller_controllerstats_uncleanleaderelections"
 OBSERVATIONS = "shadow_controller_observations"
 OUTCOMES = ("match", "benign", "safety")
 
@@ -43,7 +50,15 @@ HELP = {
     "TopicsIneligibleToDeleteCount": "topics queued for deletion and ineligible",
     "ReplicasIneligibleToDeleteCount": "replicas in ReplicaDeletionIneligible",
     "ControllerState": "ControllerState.value: 0 Idle, 4 TopicDeletion",
+    "UnderReplicatedPartitions": "led partitions whose ISR is smaller than their replication factor, all brokers",
+    "UnderMinIsrPartitionCount": "led partitions whose ISR is smaller than their effective min.insync.replicas, all brokers",
+    "AtMinIsrPartitionCount": "led partitions whose ISR is their effective min.insync.replicas, all brokers",
 }
+
+
+def metric_name(gauge: str) -> str:
+    """The JMX exporter's name of one of `controller_metrics.ALL`."""
+    return (REPLICA_PREFIX if gauge in REPLICA_GAUGES else GAUGE_PREFIX) + gauge.lower()
 
 
 class ControllerCollector(Collector):
@@ -52,9 +67,9 @@ class ControllerCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         metrics = dict(self.sink.metrics)  # the sink replaces the dict; never sees a half-written one
-        for name in GAUGES:
+        for name in ALL:
             if name in metrics:
-                g = GaugeMetricFamily(GAUGE_PREFIX + name, HELP[name])
+                g = GaugeMetricFamily(metric_name(name), HELP[name])
                 g.add_metric([], metrics[name])
                 yield g
         yield CounterMetricFamily(UNCLEAN, "unclean leader elections decided since the job started "

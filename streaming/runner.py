@@ -115,6 +115,8 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
             spark_log_level(spark, QUIET_SPARK_LOGGERS, "ERROR")
             listener = ProgressListener(sink)
             spark.streams.addListener(listener)
+            if endpoint is not None:
+                restore_gauges(spark, settings, sink)
             query, _ = start(spark, settings, available_now=available_now, sink=sink)
             signals.code = _supervise(spark, query, sink, listener, settings, signals, available_now)
             return signals.code
@@ -123,6 +125,23 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
             signals.stopped()
             if endpoint is not None:
                 endpoint[0].shutdown()
+
+
+def restore_gauges(spark: Any, settings: JobSettings, sink: BatchSink) -> None:
+    """On a restart, the endpoint serves the gauges the last committed batch left from the
+    start, not none until this run's first batch (`state_reader.checkpointed_metrics`). A
+    read that fails is one warning: the first batch brings them."""
+    from .state_reader import checkpointed_metrics
+
+    try:
+        metrics = checkpointed_metrics(spark, settings.checkpoint, settings.controller)
+    except Exception as exc:  # noqa: BLE001 - Spark's state readers; the job runs without them
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        log.warning("the controller's gauges could not be read from the checkpoint (%s); "
+                    "they appear with the first micro-batch", first)
+        return
+    if metrics is not None:
+        sink.metrics = metrics
 
 
 def _serve_metrics(sink: BatchSink, port: int | None) -> Any:

@@ -8,9 +8,11 @@ import os
 from typing import Any
 
 from state_machines.loop import Pending, RawEvent
+from state_machines.model import ControllerConfig
 from state_machines.partition import PartitionRecord
 
 from . import codec
+from .controller_metrics import controller_metrics
 from .storage import stored_records
 
 PARTITION_OPERATOR = "applyInPandasWithState"
@@ -89,3 +91,19 @@ def sequencer_buffer(spark: Any, checkpoint: str, batch_id: int | None = None,
     events = [RawEvent(int(e["offset"]), None if e["value"] is None else bytes(e["value"]), str(e["source"]))
               for e in (row["list_element"] for row in rows)]
     return sorted(events, key=lambda e: e.offset)
+
+
+def checkpointed_metrics(spark: Any, checkpoint: str, config: ControllerConfig) -> dict[str, int] | None:
+    """The controller's gauges (`controller_metrics`) as the last committed micro-batch left
+    them, computed again from its directory and pending cause: what the sequencer sent the
+    sink at the end of that batch. None for a checkpoint without a committed batch. Three
+    small reads (state metadata, the directory map, the pending cause); the partitions'
+    state is not read."""
+    commits = os.path.join(_query_dir(checkpoint), "commits")
+    if not os.path.isdir(commits) or not any(name.isdigit() for name in os.listdir(commits)):
+        return None
+    meta = operators(spark, checkpoint)
+    if SEQUENCER_OPERATOR not in meta:
+        return None
+    directory = directory_records(spark, checkpoint, None, meta)
+    return controller_metrics(directory, sequencer_pending(spark, checkpoint, None, meta), config)

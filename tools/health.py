@@ -11,8 +11,10 @@ of a Kafka controller, answered from the shadow's state at one micro-batch.
   default (`BrokerConfigChange`) over the job's static setting. Like Kafka's
   `OfflinePartitionsCount`, topics queued for deletion are left out.
 - **Under and at min ISR**: an online partition whose ISR is smaller than (equal to) its
-  `min.insync.replicas`: the topic's config, else the cluster's dynamic default, else
-  Kafka's default 1 (the job's static settings do not carry it).
+  `min.insync.replicas`: the topic's config, else the cluster's dynamic default, else the
+  job's `controller.min.insync.replicas` (Kafka's default 1). This is what an `acks=all`
+  produce checks (`Partition.appendRecordsToLeader`), not the metrics' effective min ISR,
+  which a replication factor below the setting caps.
 - **Reassignments in progress** (KIP-455: adding or removing replicas), with their age in
   events and in event time since the request that started them, and the adding replicas
   not yet in the ISR: a reassignment completes only when every target replica is
@@ -37,7 +39,7 @@ from typing import Any
 
 from state_machines.directory import BrokerRecord, TopicRecord, topic_key
 from state_machines.leader_balance import imbalance
-from state_machines.model import BrokerFact, UNKNOWN_BROKER
+from state_machines.model import MIN_ISR_DYNAMIC, MIN_ISR_STATIC, MIN_ISR_TOPIC, UNKNOWN_BROKER, BrokerFact
 from state_machines.partition import PartitionRecord
 from state_machines.partition_summaries import summary_of
 from state_machines.states import PartitionState
@@ -47,8 +49,6 @@ from .controller_state import ControllerState, check_checkpoint, load_with_spark
 
 BROKER_PREFIX = "broker-"
 UNCLEAN = "unclean.leader.election.enable"
-MIN_ISR = "min.insync.replicas"
-KAFKA_MIN_ISR_DEFAULT = 1
 _NOT_ELECTED = (PartitionState.OfflinePartition, PartitionState.NewPartition)
 
 
@@ -79,18 +79,16 @@ def unclean_setting(state: ControllerState, topic: str) -> tuple[bool, str]:
     return enabled, source
 
 
+_MIN_ISR_SOURCES = {MIN_ISR_TOPIC: "topic config", MIN_ISR_DYNAMIC: "cluster dynamic config (BrokerConfigChange)",
+                    MIN_ISR_STATIC: "cluster setting"}
+
+
 def min_isr_setting(state: ControllerState, topic: str) -> tuple[int, str]:
-    """The topic's min.insync.replicas and where it comes from."""
+    """The topic's min.insync.replicas and where it comes from: the core's resolution
+    (`ControllerConfig.min_isr_for`), as the job's min-ISR metrics take it."""
     rec = _topic(state, topic)
-    for configs, source in ((dict(rec.configs) if rec else {}, "topic config"),
-                            (dict(state.controller.dynamic_configs), "cluster dynamic config (BrokerConfigChange)")):
-        value = configs.get(MIN_ISR)
-        if value is not None:
-            try:
-                return max(1, int(value.strip())), source
-            except ValueError:
-                continue  # not a number: Kafka would have refused the config; the next level applies
-    return KAFKA_MIN_ISR_DEFAULT, "Kafka default"
+    value, level = state.config.min_isr_for(rec.configs if rec else (), state.controller.dynamic_configs)
+    return value, _MIN_ISR_SOURCES[level]
 
 
 def _queued(state: ControllerState, topic: str) -> bool:

@@ -27,7 +27,7 @@ from ..outputs import (
     AlterPartitionResultRecord, ElectionResultRecord, Output, StateChangeFailedRecord, StillLeads,
 )
 from ..partition import describe_error
-from ..partition_summaries import interned_summary
+from ..partition_summaries import interned_summary, replica_count
 from ..states import LeaderRecoveryState, PartitionState
 from . import replication_control as rc
 from . import shadow_rules
@@ -172,7 +172,11 @@ def kraft_summary_of(rec: KraftPartition | None) -> PartitionSummary | None:
         return None
     reg = rec.registration
     state = PartitionState.OfflinePartition if reg.leader == NO_LEADER else PartitionState.OnlinePartition
-    return interned_summary(state, reg.replicas[0] if reg.replicas else -1, reg.leader)
+    # the counts the replica metrics read (as partition_summaries.summary_of), and the
+    # replica count the directory takes partition 0's replication factor from
+    # (`getTopicEffectiveMinIsr`)
+    return interned_summary(state, reg.replicas[0] if reg.replicas else -1, reg.leader, len(reg.isr),
+                            len(reg.replicas) - len(reg.adding_replicas), replica_count(reg.replicas, reg.leader))
 
 
 def kraft_same_summary(a: KraftPartition | None, b: KraftPartition | None) -> bool:

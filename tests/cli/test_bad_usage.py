@@ -80,6 +80,8 @@ ROWS = [
     Row("number not a number", ("run", "--set", "job.partition_buckets=many"), exits.USAGE,
         "job.partition_buckets must be a whole number, got 'many'"),
     Row("negative count", ("run", "--set", "job.max_offsets_per_trigger=-5"), exits.USAGE, "must be at least 0"),
+    Row("min ISR below Kafka's atLeast(1)", ("run", "--set", "controller.min.insync.replicas=0"), exits.USAGE,
+        "run: controller.min.insync.replicas must be at least 1, got 0"),
     Row("enum outside its values", ("run", "--set", "job.on_broker_outage=never"), exits.USAGE,
         "job.on_broker_outage must be wait or exit, got 'never'"),
     Row("controller key mistyped", ("run", "--set", "controller.uncleen.leader.election.enable=true"), exits.USAGE,

@@ -10,11 +10,13 @@ import re
 import tomllib
 from pathlib import Path
 
-from streaming.controller_metrics import GAUGES
+from streaming.controller_metrics import ALL
+from streaming.prometheus import metric_name
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
-SERVED = {f"kafka_controller_KafkaController_{g}" for g in GAUGES} | {
-    "kafka_controller_ControllerStats_UncleanLeaderElections_total", "shadow_controller_observations_total",
+GAUGES = {metric_name(g) for g in ALL}
+SERVED = GAUGES | {
+    "kafka_controller_controllerstats_uncleanleaderelections_total", "shadow_controller_observations_total",
     "shadow_controller_batch"}
 
 
@@ -22,10 +24,10 @@ def test_dashboard_queries_name_served_metrics() -> None:
     dash = json.loads((DOCKER / "grafana" / "dashboards" / "kafka-controller.json").read_text())
     exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
     assert exprs and len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
-    named = {m for e in exprs for m in re.findall(r"\b(?:kafka|shadow)_controller_\w+", e)}
+    named = {m for e in exprs for m in re.findall(r"\b(?:kafka_controller|kafka_server|shadow_controller)_\w+", e)}
     assert named and named <= SERVED, named - SERVED
-    # every gauge Kafka's updateMetrics sets has a panel
-    assert {f"kafka_controller_KafkaController_{g}" for g in GAUGES} <= named
+    # every gauge the job serves (Kafka's updateMetrics, the ReplicaManager's) has a panel
+    assert GAUGES <= named, GAUGES - named
 
 
 def test_compose_scrapes_the_jobs_metrics_port() -> None:

@@ -136,6 +136,8 @@ def test_an_unknown_setting_without_a_close_name_lists_its_section() -> None:
     ("job.partition_buckets=true", "must be a whole number, got True"),
     ("spark.sql.shuffle.partitions=0", "must be at least 1, got 0"),
     ("input.max_depth=0", "must be at least 1"),
+    ("controller.min.insync.replicas=0", "controller.min.insync.replicas must be at least 1, got 0"),
+    ("controller.min.insync.replicas=two", "controller.min.insync.replicas must be a whole number, got 'two'"),
     ("job.stop_timeout_seconds=-1", "must be a positive number of seconds"),
     ("job.heartbeat_seconds=nan", "must be a positive number of seconds"),
     ("job.heartbeat_seconds=soon", "must be a number of seconds, got 'soon'"),
@@ -154,6 +156,7 @@ def test_a_value_of_the_wrong_kind_is_refused(override: str, message: str) -> No
 @pytest.mark.parametrize("override, field, expected", [
     ("controller.unclean.leader.election.enable=true", "controller", ControllerConfig(unclean_leader_election_enable=True)),
     ('controller.unclean.leader.election.enable="false"', "controller", ControllerConfig()),
+    ("controller.min.insync.replicas=2", "controller", ControllerConfig(min_insync_replicas=2)),
     ("job.max_offsets_per_trigger=0", "max_offsets_per_trigger", None),
     ("job.stop_timeout_seconds=5", "stop_timeout_s", 5.0),
     ("job.outage_exit_after_seconds=2.5", "outage_exit_after_s", 2.5),

@@ -5,6 +5,8 @@ file mode with its Prometheus endpoint scraped and parsed."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -12,10 +14,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from state_machines.engine import Engine
-from state_machines.events import parse_line
+from state_machines.events import parse_event, parse_line
 from state_machines.loop import Pending
-from streaming.controller_metrics import GAUGES, controller_metrics
-from streaming.prometheus import serve
+from state_machines.model import ControllerConfig
+from streaming.controller_metrics import ALL, controller_metrics
+from streaming.prometheus import metric_name, serve
 from streaming.runner import metrics_text
 from streaming.settings.schema import JobSettings
 from streaming.sink import BatchSink
@@ -62,6 +65,11 @@ EXPECTED = {
     "TopicsIneligibleToDeleteCount": 2,  # d (a dead replica), e (a failed StopReplica)
     "ReplicasIneligibleToDeleteCount": 1,  # d's 3 (e's 2 went back to OfflineReplica)
     "ControllerState": 0,  # Idle: nothing held
+    # the brokers' (Partition.scala on each leader): a-0, a-1 and u-0 are led by 2 with ISR [2]
+    # of 2 replicas; a-2 has no leader; d-0 and e-0 are being deleted (no broker leads them)
+    "UnderReplicatedPartitions": 3,
+    "UnderMinIsrPartitionCount": 0,  # min.insync.replicas 1 (the static default) everywhere
+    "AtMinIsrPartitionCount": 3,
 }
 UNCLEAN_ELECTIONS = 1  # u-0
 
@@ -70,21 +78,106 @@ def test_gauges_in_process() -> None:
     engine = Engine()
     for i, line in enumerate(LINES):
         engine.process(parse_line(line, i))
-    assert controller_metrics(engine.directory, None) == EXPECTED
+    assert controller_metrics(engine.directory, None, engine.config) == EXPECTED
     waiting = Pending(cause_offset=12, cause_id=None, round=0, expected=1, continuation=None)
-    assert controller_metrics(engine.directory, waiting)["ControllerState"] == 4  # TopicDeletion
+    assert controller_metrics(engine.directory, waiting, engine.config)["ControllerState"] == 4  # TopicDeletion
+
+
+# Kafka's replica metrics against min.insync.replicas from each level. The static setting is 2.
+MIN_ISR = [
+    *({"type": "BrokerStartup", "broker_id": b, "broker_epoch": b} for b in (1, 2, 3, 4, 5)),
+    {"type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
+    {"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2, 3]}, "configs": {"min.insync.replicas": "3"}},
+    {"type": "TopicCreation", "topic": "c", "partitions": {"0": [1, 2, 3]}},
+    {"type": "TopicCreation", "topic": "n", "partitions": {"0": [5]}},
+    {"type": "TopicCreation", "topic": "r", "partitions": {"0": [1, 2]}, "configs": {"min.insync.replicas": "3"}},
+    {"type": "AlterPartition", "topic": "c", "partition": 0, "broker_id": 1, "leader_epoch": 0,
+     "partition_epoch": 0, "isr": [1, 2]},
+    {"type": "BrokerFailure", "broker_id": 5},  # n-0 has no leader
+    {"type": "PartitionReassignment", "topic": "r", "partition": 0, "target_replicas": [3, 4]},
+]
+
+
+def replica_gauges(engine: Engine) -> tuple[int, int, int]:
+    m = controller_metrics(engine.directory, None, engine.config)
+    return m["UnderReplicatedPartitions"], m["UnderMinIsrPartitionCount"], m["AtMinIsrPartitionCount"]
+
+
+def test_replica_metrics_with_min_isr_from_topic_cluster_and_static_settings() -> None:
+    """(under-replicated, under min ISR, at min ISR), by hand from Partition.scala's
+    isUnderReplicated, isUnderMinIsr and isAtMinIsr on each partition's leader."""
+    engine = Engine(ControllerConfig(min_insync_replicas=2))
+    for i, e in enumerate(MIN_ISR):
+        engine.process(parse_event({"v": 1, **e}, i))
+    r0 = engine.partitions[("r", 0)]
+    assert (r0.assignment.replicas, r0.assignment.adding_replicas, r0.leadership.isr) == ((3, 4, 1, 2), (3, 4), (1, 2))
+    # t-0: ISR 3 of 3, min 3 (topic config): at min.
+    # c-0: ISR [1,2] of 3: under-replicated; min 2 (the static setting): at min.
+    # n-0: leader -1: not counted by any broker (it would be under min ISR, and at it).
+    # r-0: reassigning [1,2] -> [3,4]: the replication factor is the replicas less the adding
+    #   ones, 2, so ISR [1,2] is not under-replicated (4 replicas would say it is); min 3
+    #   (topic config) capped by the 4 replicas the leader knows is 3: under min ISR (capped
+    #   by the replication factor it would be 2, at min)
+    assert replica_gauges(engine) == (1, 1, 2)
+
+    # the cluster's dynamic default: c-0's min ISR is 3, and its ISR of 2 is under it
+    change = {"v": 1, "type": "BrokerConfigChange", "configs": {"min.insync.replicas": "3"}}
+    engine.process(parse_event(change, len(MIN_ISR)))
+    assert replica_gauges(engine) == (1, 2, 1)
+
+    # r-0's reassignment completes: replicas [3,4], leader 3, ISR [3,4]; min 3 (topic) capped
+    # by its 2 replicas (effectiveMinIsr) is 2: at min, no longer under
+    la = engine.partitions[("r", 0)].leadership
+    alter = {"v": 1, "type": "AlterPartition", "topic": "r", "partition": 0, "broker_id": la.leader,
+             "leader_epoch": la.leader_epoch, "partition_epoch": la.partition_epoch, "isr": [1, 2, 3, 4]}
+    engine.process(parse_event(alter, len(MIN_ISR) + 1))
+    r0 = engine.partitions[("r", 0)]
+    assert (r0.assignment.replicas, r0.leadership.leader, r0.leadership.isr) == ((3, 4), 3, (3, 4))
+    assert replica_gauges(engine) == (1, 1, 2)
+
+    # the dynamic default goes: the static 2 again, and c-0 is at it
+    engine.process(parse_event({**change, "configs": {"min.insync.replicas": None}}, len(MIN_ISR) + 2))
+    assert replica_gauges(engine) == (1, 0, 3)
 
 
 def test_an_inactive_controller_reports_zeros() -> None:
     engine = Engine()
     for i, line in enumerate(LINES[:3]):  # brokers, no failover
         engine.process(parse_line(line, i))
-    assert controller_metrics(engine.directory, None) == dict.fromkeys(GAUGES, 0)
+    assert controller_metrics(engine.directory, None, engine.config) == dict.fromkeys(ALL, 0)
+
+
+PROMTOOL = shutil.which("promtool")
+
+
+def promtool_check(text: bytes) -> tuple[int, str]:
+    """`promtool check metrics` on the text: its exit code and what it said."""
+    assert PROMTOOL is not None
+    result = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, timeout=60)
+    return result.returncode, (result.stdout + result.stderr).decode()
+
+
+def fetch(port: int) -> bytes:
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+
+
+def test_the_replica_gauges_count_while_the_controller_is_not_active() -> None:
+    """They are the brokers' metrics: a partition loaded while inactive (its snapshot:
+    leader 1, ISR [1] of [1,2]) is under-replicated and at min ISR; the controller's are 0."""
+    engine = Engine()
+    for i, e in enumerate([
+            {"type": "BrokerStartup", "broker_id": 1}, {"type": "BrokerStartup", "broker_id": 2},
+            {"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2]}},
+            {"type": "PartitionStateSnapshot", "topic": "t", "partition": 0, "replicas": [1, 2], "leader": 1,
+             "leader_epoch": 3, "isr": [1], "partition_epoch": 4, "controller_epoch": 1}]):
+        engine.process(parse_event({"v": 1, **e}, i))
+    assert controller_metrics(engine.directory, None, engine.config) == {
+        **dict.fromkeys(ALL, 0), "UnderReplicatedPartitions": 1, "AtMinIsrPartitionCount": 1}
 
 
 def scrape(port: int) -> dict[str, float]:
     """name{labels} -> value of every sample, parsed by prometheus_client's own parser."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    text = fetch(port).decode()
     samples = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
@@ -94,8 +187,8 @@ def scrape(port: int) -> dict[str, float]:
 
 
 def expected_samples(unclean: int) -> dict[str, float]:
-    out: dict[str, float] = {f"kafka_controller_KafkaController_{k}": v for k, v in EXPECTED.items()}
-    out["kafka_controller_ControllerStats_UncleanLeaderElections_total"] = unclean
+    out: dict[str, float] = {metric_name(k): v for k, v in EXPECTED.items()}
+    out["kafka_controller_controllerstats_uncleanleaderelections_total"] = unclean
     for outcome in ("match", "benign", "safety"):
         out[f'shadow_controller_observations_total{{outcome="{outcome}"}}'] = 0
     return out
@@ -108,8 +201,8 @@ def test_endpoint_before_any_batch_has_only_the_counters(tmp_path: Path) -> None
         got = scrape(server.server_port)
     finally:
         server.shutdown()
-    assert not any(k.startswith("kafka_controller_KafkaController_") for k in got)
-    assert got["kafka_controller_ControllerStats_UncleanLeaderElections_total"] == 0
+    assert not any(k in got for k in map(metric_name, ALL))
+    assert got["kafka_controller_controllerstats_uncleanleaderelections_total"] == 0
 
 
 @pytest.mark.spark
@@ -130,8 +223,11 @@ def test_the_job_serves_kafkas_metrics(spark, tmp_path: Path, buckets: int) -> N
             query.stop()
         assert query.exception() is None, query.exception()
         got = scrape(server.server_port)
+        text = fetch(server.server_port)
     finally:
         server.shutdown()
+    if PROMTOOL is not None:  # tests/streaming/test_prometheus_lint.py says when it is not
+        assert promtool_check(text) == (0, "")
     assert len(sink.stats) >= 3  # several micro-batches, the deletions through the feedback files
     assert sink.metrics == EXPECTED
     assert sink.unclean_elections == UNCLEAN_ELECTIONS
@@ -156,3 +252,35 @@ def test_each_safety_divergence_is_one_warn_line(caplog: pytest.LogCaptureFixtur
                                    ("a-1", '{"type":"LeaderAndIsr","election":"unclean"}')])
     assert [r.getMessage() for r in caplog.records] == [
         "safety divergence on a-0 at cause offset 41 (batch 7): two leaders"]
+
+
+@pytest.mark.spark
+def test_a_restart_serves_the_gauges_before_its_first_batch(spark, tmp_path: Path) -> None:
+    """The gauges are computed again from the checkpoint's directory at start
+    (`runner.restore_gauges`): the endpoint serves what the last committed batch left
+    before the restarted query runs a batch; the counters start again at 0."""
+    from streaming.job import start
+    from streaming.runner import restore_gauges
+
+    write_input(tmp_path / "in", LINES)
+    settings = JobSettings(input=f"file:{tmp_path / 'in'}", output=f"file:{tmp_path / 'out'}",
+                           checkpoint=str(tmp_path / "ckpt"), max_offsets_per_trigger=5)
+    fresh = BatchSink(settings)
+    restore_gauges(spark, settings, fresh)  # nothing committed yet: nothing to serve
+    assert fresh.metrics == {}
+    query, _ = start(spark, settings, available_now=True, sink=BatchSink(settings))
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None, query.exception()
+
+    restarted = BatchSink(settings)
+    restore_gauges(spark, settings, restarted)
+    server, _ = serve(restarted, 0, addr="127.0.0.1")
+    try:
+        got = scrape(server.server_port)
+    finally:
+        server.shutdown()
+    assert restarted.stats == {}  # no batch of the new run
+    assert got == expected_samples(0)

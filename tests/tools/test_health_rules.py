@@ -103,6 +103,27 @@ def test_min_isr_from_the_cluster_dynamic_default_and_the_exit_codes() -> None:
     assert health.render(result).splitlines()[-1] == "status: partitions UNDER MIN ISR"
 
 
+@pytest.mark.parametrize("static, dynamic, topic, expected", [
+    (1, None, None, None),  # Kafka's default: t-0's ISR [2] is at it, not under
+    (2, None, None, (2, "cluster setting")),
+    (3, "2", None, (2, "cluster dynamic config (BrokerConfigChange)")),
+    (3, "2", "2", (2, "topic config")),
+    (2, "0", None, (2, "cluster setting")),  # a value Kafka refuses (atLeast(1)) does not apply
+])
+def test_min_isr_is_the_topic_config_over_the_dynamic_default_over_the_static_setting(
+        static: int, dynamic: str | None, topic: str | None, expected: tuple[int, str] | None) -> None:
+    change = [{"v": 1, "type": "BrokerConfigChange", "configs": {"min.insync.replicas": dynamic}}] if dynamic else []
+    configs = {"unclean.leader.election.enable": "true", **({"min.insync.replicas": topic} if topic else {})}
+    result = _offline_t0(ControllerConfig(min_insync_replicas=static), change, configs)
+    rows = [(r["partition"], r["min_insync_replicas"], r["min_insync_replicas_source"]) for r in result["under_min_isr"]]
+    assert rows == ([] if expected is None else [("t-0", *expected)])
+    # the one resolution, the metrics' too
+    config = ControllerConfig(min_insync_replicas=static)
+    dyn = (("min.insync.replicas", dynamic),) if dynamic else ()
+    level = config.min_isr_for({"min.insync.replicas": topic} if topic else {}, dyn)
+    assert level[0] == (1 if expected is None else expected[0])
+
+
 def test_what_if_decides_what_the_engine_decides_and_names_the_impact() -> None:
     engine, state = engine_state()
     events = [Hypothesis(f"--event {i + 1}", json.dumps(e).encode()) for i, e in enumerate(HYPOTHETICAL)]

@@ -117,3 +117,30 @@ def test_the_tag_registry_holds_every_core_dataclass_and_refuses_a_shared_name(t
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(tagged.DuplicateTag, match="twin_core.a.Twin and twin_core.b.Twin share the name 'Twin'"):
         tagged.dataclasses_by_name(importlib.import_module("twin_core"))
+
+
+def test_summaries_written_before_the_replica_counts_read_with_them_unknown() -> None:
+    """A topic record's summaries and a summary feedback line gained three trailing counts
+    (ISR size, replication factor, replica count): a checkpoint or a feedback file written
+    before them reads with the counts unknown (None), which the replica metrics leave out,
+    and is written back with its old bytes; a new one round-trips."""
+    from state_machines.commands import PartitionSummary, SummaryReport
+    from state_machines.directory import TopicRecord
+    from state_machines.states import PartitionState
+    from streaming.controller_metrics import replica_metrics
+    from streaming.pipeline import _summary_line, read_feedback
+
+    old = '["T",1,[[0,[1,2]]],[],false,false,false,[],[[0,"OnlinePartition",1,1]]]'
+    rec = codec.loads(old, codec.DirectoryRecord)
+    assert rec.summaries == ((0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, None, None, None)),)
+    assert codec.dumps(rec) == old
+    assert replica_metrics(rec.summaries[0][1], 1) == (False, False, False)  # counted in none
+    new = TopicRecord(((0, (1, 2)),), summaries=((0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, 1, 2, 2)),))
+    assert codec.dumps(new) == '["T",1,[[0,[1,2]]],[],false,false,false,[],[[0,"OnlinePartition",1,1,1,2,2]]]'
+    assert codec.loads(codec.dumps(new), codec.DirectoryRecord) == new
+
+    _, [before] = read_feedback(["S\tt\t0\t7\tOnlinePartition\t1\t1"])
+    assert before == SummaryReport("t", 0, PartitionSummary(PartitionState.OnlinePartition, 1, 1), 7)
+    report = SummaryReport("t", 0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, 1, 2, 2), 7)
+    assert _summary_line(report) == "S\tt\t0\t7\tOnlinePartition\t1\t1\t1\t2\t2"
+    assert read_feedback([_summary_line(report)])[1] == [report]
