@@ -252,6 +252,10 @@ class AppendedRecord(_Record):
     partition: int | None
     version: int
     record: MetadataRecord
+    # not Kafka's record: the new leader is not in the previous ISR (`electionWasClean` false,
+    # what KRaft's UncleanLeaderElectionsPerSec counts); written as `"election": "unclean"`,
+    # the field ZK-mode's LeaderAndIsr records carry
+    unclean: bool = False
 
     def key(self) -> str:
         return self.entity
@@ -287,6 +291,8 @@ def _appended_writer(r: AppendedRecord, cause_offset: int, cause_id: str | None,
         elif isinstance(value, LeaderRecoveryState):
             value = _RECOVERY_BYTE[value]
         doc[name] = value
+    if r.unclean:
+        doc["election"] = "unclean"
     return doc
 
 

@@ -54,6 +54,7 @@ from typing import Any
 
 from state_machines.commands import PartitionSummary
 from state_machines.directory import CONTROLLER_KEY, ControllerRecord, TopicRecord, topic_key
+from state_machines.kraft.cluster_control import BrokerRegistration
 from state_machines.leader_balance import imbalance
 from state_machines.loop import Pending
 from state_machines.model import ControllerConfig
@@ -67,7 +68,12 @@ GAUGES = (
 )
 # Kafka's names (ReplicaManager's gauges)
 REPLICA_GAUGES = ("UnderReplicatedPartitions", "UnderMinIsrPartitionCount", "AtMinIsrPartitionCount")
-ALL = GAUGES + REPLICA_GAUGES
+# KRaft's own (ControllerMetadataMetrics, 3.9.0), served in kraft mode only
+KRAFT_GAUGES = ("FencedBrokerCount", "ActiveBrokerCount", "MigratingZkBrokerCount")
+# the ZK controller's gauges that KRaft's quorum controller does not have
+ZK_ONLY = ("TopicsToDeleteCount", "ReplicasToDeleteCount", "TopicsIneligibleToDeleteCount",
+           "ReplicasIneligibleToDeleteCount", "ControllerState")
+ALL = GAUGES + REPLICA_GAUGES + KRAFT_GAUGES
 IDLE, TOPIC_DELETION = 0, 4  # ControllerState.value (kafka/controller/ControllerState.scala)
 
 
@@ -93,8 +99,10 @@ def replica_metrics(s: PartitionSummary, min_isr: int) -> tuple[bool, bool, bool
 def controller_metrics(directory: Mapping[str, Any], pending: Pending | None, config: ControllerConfig) -> dict[str, int]:
     """Kafka's controller gauges and the brokers' replica gauges from the directory's
     records, in one pass over the partitions' summaries."""
+    if config.mode == "kraft":
+        return kraft_metrics(directory, config)
     c = directory.get(CONTROLLER_KEY)
-    out = dict.fromkeys(ALL, 0)
+    out = dict.fromkeys(GAUGES + REPLICA_GAUGES, 0)
     if not isinstance(c, ControllerRecord):
         return out
     active = c.active
@@ -139,9 +147,55 @@ def controller_metrics(directory: Mapping[str, Any], pending: Pending | None, co
     return out
 
 
+def kraft_metrics(directory: Mapping[str, Any], config: ControllerConfig) -> dict[str, int]:
+    """KRaft's gauges, as `ControllerMetadataMetricsPublisher.publishSnapshot` (3.9.0)
+    computes them from the metadata image, on every controller (standbys too), plus the
+    active controller's `ActiveControllerCount` and the brokers' replica gauges:
+
+    - `FencedBrokerCount`, `ActiveBrokerCount`: registered brokers fenced, and not fenced
+      (a broker in controlled shutdown is active); `MigratingZkBrokerCount`: registered as
+      migrating from ZooKeeper (none here);
+    - `GlobalTopicCount`, `GlobalPartitionCount`: every topic and partition;
+    - `OfflinePartitionsCount`: partitions without a leader (`!hasLeader()`);
+    - `PreferredReplicaImbalanceCount`: partitions whose leader is not their first replica
+      (`!hasPreferredLeader()`, leaderless ones included; unlike the ZK controller's, no
+      exception for reassignments).
+
+    KRaft has no TopicsToDelete or ControllerState gauges: they are not served."""
+    c = directory.get(CONTROLLER_KEY)
+    out = dict.fromkeys((*(g for g in GAUGES if g not in ZK_ONLY), *REPLICA_GAUGES, *KRAFT_GAUGES), 0)
+    if not isinstance(c, ControllerRecord):
+        return out
+    out["ActiveControllerCount"] = int(c.active)
+    out["GlobalTopicCount"] = len(c.topics)
+    for b in c.brokers:
+        reg = directory.get(f"broker-{b}")
+        if isinstance(reg, BrokerRegistration):
+            out["FencedBrokerCount" if reg.fenced else "ActiveBrokerCount"] += 1
+            out["MigratingZkBrokerCount"] += reg.is_migrating_zk_broker
+    under = under_min = at_min = 0
+    for topic in sorted(c.topics):
+        rec = directory.get(topic_key(topic))
+        if not isinstance(rec, TopicRecord):
+            continue
+        min_isr = config.min_isr_for(rec.configs, c.dynamic_configs)[0]
+        for _, s in rec.summaries:
+            out["GlobalPartitionCount"] += 1
+            out["OfflinePartitionsCount"] += s.leader == -1
+            out["PreferredReplicaImbalanceCount"] += s.leader != s.preferred
+            if s.leader is not None and s.leader >= 0:
+                u, b, a = replica_metrics(s, min_isr)
+                under += u
+                under_min += b
+                at_min += a
+    out.update(zip(REPLICA_GAUGES, (under, under_min, at_min)))
+    return out
+
+
 def encode(metrics: Mapping[str, int]) -> str:
-    return json.dumps([metrics[k] for k in ALL], separators=(",", ":"))
+    """The gauges by position in `ALL`; null for one the rule set does not serve."""
+    return json.dumps([metrics.get(k) for k in ALL], separators=(",", ":"))
 
 
 def decode(text: str) -> dict[str, int]:
-    return dict(zip(ALL, json.loads(text)))
+    return {k: v for k, v in zip(ALL, json.loads(text)) if v is not None}

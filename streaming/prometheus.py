@@ -53,6 +53,9 @@ HELP = {
     "UnderReplicatedPartitions": "led partitions whose ISR is smaller than their replication factor, all brokers",
     "UnderMinIsrPartitionCount": "led partitions whose ISR is smaller than their effective min.insync.replicas, all brokers",
     "AtMinIsrPartitionCount": "led partitions whose ISR is their effective min.insync.replicas, all brokers",
+    "FencedBrokerCount": "registered brokers that are fenced (kraft mode)",
+    "ActiveBrokerCount": "registered brokers that are not fenced (kraft mode)",
+    "MigratingZkBrokerCount": "registered brokers migrating from ZooKeeper (kraft mode)",
 }
 
 

@@ -166,8 +166,9 @@ def _outcomes(prefix: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict
 def _kraft_outcomes(prefix: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[tuple[str, int], Outcome]:
     """KRaft's records replayed: a PartitionRecord states the leader and its epoch; a
     PartitionChangeRecord that sets the leader bumps the epoch by one
-    (PartitionRegistration.merge). An unclean election is a change to a leader that also
-    sets the recovery state RECOVERING (1, KIP-704)."""
+    (PartitionRegistration.merge). An unclean election is a change marked
+    `"election": "unclean"` (a leader from outside the previous ISR, as KRaft's
+    UncleanLeaderElectionsPerSec counts it)."""
     state: dict[tuple[str, int], list[int]] = {}  # leader, leader epoch, unclean elections after the branch point
     ordered = sorted(((0, r) for r in prefix), key=lambda x: (x[1]["cause_offset"], x[1]["seq"]))
     ordered += sorted(((1, r) for r in after), key=lambda x: (x[1]["cause_offset"], x[1]["seq"]))
@@ -181,7 +182,7 @@ def _kraft_outcomes(prefix: list[dict[str, Any]], after: list[dict[str, Any]]) -
         elif key in state and "leader" in r:
             s = state[key]
             s[0], s[1] = r["leader"], s[1] + 1
-            if side and r["leader"] >= 0 and r.get("leader_recovery_state") == 1:
+            if side and r.get("election") == "unclean":
                 s[2] += 1
     return {k: Outcome(v[0], v[1], v[2]) for k, v in state.items()}
 

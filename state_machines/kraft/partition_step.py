@@ -19,6 +19,7 @@ the records would give and writes nothing.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import cast
 
 from ..commands import Command, Observe, PartitionSummary
@@ -40,7 +41,7 @@ from .commands import (
 from .messages import AlterPartitionPartitionData, ApiError, BrokerState
 from .partition_registration import PartitionRegistration
 from .outputs import partition_record
-from .records import ApiMessageAndVersion
+from .records import ApiMessageAndVersion, PartitionChangeRecord
 
 _HANDLERS = {
     "handleBrokerFenced": rc.handle_broker_fenced,
@@ -75,7 +76,15 @@ def kraft_partition_step(state: KraftPartition | None, cmd: Command, config: Con
     topic, pid = cmd.topic, cmd.partition
 
     def appended(records: tuple[ApiMessageAndVersion, ...]) -> None:
-        out.extend(partition_record(topic, pid, r) for r in records)
+        for r in records:
+            rec = partition_record(topic, pid, r)
+            m = r.message
+            # ControllerMetricsChanges.handlePartitionChange: `electionWasClean(next.leader,
+            # prev.isr)`, what UncleanLeaderElectionsPerSec counts (an ELR election too)
+            if (state is not None and isinstance(m, PartitionChangeRecord) and m.leader >= 0
+                    and m.leader not in state.registration.isr):
+                rec = replace(rec, unclean=True)
+            out.append(rec)
 
     if isinstance(op, LoadRegistration):
         return KraftResult(KraftPartition(topic, pid, op.registration), (), None)

@@ -17,7 +17,9 @@ from state_machines.engine import Engine
 from state_machines.events import parse_event, parse_line
 from state_machines.loop import Pending
 from state_machines.model import ControllerConfig
-from streaming.controller_metrics import ALL, controller_metrics
+from streaming.controller_metrics import ALL, GAUGES, REPLICA_GAUGES, controller_metrics
+
+ZK_GAUGES = GAUGES + REPLICA_GAUGES
 from streaming.prometheus import metric_name, serve
 from streaming.runner import metrics_text
 from streaming.settings.schema import JobSettings
@@ -144,7 +146,7 @@ def test_an_inactive_controller_reports_zeros() -> None:
     engine = Engine()
     for i, line in enumerate(LINES[:3]):  # brokers, no failover
         engine.process(parse_line(line, i))
-    assert controller_metrics(engine.directory, None, engine.config) == dict.fromkeys(ALL, 0)
+    assert controller_metrics(engine.directory, None, engine.config) == dict.fromkeys(ZK_GAUGES, 0)
 
 
 PROMTOOL = shutil.which("promtool")
@@ -172,7 +174,7 @@ def test_the_replica_gauges_count_while_the_controller_is_not_active() -> None:
              "leader_epoch": 3, "isr": [1], "partition_epoch": 4, "controller_epoch": 1}]):
         engine.process(parse_event({"v": 1, **e}, i))
     assert controller_metrics(engine.directory, None, engine.config) == {
-        **dict.fromkeys(ALL, 0), "UnderReplicatedPartitions": 1, "AtMinIsrPartitionCount": 1}
+        **dict.fromkeys(ZK_GAUGES, 0), "UnderReplicatedPartitions": 1, "AtMinIsrPartitionCount": 1}
 
 
 def scrape(port: int) -> dict[str, float]:
@@ -284,3 +286,35 @@ def test_a_restart_serves_the_gauges_before_its_first_batch(spark, tmp_path: Pat
         server.shutdown()
     assert restarted.stats == {}  # no batch of the new run
     assert got == expected_samples(0)
+
+
+def test_kraft_mode_serves_kraft_gauges_computed_by_hand() -> None:
+    """kraft mode: ControllerMetadataMetricsPublisher's gauges. t-0 [1,2,3] and u-0 [2,3];
+    brokers 1 and 2 are fenced: both partitions are led by 3 with ISR [3], so both are off
+    their preferred replica, under-replicated and at min ISR (1); one broker active, two
+    fenced. The ZK controller's deletion and state gauges are not served."""
+    config = ControllerConfig(mode="kraft")
+    engine = Engine(config)
+    events = [
+        {"type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101},
+        {"type": "BrokerStartup", "broker_id": 2, "broker_epoch": 102},
+        {"type": "BrokerStartup", "broker_id": 3, "broker_epoch": 103},
+        {"type": "ControllerFailover", "controller_id": 3000, "controller_epoch": 1},
+        {"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2, 3]}},
+        {"type": "TopicCreation", "topic": "u", "partitions": {"0": [2, 3]}},
+        {"type": "BrokerFailure", "broker_id": 1},
+        {"type": "BrokerFailure", "broker_id": 2},
+    ]
+    for offset, event in enumerate(events):
+        engine.process(parse_event({"v": 1, **event}, offset))
+    assert controller_metrics(engine.directory, None, config) == {
+        "ActiveControllerCount": 1, "OfflinePartitionsCount": 0, "PreferredReplicaImbalanceCount": 2,
+        "GlobalTopicCount": 2, "GlobalPartitionCount": 2,
+        "UnderReplicatedPartitions": 2, "UnderMinIsrPartitionCount": 0, "AtMinIsrPartitionCount": 2,
+        "FencedBrokerCount": 2, "ActiveBrokerCount": 1, "MigratingZkBrokerCount": 0,
+    }
+    # the last replica fenced: both partitions offline, still off their preferred replica
+    engine.process(parse_event({"v": 1, "type": "BrokerFailure", "broker_id": 3}, len(events)))
+    got = controller_metrics(engine.directory, None, config)
+    assert (got["OfflinePartitionsCount"], got["PreferredReplicaImbalanceCount"], got["FencedBrokerCount"],
+            got["UnderReplicatedPartitions"]) == (2, 2, 3, 0)
