@@ -134,6 +134,9 @@ class Sequencer:
     _ts: int | None = None
     # whether the cause sent commands since its last wait (which folded everything before it)
     _unfolded: bool = False
+    # a partition 0 was sent a command this run, under rules whose decisions read partition
+    # 0's replica count (KRaft with ELR: `getTopicEffectiveMinIsr`): later events wait for its fold
+    _unsettled: bool = False
 
     def run(
         self, pending: Pending | None, buffered: Sequence[RawEvent], events: Iterable[RawEvent],
@@ -175,7 +178,7 @@ class Sequencer:
                 reason = f"not decodable: {type(exc).__name__}"
                 self.work.append(Work(DIRECT, raw.offset, 0, 0, DeadLetter(raw.offset, raw.source, reason, raw.value)))
                 continue
-            if self._reads_summaries(env) and any(w.target != DIRECT for w in self.work):
+            if (self._unsettled or self._reads_summaries(env)) and any(w.target != DIRECT for w in self.work):
                 # what this run sent has not been folded yet, and this event reads every
                 # partition's summary: it waits for the next run (partition_summaries.py)
                 position -= 1
@@ -273,6 +276,8 @@ class Sequencer:
                     expected += 1
             if commands:
                 self._unfolded = True
+                if rules_for(self.config).reads_partition_zero(self.config) and any(c.partition == 0 for c in commands):
+                    self._unsettled = True
             if expected:
                 return Pending(offset, cause_id, round_, expected, result.continuation, followups, ts=self._ts)
             if result.continuation is None:

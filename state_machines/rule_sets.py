@@ -57,12 +57,16 @@ class RuleSet:
     same_summary: Callable[[Any, Any], bool]
     reads_summaries: Callable[[ev.Envelope, Mapping[str, Any]], bool]
     apply_summaries: Callable[..., Any]
+    # whether the directory's decisions read partition 0's summary (its replica count)
+    reads_partition_zero: Callable[[ControllerConfig], bool] = lambda config: False
 
 
 ZK = RuleSet("zk", directory_step, guarded_partition_step, summary_of, same_summary, _zk_reads_summaries,
              apply_summaries)
 KRAFT = RuleSet("kraft", kraft_directory_step, guarded_kraft_partition_step, kraft_summary_of, kraft_same_summary,
-                kraft_reads_summaries, kraft_apply_summaries)
+                kraft_reads_summaries, kraft_apply_summaries,
+                # with ELR, the effective min ISR is capped by partition 0's replica count
+                lambda config: config.eligible_leader_replicas_version >= 1)
 
 
 def rules_for(config: ControllerConfig) -> RuleSet:

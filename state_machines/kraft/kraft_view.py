@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from .. import event_types as ev
 from ..commands import Command, Observe
-from ..directory import CONTROLLER_KEY, DirectoryRecord, DirectoryResult, DirectoryView, broker_key
+from ..directory import CONTROLLER_KEY, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, broker_key
 from ..model import ControllerConfig
 from . import cluster_control as cc
 from .commands import KraftContext, KraftOp
@@ -42,6 +42,18 @@ def topic_id(topic: str) -> str:
 def directory_id(broker_id: int) -> str:
     """The one log directory of a broker, derived from its id."""
     return _derived_uuid(f"directory/{broker_id}")
+
+
+def partition_zero_replicas(rec: TopicRecord) -> int:
+    """`getTopicEffectiveMinIsr`'s replication factor: partition 0's replica count, as its
+    summary reports it (during a reassignment, adding and removing replicas included), else
+    the brokers the directory gave it at creation. A summary is current when read: the loop
+    holds an event behind a command to a partition 0 until it is folded, when ELR (the only
+    reader of the min ISR) is on (rule_sets.py)."""
+    summary = dict(rec.summaries).get(0)
+    if summary is not None and summary.replica_count is not None:
+        return summary.replica_count
+    return len(rec.brokers_of(0))
 
 
 class KraftView(DirectoryView):
@@ -91,7 +103,7 @@ class KraftView(DirectoryView):
     def topic_context(self, topic: str) -> TopicContext:
         rec = self.topic(topic)
         configs = rec.configs if rec else ()
-        rf = len(rec.brokers_of(0)) if rec else 0
+        rf = partition_zero_replicas(rec) if rec else 0
         return TopicContext(
             topic_id=topic_id(topic), metadata_version=self.mv,
             min_isr=effective_min_isr(self.min_insync_replicas(configs), rf) if rf else self.min_insync_replicas(configs),

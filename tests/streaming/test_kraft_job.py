@@ -122,3 +122,30 @@ def test_the_shadow_job_reports_no_divergence_on_a_healthy_kraft_cluster(spark, 
     observed = sum(1 for e in HEALTHY if e["type"] == "ObservedPartitionState")
     assert sum(s.get("shadow_match", 0) for s in stats.values()) == observed
     assert sum(s.get("shadow_safety", 0) + s.get("shadow_benign", 0) for s in stats.values()) == 0
+
+
+ELR = ControllerConfig(mode="kraft", metadata_version="4.0-IV1", eligible_leader_replicas_version=1)
+# partition 0's reassignment completes, and in the same micro-batch another partition of the
+# topic is decided against the min ISR it caps (getTopicEffectiveMinIsr)
+PARTITION_ZERO = [
+    {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 102},
+    {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
+    {"v": 1, "type": "TopicCreation", "topic": "t0", "partitions": {"0": [1, 2], "1": [1, 2]},
+     "configs": {"min.insync.replicas": "2"}},
+    {"v": 1, "type": "PartitionReassignment", "topic": "t0", "partition": 0, "target_replicas": [1]},
+    {"v": 1, "type": "AlterPartition", "topic": "t0", "partition": 0, "broker_id": 1, "leader_epoch": 1,
+     "partition_epoch": 1, "isr": [1], "broker_epoch": 101},
+    {"v": 1, "type": "ControlledShutdown", "broker_id": 1, "broker_epoch": 101},
+]
+
+
+@pytest.mark.parametrize("buckets", MODES)
+def test_elr_reads_partition_zero_after_its_fold(spark, tmp_path: Path, buckets: int) -> None:
+    lines = [json.dumps(e).encode() for e in PARTITION_ZERO]
+    expected = simulate_records(lines, ELR)
+    # min ISR 1 after partition 0 shrank to one replica: t0-1 at ISR [2] clears no ELR, keeps none
+    t0_1 = [json.loads(r) for r in expected if '"PartitionChangeRecord"' in r and '"partition":1' in r]
+    assert t0_1 and "eligible_leader_replicas" not in t0_1[-1]
+    got, _ = run_file_job(spark, tmp_path, lines, buckets=buckets, config=ELR)
+    assert_same_multiset(got, expected)

@@ -4,21 +4,15 @@ min.insync.replicas at most `topics.get(topicId).parts.get(0).replicas.length`, 
 0's replica count now.
 
 Found by the kraft-mode property machine (tests/property/test_kraft_machine.py,
-KraftElrMachine): `KraftView.topic_context` (state_machines/kraft/quorum_controller.py)
-takes the count as `len(rec.brokers_of(0))`, partition 0's fan-out set, which keeps every
-broker ever named for it. Once partition 0 has been reassigned to fewer replicas (or a
-reassignment to more was cancelled, or refused), the rules keep an ELR that Kafka clears.
-Not fixed yet: the directory does not see partition 0's replicas after its reassignment
-completes (that happens in the partition step), so a fix needs partition 0's replica count
-fed back to the directory. Strict xfail: fixing it turns this red, and then the tolerance
-in tests/property/kraft_topic_configs.py (`effective_min_isr`) goes too.
+KraftElrMachine): the rules took the count from partition 0's fan-out set, which keeps
+every broker ever named for it, so after partition 0 was reassigned to fewer replicas they
+kept an ELR that Kafka clears. They now read partition 0's summary
+(kraft_view.partition_zero_replicas), which the loop keeps current with ELR on.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from state_machines.engine import Engine
 from state_machines.events import parse_event
@@ -36,8 +30,6 @@ def _run(events: list[dict[str, Any]]) -> tuple[Engine, list[dict[str, Any]]]:
     return engine, out
 
 
-@pytest.mark.xfail(strict=True, reason="KNOWN WIRING BUG: the rules take partition 0's replication factor from "
-                                       "its fan-out set (quorum_controller.KraftView.topic_context)")
 def test_min_isr_uses_partition_zero_replicas() -> None:
     engine, records = _run([
         {"type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101},
