@@ -264,9 +264,12 @@ def _replica_leader_election(d: DirectoryView, e: ev.ReplicaLeaderElection) -> N
     # Kafka allows an unclean election without reading the topic config only when an admin
     # asked for it (AdminClientTriggered).
     allow_unclean = e.election_type == "UNCLEAN" and e.trigger == "admin"
+    known: dict[str, frozenset[int]] = {}  # each topic's partitions, read once (not once a partition)
     for t, p in wanted:
         rec = d.topic(t)
-        if rec is None or p not in rec.partition_ids():
+        if rec is not None and t not in known:
+            known[t] = frozenset(rec.partition_ids())
+        if rec is None or p not in known[t]:
             d.outputs.append(ElectionResultRecord(t, p, e.election_type, "UNKNOWN_TOPIC_OR_PARTITION", None))
         elif rec.queued:
             d.outputs.append(ElectionResultRecord(t, p, e.election_type, "INVALID_TOPIC_EXCEPTION", None))

@@ -231,8 +231,12 @@ def _replica_leader_election(d: KraftView, e: ev.ReplicaLeaderElection) -> None:
         wanted = [(t, p) for t in sorted(d.controller.topics) for p in cast(TopicRecord, d.topic(t)).partition_ids()]
     else:
         wanted = list(e.partitions)
+    known: dict[str, frozenset[int]] = {}  # each topic's partitions, read once (not once a partition)
     for t, p in wanted:
-        if not _known(d, t, p):
+        if t not in known:
+            rec = d.topic(t)
+            known[t] = frozenset(rec.partition_ids()) if rec is not None else frozenset()
+        if p not in known[t]:
             d.emit(ElectionResultRecord(t, p, e.election_type, "UNKNOWN_TOPIC_OR_PARTITION", None))
         else:
             d.ksend(t, p, ElectLeader(e.election_type, listed))

@@ -84,7 +84,7 @@ def test_unclean_elections_run_on_their_own_interval_for_topics_that_allow_them(
                      ts=4 * MIN), "PartitionChangeRecord") == []
     assert tick(c, "not-yet", 7 * MIN - 1) == []
     (change,) = of_type(tick(c, "due", 7 * MIN), "PartitionChangeRecord")
-    assert change_fields(change) == {"isr": [2], "leader": 2, "leader_recovery_state": 1}
+    assert change_fields(change) == {"isr": [2], "leader": 2, "leader_recovery_state": 1, "election": "unclean"}
 
 
 def test_an_unclean_run_that_finds_no_topic_allowing_it_runs_again_an_interval_later() -> None:
@@ -102,4 +102,4 @@ def test_an_unclean_run_that_finds_no_topic_allowing_it_runs_again_an_interval_l
     c("allow", "TopicConfigChange", topic="t", configs={"unclean.leader.election.enable": "true"}, ts=8 * MIN)
     assert tick(c, "not-yet", 12 * MIN - 1) == []
     (change,) = of_type(tick(c, "second-run", 12 * MIN), "PartitionChangeRecord")
-    assert change_fields(change) == {"isr": [2], "leader": 2, "leader_recovery_state": 1}
+    assert change_fields(change) == {"isr": [2], "leader": 2, "leader_recovery_state": 1, "election": "unclean"}

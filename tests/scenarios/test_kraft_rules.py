@@ -48,7 +48,8 @@ def of_type(records: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 def change_fields(record: dict[str, Any]) -> dict[str, Any]:
-    """A PartitionChangeRecord's changed fields (what it carries beyond its names)."""
+    """A PartitionChangeRecord's changed fields (what it carries beyond its names), and
+    `election` when the record marks an unclean election."""
     names = {"v", "type", "cause_offset", "cause_id", "seq", "topic", "partition", "version", "topic_id", "partition_id"}
     return {k: v for k, v in record.items() if k not in names}
 
@@ -181,7 +182,7 @@ def test_unclean_election_follows_the_topic_config_and_recovers() -> None:
       partition_epoch=0, isr=[1])
     out = c("b1-down", "BrokerFailure", broker_id=1)
     (change,) = of_type(out, "PartitionChangeRecord")
-    assert change_fields(change) == {"isr": [2], "leader": 2, "leader_recovery_state": 1}
+    assert change_fields(change) == {"isr": [2], "leader": 2, "leader_recovery_state": 1, "election": "unclean"}
 
 
 def test_elections_answer_as_kafka_does() -> None:
