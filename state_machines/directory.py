@@ -31,7 +31,7 @@ from typing import Union, cast
 from . import event_types as ev
 from .commands import Command, Op, PartitionContext, PartitionSummary
 from .kraft.cluster_control import BrokerRegistration
-from .kraft.schedule import KraftTasks
+from .kraft.schedule import HeartbeatStates, KraftTasks
 from .model import UNKNOWN_BROKER, BrokerFact, ControllerConfig
 from .outputs import ROUND_BROKERS, ObservationOutcome, Record, UpdateMetadataSend
 from .states import ReplicaState
@@ -112,8 +112,8 @@ class TopicRecord:
 
 # The key says which record it holds: `controller`, `broker-<id>` or `topic-<name>`. In
 # kraft mode a broker's record is its `BrokerRegistration` (kraft/cluster_control.py), and
-# `kraft-tasks` holds the periodic tasks' schedule (kraft/schedule.py).
-DirectoryRecord = Union[ControllerRecord, BrokerRecord, TopicRecord, BrokerRegistration, KraftTasks]
+# `kraft-tasks` and `kraft-heartbeats` the quorum controller's in-memory state (kraft/schedule.py).
+DirectoryRecord = Union[ControllerRecord, BrokerRecord, TopicRecord, BrokerRegistration, KraftTasks, HeartbeatStates]
 
 
 @dataclass(frozen=True, slots=True)

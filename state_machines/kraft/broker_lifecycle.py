@@ -25,6 +25,7 @@ from . import cluster_control as cc
 from .commands import BrokerLifecycle
 from .kraft_view import KraftView, directory_id
 from .kraft_view import fan_out as _fan_out
+from .schedule import HEARTBEATS_KEY, HeartbeatStates
 
 def broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
     b = e.broker_id
@@ -44,6 +45,7 @@ def broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
             d.rejected = f"BrokerStartup: {reply.error}: {reply.message}"
             return
         d.replay(records)
+        _set_shutting_down(d, b, False)  # a new incarnation registers fenced (touch(fenced))
         reg = d.registration(b)
         assert reg is not None
     if not reg.fenced:
@@ -75,6 +77,8 @@ def _fence(d: KraftView, reg: cc.BrokerRegistration) -> None:
     unfenced: `generateLeaderAndIsrUpdates` excludes it), then the broker's record."""
     _fan_out(d, d.hosted(reg.id), BrokerLifecycle("handleBrokerFenced", reg.id))
     d.replay([cc.fence_broker_record(d.registry(), reg.id, d.mv)])
+    # touch(fenced): "If a broker is fenced, it leaves controlled shutdown"
+    _set_shutting_down(d, reg.id, False)
 
 
 def controlled_shutdown(d: KraftView, e: ev.ControlledShutdown) -> None:
@@ -87,13 +91,16 @@ def controlled_shutdown(d: KraftView, e: ev.ControlledShutdown) -> None:
         d.emit(ControlledShutdownResultRecord(b, (), "STALE_BROKER_EPOCH"))
         return
     assert reg is not None
-    current = hb.current_broker_state(reg.fenced, reg.in_controlled_shutdown)
+    current = hb.current_broker_state(reg.fenced, b in _heartbeats(d).shutting_down)
     # The broker is caught up (its metadata offset is past its registration) and so is every
     # active broker past its controlled shutdown offset: the contract carries no offsets.
     nxt = hb.calculate_next_broker_state(
         current, want_fence=False, want_shut_down=True, current_metadata_offset=reg.epoch,
         register_broker_record_offset=reg.epoch, has_leaderships=_has_leaderships(d, b))
     handler = hb.heartbeat_handler(current, nxt)
+    if nxt.in_controlled_shutdown:
+        # processBatchEndOffset: maybeUpdateControlledShutdownOffset
+        _set_shutting_down(d, b, True)
     # the reply: the partitions it still leads come from the partitions (StillLeads)
     d.emit(ControlledShutdownResultRecord(b, (), None))
     if handler == "handleBrokerFenced":
@@ -103,6 +110,25 @@ def controlled_shutdown(d: KraftView, e: ev.ControlledShutdown) -> None:
         _fan_out(d, d.hosted(b), BrokerLifecycle("handleBrokerInControlledShutdown", b))
         if record is not None:
             d.replay([record])
+
+
+def _heartbeats(d: KraftView) -> HeartbeatStates:
+    rec = d.get(HEARTBEATS_KEY)
+    return rec if isinstance(rec, HeartbeatStates) else HeartbeatStates()
+
+
+def _set_shutting_down(d: KraftView, broker_id: int, shutting_down: bool) -> None:
+    states = _heartbeats(d).shutting_down
+    after = states | {broker_id} if shutting_down else states - {broker_id}
+    if after != states:
+        d.put(HEARTBEATS_KEY, HeartbeatStates(after))
+
+
+def forget_heartbeats(d: KraftView) -> None:
+    """A new active controller starts a new heartbeat manager: no broker in it is shutting
+    down (`ClusterControlManager.activate` registers every broker afresh)."""
+    if _heartbeats(d).shutting_down:
+        d.put(HEARTBEATS_KEY, HeartbeatStates())
 
 
 def _has_leaderships(d: KraftView, broker_id: int) -> bool:

@@ -66,7 +66,7 @@ from ..outputs import (
 )
 from ..states import LeaderRecoveryState
 from . import periodic_tasks
-from .broker_lifecycle import broker_failure, broker_startup, controlled_shutdown
+from .broker_lifecycle import broker_failure, broker_startup, controlled_shutdown, forget_heartbeats
 from .commands import (
     AlterIsrData, AlterReassignment, BalanceLeader, ElectLeader, ElectUnclean, KraftOp, LoadRegistration,
     RegisterPartition, RemovePartition,
@@ -281,6 +281,7 @@ def _controller_failover(d: KraftView, e: ev.ControllerFailover) -> None:
     # a new quorum leader replays the log it already has and writes nothing of its own; its
     # activation schedules the periodic tasks that have work (processBatchEndOffset)
     d.put(CONTROLLER_KEY, replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch))
+    forget_heartbeats(d)
     now = d.ts if d.ts is not None else c.event_time
     d.put(TASKS_KEY, periodic_tasks.maybe_schedule(periodic_tasks.current(d), d.config, now, True))
 

@@ -306,3 +306,23 @@ def test_a_leader_outside_the_isr_and_elr_without_unclean_is_safety() -> None:
     (divergence,) = of_type(out, "Divergence")
     assert divergence["severity"] == "safety"
     assert "outside the ISR [1] and the ELR []" in divergence["reason"]
+
+
+def test_a_fence_ends_the_heartbeat_managers_controlled_shutdown_but_not_the_registrations() -> None:
+    """BrokerHeartbeatManager.touch(fenced) clears the controlled shutdown offset; the
+    registration keeps inControlledShutdown. Broker 1 shuts down (t-0 has no other replica:
+    leader -1), is fenced, and the same incarnation heartbeats again: unfencing lets it lead
+    t-0 (handleBrokerUnfenced accepts the broker being added). Asked to shut down again, the
+    manager sees it UNFENCED with a leadership: CONTROLLED_SHUTDOWN once more, the leadership
+    moves (no registration record: it is already in controlled shutdown)."""
+    c = Cluster()
+    c.start(1, 2)
+    c("create", "TopicCreation", topic="t", partitions={"0": [1]})
+    c("stop", "ControlledShutdown", broker_id=1, broker_epoch=101)
+    assert c.partition("t-0")["leader"] == -1
+    c("fenced", "BrokerFailure", broker_id=1)
+    out = c("back", "BrokerStartup", broker_id=1, broker_epoch=101)
+    assert [change_fields(r) for r in of_type(out, "PartitionChangeRecord")] == [{"leader": 1}]
+    out = c("stop-again", "ControlledShutdown", broker_id=1, broker_epoch=101)
+    assert [change_fields(r) for r in of_type(out, "PartitionChangeRecord")] == [{"leader": -1}]
+    assert of_type(out, "BrokerRegistrationChangeRecord") == []
