@@ -198,6 +198,8 @@ def main() -> int:
     ap.add_argument("--shutdown-broker", type=int, help="the broker shut down (default: one leading P/B)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run each mode N times: the table shows each step's median run and the range")
+    ap.add_argument("--controller-mode", choices=("zk", "kraft"), default="zk",
+                    help="the rule set (controller.mode): ZK's controller or KRaft's quorum controller")
     ap.add_argument("--no-update-metadata", action="store_true",
                     help="controller.emit.update.metadata = false (to compare with a tree without it)")
     ap.add_argument("--json", help="write every figure, Spark's progress included, to this file")
@@ -216,7 +218,7 @@ def main() -> int:
     if args.record and Path(args.results_dir).exists() and not Path(args.results_dir).is_dir():
         ap.error(f"--results-dir {args.results_dir}: not a directory")
     global CONFIG
-    CONFIG = ControllerConfig(emit_update_metadata=not args.no_update_metadata)
+    CONFIG = ControllerConfig(emit_update_metadata=not args.no_update_metadata, mode=args.controller_mode)
     phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True,
                          shutdown_broker=args.shutdown_broker)
     head = commit() if args.record else {}
@@ -238,6 +240,8 @@ def main() -> int:
                         cmd += ["--shutdown-broker", str(args.shutdown_broker)]
                     if args.no_update_metadata:
                         cmd += ["--no-update-metadata"]
+                    if args.controller_mode != "zk":
+                        cmd += ["--controller-mode", args.controller_mode]
                     child = subprocess.run(cmd, stdout=subprocess.DEVNULL if mode == "engine" else None)
                     if child.returncode != 0:
                         print(f"job_bench.py: the {mode} run failed (exit {child.returncode}); nothing recorded",
