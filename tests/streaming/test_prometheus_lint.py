@@ -12,6 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from state_machines.engine import Engine
+from state_machines.model import ControllerConfig
 from state_machines.events import parse_line
 from streaming.controller_metrics import ALL, controller_metrics
 from streaming.prometheus import metric_name, serve
@@ -46,7 +47,9 @@ def test_the_endpoint_passes_promtool_check_metrics(tmp_path: Path) -> None:
     # what promtool passed is every metric the job serves, with its value
     samples = {s.name: s.value for f in text_string_to_metric_families(text.decode()) for s in f.samples
                if not s.labels}
-    assert {metric_name(k): samples[metric_name(k)] for k in ALL} == {metric_name(k): v for k, v in EXPECTED.items()}
+    assert {metric_name(k): samples[metric_name(k)] for k in EXPECTED} == {metric_name(k): v for k, v in EXPECTED.items()}
+    # zk mode serves no KRaft gauge
+    assert not {metric_name(k) for k in ALL if k not in EXPECTED} & set(samples)
     assert samples["kafka_controller_controllerstats_uncleanleaderelections_total"] == UNCLEAN_ELECTIONS
     assert samples["shadow_controller_batch"] == 7
 
@@ -60,3 +63,20 @@ def test_promtool_does_complain_about_a_camel_case_name() -> None:
            b"kafka_controller_KafkaController_ActiveControllerCount 1\n"
     code, said = promtool_check(text)
     assert code != 0 and "camelCase" in said
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed")
+def test_the_kraft_gauges_pass_promtool_check_metrics(tmp_path: Path) -> None:
+    """kraft mode serves KRaft's gauges (FencedBrokerCount, ...) and not the ZK controller's
+    deletion and state gauges; the text passes promtool as well."""
+    config = ControllerConfig(mode="kraft")
+    engine = Engine(config)
+    for i, line in enumerate(LINES):
+        engine.process(parse_line(line, i))
+    sink = BatchSink(JobSettings(input="", output="", checkpoint=str(tmp_path), controller=config))
+    sink.metrics = controller_metrics(engine.directory, None, config)
+    text = served_text(sink)
+    assert promtool_check(text) == (0, "")
+    samples = {s.name for f in text_string_to_metric_families(text.decode()) for s in f.samples}
+    assert metric_name("FencedBrokerCount") in samples and metric_name("ActiveBrokerCount") in samples
+    assert metric_name("ControllerState") not in samples
