@@ -16,6 +16,13 @@ Time. Every event carries the poll's time as `ts`. When a poll finds nothing to 
 `--tick-interval` seconds, the bridge emits a `ControllerTick`, so the job's event time
 (and its automatic rebalance checks) moves on in a quiet cluster.
 
+Rules. Before each poll the bridge reads which controller the cluster runs
+(`cluster_rules`: ZK, or KRaft at a metadata.version), says it once and again whenever it
+changes, with the shadow settings that match. Given the shadow job's settings
+(`--job-config`, `--job-set`), it refuses to feed a shadow whose rule set contradicts the
+cluster's (exit 2): a ZK-rules shadow of a KRaft cluster reports false divergences.
+`--detect` answers the question and exits.
+
 Failures. An unreachable cluster (or events cluster) is one log line per failed attempt,
 with the error and the next retry time, and a capped exponential backoff; it never raises.
 """
@@ -30,12 +37,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from state_machines.model import ControllerConfig
 from streaming import exits
 from streaming.kafka.errors import DeliveryFailed
+from streaming.settings import schema
+from streaming.settings.kinds import SettingError
 
 from .bridge_io import ClusterReader, EventsWriter, load_state, save_state
+from .cluster_rules import ClusterRules, check
 from .cluster_view import diff, settle
-from .errors import ClusterUnreachable, StateMismatch
+from .errors import ClusterUnreachable, RuleSetMismatch, StateMismatch
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +65,11 @@ class BridgeSettings:
     backoff_max_s: float = 60.0
     # a ControllerTick after this long without events; 0: never
     tick_interval_s: float = 30.0
+    # the shadow job's controller settings, and where they came from; None: not checked
+    shadow: ControllerConfig | None = None
+    shadow_source: str = ""
+    # read which controller the cluster runs, print it, exit
+    detect: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -83,17 +99,50 @@ def backoff_delay(failures: int, initial_s: float, max_s: float) -> float:
     return min(max_s, initial_s * 2 ** min(failures - 1, 62))
 
 
+def note_rules(rules: ClusterRules, settings: BridgeSettings, changed: bool = False) -> None:
+    """Say which controller the cluster runs, or raise RuleSetMismatch when the shadow's
+    settings contradict it."""
+    where = f"cluster {settings.bootstrap_servers} {'now ' if changed else ''}{rules.describe()}"
+    if settings.shadow is None:
+        if rules.mode is not None:
+            log.info("bridge: %s; run the shadow with [controller] %s", where, rules.settings())
+        else:
+            log.warning("bridge: %s", where)
+        return
+    clash = check(rules, settings.shadow)
+    if clash is not None:
+        raise RuleSetMismatch(f"{where}, but {clash} ({settings.shadow_source}); "
+                              f"set [controller] {rules.settings()}")
+    if rules.mode is None:
+        log.warning("bridge: %s; cannot check the shadow's controller.mode (%s)", where, settings.shadow_source)
+    elif rules.mode == "kraft" and rules.metadata_version is None:
+        log.warning("bridge: %s; the shadow runs %s's rules, the newest built (%s)", where,
+                    settings.shadow.metadata_version, settings.shadow_source)
+    else:
+        log.info("bridge: %s, as the shadow does (%s)", where, settings.shadow_source)
+
+
 def run_bridge(settings: BridgeSettings, *, sleep: Callable[[float], None] = time.sleep,
-               clock: Callable[[], float] = time.time, reader: ClusterReader | None = None) -> int:
-    """The polling loop. Returns 0 after `--once` succeeded (or on Ctrl-C), 1 when
-    `max_retries` consecutive attempts failed, 2 when the state file is for another cluster."""
+               clock: Callable[[], float] = time.time, reader: ClusterReader | None = None,
+               out: Callable[[str], None] = print) -> int:
+    """The polling loop. Returns 0 after `--once` or `--detect` succeeded (or on Ctrl-C), 1
+    when `max_retries` consecutive attempts failed, 2 when the state file is for another
+    cluster or the shadow's rule set contradicts the cluster's."""
     reader = reader or ClusterReader(settings.bootstrap_servers, settings.request_timeout_s)
     writer: EventsWriter | None = None
     failures = 0
     last_emitted = clock()
+    rules: ClusterRules | None = None
     try:
         while True:
             try:
+                seen = reader.read_rules()
+                if settings.detect:
+                    out(detected_line(settings.bootstrap_servers, seen))
+                    return 0
+                if seen != rules:
+                    note_rules(seen, settings, changed=rules is not None)
+                    rules = seen
                 if writer is None:
                     writer = EventsWriter(settings.events_bootstrap_servers or settings.bootstrap_servers,
                                           settings.topic, settings.request_timeout_s)
@@ -106,6 +155,9 @@ def run_bridge(settings: BridgeSettings, *, sleep: Callable[[float], None] = tim
                     events, last_emitted = [TICK], now
             except StateMismatch as exc:
                 log.error("bridge: %s; refusing to diff against it", exc)
+                return 2
+            except RuleSetMismatch as exc:
+                log.error("bridge: %s; refusing to feed that shadow", exc)
                 return 2
             except (ClusterUnreachable, DeliveryFailed) as exc:
                 failures += 1
@@ -136,6 +188,12 @@ def run_bridge(settings: BridgeSettings, *, sleep: Callable[[float], None] = tim
         reader.close()
 
 
+def detected_line(bootstrap_servers: str, rules: ClusterRules) -> str:
+    """`--detect`'s answer: what the cluster runs, and the shadow's settings that match."""
+    line = f"cluster {bootstrap_servers} {rules.describe()}"
+    return f"{line}; run the shadow with [controller] {rules.settings()}" if rules.mode else line
+
+
 def _summary(events: list[dict[str, Any]]) -> list[str]:
     counts: dict[str, int] = {}
     for e in events:
@@ -151,13 +209,28 @@ def cmd_bridge(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # kafka-python logs each connection failure itself; the bridge reports each failure once.
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    shadow, source = _shadow_settings(args.job_config, args.job_set or [])
     settings = BridgeSettings(
         bootstrap_servers=args.bootstrap_servers, events_bootstrap_servers=args.events_bootstrap_servers,
         topic=args.topic, state=args.state, interval_s=args.interval, once=args.once,
         request_timeout_s=args.timeout, max_retries=args.max_retries,
         backoff_initial_s=args.backoff_initial, backoff_max_s=args.backoff_max, tick_interval_s=args.tick_interval,
+        shadow=shadow, shadow_source=source, detect=args.detect,
     )
     return BRIDGE_EXIT_CODES.get(run_bridge(settings), exits.JOB_FAILED)
+
+
+def _shadow_settings(path: str | None, overrides: list[str]) -> tuple[ControllerConfig | None, str]:
+    """The shadow job's controller settings, read as `run --config PATH --set ...` reads
+    them (a mistake in them is a usage error), or None when neither flag was given."""
+    if path is None and not overrides:
+        return None, ""
+    for item in overrides:
+        if "=" not in item or "." not in item.partition("=")[0]:
+            raise SettingError(f"--job-set expects SECTION.KEY=VALUE, got {item!r}")
+    values = schema.load(path, [schema.parse_override(item) for item in overrides])
+    source = " ".join([path or "conf/shadow-controller.toml", *(f"--job-set {item}" for item in overrides)])
+    return schema.apply_controller(ControllerConfig(), values), source
 
 
 # run_bridge's outcomes: done, gave up after --max-retries failed attempts (the cluster or
@@ -181,6 +254,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="admin request timeout (default 10)")
     p.add_argument("--max-retries", type=int, default=None,
                    help="give up (exit 1) after this many consecutive failed attempts (default: never)")
+    p.add_argument("--job-config", metavar="FILE",
+                   help="the shadow job's settings TOML: refuse to run if its [controller] mode, "
+                        "metadata.version or eligible.leader.replicas.version contradicts the cluster")
+    p.add_argument("--job-set", action="append", metavar="SECTION.KEY=VALUE",
+                   help="an override the shadow job runs with (its --set), for that check")
+    p.add_argument("--detect", action="store_true",
+                   help="print which controller the cluster runs (ZK, or KRaft at a metadata.version) "
+                        "and the shadow settings that match, then exit")
     p.add_argument("--backoff-initial", type=float, default=1.0, metavar="SECONDS", help=argparse.SUPPRESS)
     p.add_argument("--backoff-max", type=float, default=60.0, metavar="SECONDS", help="backoff cap (default 60)")
     p.set_defaults(func=cmd_bridge)

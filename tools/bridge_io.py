@@ -3,6 +3,9 @@
 
 * Brokers, the controller id and the cluster id come from confluent-kafka's
   `AdminClient.describe_cluster`.
+* The controller's rule set comes from kafka-python's ApiVersions answer
+  (`KafkaAdminClient.describe_features` for the finalized features, `api_versions` for the
+  API keys); `cluster_rules.detect` reads it.
 * Partitions come from one Metadata response read with kafka-python
   (`KafkaAdminClient.describe_topics`), because confluent-kafka's `PartitionMetadata` and
   `TopicPartitionInfo` have no leader epoch while Metadata v7+ carries it; leader, ISR and
@@ -24,6 +27,7 @@ from typing import Any
 from streaming.kafka.errors import DeliveryFailed
 from streaming.kafka.producer import CheckedProducer
 
+from .cluster_rules import ClusterRules, detect
 from .cluster_view import ClusterView, PartitionView, TopicView, event_key
 from .errors import BridgeError, ClusterUnreachable
 
@@ -57,18 +61,37 @@ class ClusterReader:
         topics = self._read_topics()
         return ClusterView.of(brokers, controller, topics, cluster_id=cluster.cluster_id)
 
+    def read_rules(self) -> ClusterRules:
+        """Which controller the cluster runs, from one broker's ApiVersions answer."""
+        import kafka.errors
+
+        try:
+            admin = self._kafka_admin()
+            api_keys = {int(key) for key in admin.api_versions()}
+            try:
+                features = admin.describe_features()
+            except kafka.errors.UnsupportedVersionError:
+                features = {}  # before ApiVersions v3 (Kafka 2.4, KIP-584): no features
+        except kafka.errors.KafkaError as exc:
+            self._close_metadata()
+            raise ClusterUnreachable(f"ApiVersions request failed: {exc!r}") from None
+        return detect(finalized_levels(features), api_keys)
+
+    def _kafka_admin(self) -> Any:
+        if self._metadata is None:
+            from kafka import KafkaAdminClient
+
+            timeout_ms = int(self.timeout_s * 1000)
+            self._metadata = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,
+                                              client_id="shadow-controller-bridge",
+                                              request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms)
+        return self._metadata
+
     def _read_topics(self) -> dict[str, TopicView]:
         import kafka.errors
 
-        timeout_ms = int(self.timeout_s * 1000)
         try:
-            if self._metadata is None:
-                from kafka import KafkaAdminClient
-
-                self._metadata = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,
-                                                  client_id="shadow-controller-bridge",
-                                                  request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms)
-            described = self._metadata.describe_topics()
+            described = self._kafka_admin().describe_topics()
         except kafka.errors.KafkaError as exc:
             self._close_metadata()
             raise ClusterUnreachable(f"Metadata request failed: {exc!r}") from None
@@ -85,6 +108,12 @@ class ClusterReader:
     def close(self) -> None:
         self._close_metadata()
         self._admin = None
+
+
+def finalized_levels(features: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """{feature: finalized max version level} of kafka-python's `describe_features` answer
+    (`{name: {"supported": (min, max), "finalized": (min, max), ...}}`)."""
+    return {name: int(f["finalized"][1]) for name, f in features.items() if f.get("finalized") is not None}
 
 
 def topics_from_metadata(described: Iterable[Mapping[str, Any]]) -> dict[str, TopicView]:

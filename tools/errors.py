@@ -31,6 +31,10 @@ class StateMismatch(BridgeError):
     """The bridge's state file belongs to another cluster."""
 
 
+class RuleSetMismatch(BridgeError):
+    """The shadow's controller settings contradict the rules the live cluster runs."""
+
+
 class BrokerError(ShadowControllerError):
     """The embedded broker could not be started, or a topic could not be created."""
 

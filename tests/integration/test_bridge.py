@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from state_machines.events import parse_event
+from state_machines.model import ControllerConfig
 from tools.bridge import BridgeSettings, poll_once, run_bridge
 from tools.bridge_io import ClusterReader, EventsWriter
 from tools.broker import create_topics
@@ -213,3 +214,30 @@ def test_a_quiet_cluster_gets_a_tick_after_the_tick_interval(bootstrap, topics, 
     assert got[-1] == ticks[-1] and len(got) > 1
     for offset, e in enumerate(got):
         parse_event(e, offset)  # every event the bridge wrote is a valid contract event
+
+
+def test_detect_reads_the_brokers_answer_and_says_it_cannot_tell(bootstrap, tmp_path):
+    """Tansu's ApiVersions answer has no finalized features and no LeaderAndIsr API, as no
+    Apache Kafka broker's does: `--detect` says so in one line, through the real client."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "tools.cli", "bridge", "--bootstrap-server", bootstrap, "--detect",
+                           "--max-retries", "0", "--state", str(tmp_path / "s.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"cluster {bootstrap} does not say which controller it runs (its ApiVersions answer has neither the "
+        "metadata.version feature nor the LeaderAndIsr API, as every Apache Kafka broker's has one)"]
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_a_shadow_the_bridge_cannot_check_is_fed_with_a_warning(bootstrap, topics, tmp_path, caplog):
+    events, _ = topics
+    caplog.set_level(logging.INFO, logger="tools.bridge")
+    settings = BridgeSettings(bootstrap, topic=events, state=str(tmp_path / "s.json"), once=True, max_retries=0,
+                              shadow=ControllerConfig(mode="kraft"), shadow_source="job.toml")
+    assert run_bridge(settings) == 0
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.endswith("cannot check the shadow's controller.mode (job.toml)")
+    assert read_topic(bootstrap, events)  # and the events went out
