@@ -32,6 +32,8 @@ from .cluster_view import ClusterView, PartitionView, TopicView, event_key
 from .errors import BridgeError, ClusterUnreachable
 
 STATE_VERSION = 1
+# ApiKeys.API_VERSIONS
+API_VERSIONS_KEY = 18
 
 
 class ClusterReader:
@@ -67,15 +69,13 @@ class ClusterReader:
 
         try:
             admin = self._kafka_admin()
-            api_keys = {int(key) for key in admin.api_versions()}
-            try:
-                features = admin.describe_features()
-            except kafka.errors.UnsupportedVersionError:
-                features = {}  # before ApiVersions v3 (Kafka 2.4, KIP-584): no features
+            versions = {int(key): span for key, span in admin.api_versions().items()}
+            # ApiVersions v3 (Kafka 2.4, KIP-584) is the first to carry features
+            features = admin.describe_features() if versions.get(API_VERSIONS_KEY, (0, 0))[1] >= 3 else {}
         except kafka.errors.KafkaError as exc:
             self._close_metadata()
             raise ClusterUnreachable(f"ApiVersions request failed: {exc!r}") from None
-        return detect(finalized_levels(features), api_keys)
+        return detect(finalized_levels(features), versions)
 
     def _kafka_admin(self) -> Any:
         if self._metadata is None:
