@@ -333,6 +333,8 @@ def _appended_key(doc: dict[str, Any]) -> str:
         return f"topic/{doc['topic']}"
     if kind == "ConfigRecord":
         return "cluster" if doc["resource_name"] == "" else f"broker-{doc['resource_name']}"
+    if kind == "ClearElrRecord":
+        return f"topic/{doc['topic_name']}" if doc["topic_name"] else "cluster"
     return f"broker-{doc['id'] if kind in ('FenceBrokerRecord', 'UnfenceBrokerRecord') else doc['broker_id']}"
 
 

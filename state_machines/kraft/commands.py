@@ -127,6 +127,12 @@ class RemovePartition:
 
 
 @dataclass(frozen=True, slots=True)
+class ClearElr:
+    """`ReplicationControlManager.replay(ClearElrRecord)` for this partition (4.0,
+    `removeTopicElrs`): its ELR and last known ELR emptied, if it has any."""
+
+
+@dataclass(frozen=True, slots=True)
 class LoadRegistration:
     """A `PartitionStateSnapshot` while inactive: the registration the log holds."""
 
@@ -134,7 +140,7 @@ class LoadRegistration:
 
 
 KraftOp = Union[RegisterPartition, BrokerLifecycle, ElectLeader, AlterIsrData, AlterReassignment, RemovePartition,
-                LoadRegistration, BalanceLeader, ElectUnclean]
+                LoadRegistration, BalanceLeader, ElectUnclean, ClearElr]
 
 
 @quick_init

@@ -7,7 +7,8 @@ at, under the key of the entity it concerns; this module builds them. Its docume
 
 * `type`: Kafka's record name (`PartitionRecord`, `PartitionChangeRecord`, `TopicRecord`,
   `RemoveTopicRecord`, `ConfigRecord`, `RegisterBrokerRecord`, `FenceBrokerRecord`,
-  `UnfenceBrokerRecord`, `BrokerRegistrationChangeRecord`, `UnregisterBrokerRecord`);
+  `UnfenceBrokerRecord`, `BrokerRegistrationChangeRecord`, `UnregisterBrokerRecord`,
+  `ClearElrRecord`);
 * `version`: the record version Kafka writes at the metadata.version;
 * `topic` (and `partition`) naming the topic and partition, which Kafka's records carry
   as a topic id only;
@@ -26,12 +27,14 @@ share: AlterPartitionResult, ElectionResult, ControlledShutdownResult, StateChan
 from __future__ import annotations
 
 from ..outputs import AppendedRecord
-from .records import CONFIG_RESOURCE_TOPIC, ApiMessageAndVersion, ConfigRecord, FenceBrokerRecord, UnfenceBrokerRecord
+from .records import (
+    CONFIG_RESOURCE_TOPIC, ApiMessageAndVersion, ClearElrRecord, ConfigRecord, FenceBrokerRecord, UnfenceBrokerRecord,
+)
 
 RECORD_TYPES = frozenset({
     "PartitionRecord", "PartitionChangeRecord", "TopicRecord", "RemoveTopicRecord", "ConfigRecord",
     "RegisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord", "BrokerRegistrationChangeRecord",
-    "UnregisterBrokerRecord",
+    "UnregisterBrokerRecord", "ClearElrRecord",
 })
 
 
@@ -58,11 +61,16 @@ def config_record(r: ApiMessageAndVersion) -> AppendedRecord:
                           r.version, m)
 
 
+def clear_elr_record(topic: str) -> AppendedRecord:
+    """A ClearElrRecord for `topic`, or "" for every topic (the cluster's)."""
+    return AppendedRecord(topic_key_of(topic) if topic else "cluster", topic or None, None, 0, ClearElrRecord(topic))
+
+
 def topic_key_of(topic: str) -> str:
     return f"topic/{topic}"
 
 
 __all__ = [
-    "AppendedRecord", "RECORD_TYPES", "broker_record", "config_record", "partition_record",
+    "AppendedRecord", "RECORD_TYPES", "broker_record", "clear_elr_record", "config_record", "partition_record",
     "topic_key_of", "topic_record",
 ]

@@ -34,8 +34,8 @@ from . import replication_control as rc
 from . import shadow_rules
 from .cluster_control import BrokerRegistry
 from .commands import (
-    AlterIsrData, AlterReassignment, BalanceLeader, BrokerLifecycle, ElectLeader, ElectUnclean, KraftContext, KraftPartition, KraftResult,
-    LoadRegistration,
+    AlterIsrData, AlterReassignment, BalanceLeader, BrokerLifecycle, ClearElr, ElectLeader, ElectUnclean, KraftContext,
+    KraftPartition, KraftResult, LoadRegistration,
     RegisterPartition, RemovePartition,
 )
 from .messages import AlterPartitionPartitionData, ApiError, BrokerState
@@ -105,6 +105,15 @@ def kraft_partition_step(state: KraftPartition | None, cmd: Command, config: Con
     new = reg
     if isinstance(op, RemovePartition):
         return KraftResult(None, (), None)
+    if isinstance(op, ClearElr):
+        # ReplicationControlManager.removeTopicElrs (4.0, KAFKA-18649): the replay merges only
+        # a partition with an ELR or last known ELR, since a merge bumps the partition epoch.
+        # The directory wrote the ClearElrRecord; the partition writes nothing.
+        if not reg.elr and not reg.last_known_elr:
+            return KraftResult(state, (), None)
+        cleared = reg.merge(PartitionChangeRecord(ctx.topic.topic_id, pid, eligible_leader_replicas=(),
+                                                  last_known_elr=()))
+        return KraftResult(KraftPartition(topic, pid, cleared), (), None)
     if isinstance(op, BrokerLifecycle):
         if _reached(op.handler, reg, op.broker_id):
             change = _HANDLERS[op.handler](reg, ctx.topic, pid, registry, op.broker_id)

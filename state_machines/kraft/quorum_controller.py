@@ -68,11 +68,11 @@ from ..states import LeaderRecoveryState
 from . import periodic_tasks
 from .broker_lifecycle import broker_failure, broker_startup, controlled_shutdown, forget_heartbeats
 from .commands import (
-    AlterIsrData, AlterReassignment, BalanceLeader, ElectLeader, ElectUnclean, KraftOp, LoadRegistration,
+    AlterIsrData, AlterReassignment, BalanceLeader, ClearElr, ElectLeader, ElectUnclean, KraftOp, LoadRegistration,
     RegisterPartition, RemovePartition,
 )
-from .kraft_view import ALTER_PARTITION_VERSION, KraftView, fan_out, topic_id
-from .outputs import config_record, topic_record
+from .kraft_view import ALTER_PARTITION_VERSION, MIN_INSYNC_REPLICAS, KraftView, fan_out, topic_id
+from .outputs import clear_elr_record, config_record, topic_record
 from .partition_registration import PartitionRegistration
 from .records import (
     CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, ApiMessageAndVersion, ConfigRecord, MetadataTopicRecord,
@@ -121,8 +121,7 @@ def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
     d.put(CONTROLLER_KEY, replace(c, topics=c.topics | {e.topic}))
     # TopicRecord, then its ConfigRecords, then the PartitionRecords (createTopic)
     d.emit(topic_record(e.topic, ApiMessageAndVersion(MetadataTopicRecord(e.topic, topic_id(e.topic)), 0)))
-    for name, value in sorted(e.configs):
-        d.emit(config_record(ApiMessageAndVersion(ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value), 0)))
+    _write_configs(d, [ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value) for name, value in sorted(e.configs)])
     _register_partitions(d, e.topic, e.partitions)
 
 
@@ -159,13 +158,18 @@ def _topic_config_change(d: KraftView, e: ev.TopicConfigChange) -> None:
     rec = d.topic(e.topic)
     if rec is None:
         return
-    for name, value in _config_changes(rec.configs, e.configs):
-        d.emit(config_record(ApiMessageAndVersion(ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value), 0)))
+    _write_configs(d, [ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value)
+                       for name, value in _config_changes(rec.configs, e.configs)])
     d.put(topic_key(e.topic), replace(rec, configs=e.configs))
 
 
 def _broker_config_change(d: KraftView, e: ev.BrokerConfigChange) -> None:
     c = d.controller
+    if _elr_enabled(d) and any(key == MIN_INSYNC_REPLICAS and value is None for key, value in e.configs):
+        # ConfigurationControlManager.isDisallowedClusterMinIsrTransition (4.0, KAFKA-16540):
+        # "Cluster-level min.insync.replicas cannot be removed while ELR is enabled": the
+        # request fails with INVALID_CONFIG and nothing is written (3.9 has no such rule)
+        return
     configs: dict[str, str] = dict(c.dynamic_configs)
     for key, value in e.configs:
         if value is None:
@@ -173,9 +177,38 @@ def _broker_config_change(d: KraftView, e: ev.BrokerConfigChange) -> None:
         else:
             configs[key] = value
     merged = tuple(sorted(configs.items()))
-    for name, value in _config_changes(c.dynamic_configs, merged):
-        d.emit(config_record(ApiMessageAndVersion(ConfigRecord(CONFIG_RESOURCE_BROKER, "", name, value), 0)))
+    # incrementalAlterConfigResource: a BROKER resource gets a record for every key of the
+    # request, changed or not (KAFKA-14136: "to trigger reloads on the brokers")
+    _write_configs(d, [ConfigRecord(CONFIG_RESOURCE_BROKER, "", name, value) for name, value in sorted(dict(e.configs).items())])
     d.put(CONTROLLER_KEY, replace(c, dynamic_configs=merged))
+
+
+def _elr_enabled(d: KraftView) -> bool:
+    """FeatureControlManager.isElrFeatureEnabled: eligible.leader.replicas.version is 1 (the
+    settings allow it only at metadata.version 4.0-IV1 and later)."""
+    return d.config.eligible_leader_replicas_version >= 1
+
+
+def _write_configs(d: KraftView, records: list[ConfigRecord]) -> None:
+    """ConfigurationControlManager.incrementalAlterConfig's records: the ConfigRecords, then
+    (4.0, `createClearElrRecordsAsNeeded`, with ELR on) a ClearElrRecord for each one that
+    sets or removes min.insync.replicas: for its topic, or for every topic when it is the
+    cluster's. Kafka 3.9 has no ClearElrRecord, and 4.0 writes one even when the value is
+    unchanged (apache/kafka#20237's review). Its replay empties the ELR and last known ELR
+    of each partition that has one (`ClearElr`)."""
+    for r in records:
+        d.emit(config_record(ApiMessageAndVersion(r, 0)))
+    if not _elr_enabled(d):
+        return
+    for r in records:
+        if r.name != MIN_INSYNC_REPLICAS:
+            continue
+        scope = r.resource_name if r.resource_type == CONFIG_RESOURCE_TOPIC else ""
+        d.emit(clear_elr_record(scope))
+        for topic in ([scope] if scope else sorted(d.controller.topics)):
+            rec = d.topic(topic)
+            for p in (rec.partition_ids() if rec is not None else ()):
+                d.ksend(topic, p, ClearElr())
 
 
 # -- requests ----------------------------------------------------------------------------

@@ -172,9 +172,17 @@ class ConfigRecord:
     value: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class ClearElrRecord:
+    """Kafka 4.0 (KAFKA-16540, KAFKA-18649; ClearElrRecord.json): the ELR and last known ELR
+    of a topic's partitions (`topic_name`), or of every partition ("" ), are emptied."""
+
+    topic_name: str
+
+
 MetadataRecord = (MetadataPartitionRecord | PartitionChangeRecord | RegisterBrokerRecord | UnregisterBrokerRecord
                   | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord | MetadataTopicRecord
-                  | RemoveTopicRecord | ConfigRecord)
+                  | RemoveTopicRecord | ConfigRecord | ClearElrRecord)
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,7 +53,8 @@ def replay_record(reg: dict[str, Any] | None, doc: Rec) -> dict[str, Any]:
 
 class DocumentReplayer:
     """The partitions as the decision documents alone give them: PartitionRecord and
-    PartitionChangeRecord replayed, RemoveTopicRecord dropping the topic's partitions."""
+    PartitionChangeRecord replayed, RemoveTopicRecord dropping the topic's partitions,
+    ClearElrRecord emptying ELRs."""
 
     def __init__(self) -> None:
         self.partitions: dict[str, dict[str, Any]] | None = None
@@ -67,6 +68,14 @@ class DocumentReplayer:
             if r["type"] == "RemoveTopicRecord":
                 for key in [k for k in self.partitions if k.rpartition("-")[0] == r["topic"]]:
                     del self.partitions[key]
+            elif r["type"] == "ClearElrRecord":
+                # ReplicationControlManager.removeTopicElrs (4.0): a merge, so a partition epoch
+                # bump, only where there is an ELR or a last known ELR to empty
+                for key, p in self.partitions.items():
+                    if (not r["topic_name"] or key.rpartition("-")[0] == r["topic_name"]) and \
+                            (p["eligible_leader_replicas"] or p["last_known_elr"]):
+                        self.partitions[key] = {**p, "eligible_leader_replicas": [], "last_known_elr": [],
+                                                "partition_epoch": p["partition_epoch"] + 1}
             elif r["type"] in ("PartitionRecord", "PartitionChangeRecord"):
                 key = f"{r['topic']}-{r['partition']}"
                 self.partitions[key] = replay_record(self.partitions.get(key), r)
