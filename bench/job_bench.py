@@ -32,6 +32,7 @@ from bench.record import RESULTS_DIR, commit, record  # noqa: E402
 from state_machines.engine import Engine  # noqa: E402
 from state_machines.events import parse_event  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402
+from streaming.collector import collect_less, settle  # noqa: E402
 
 
 def descendants_peak_rss_mib() -> float:
@@ -71,7 +72,10 @@ CONFIG = ControllerConfig()
 
 
 def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
+    """The steps through the in-process engine, under the collector policy `simulate` runs
+    it with (`streaming/collector.py`; the job's workers set the same thresholds)."""
     engine = Engine(CONFIG)
+    collect_less()
     rows, offset = [], 0
     for name, events in phases.items():
         envs = []
@@ -79,7 +83,10 @@ def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
             envs.append(parse_event(e, offset))
             offset += 1
         start = time.perf_counter()
-        decisions = sum(len(engine.process(env)) for env in envs)
+        decisions = 0
+        for env in envs:
+            decisions += len(engine.process(env))
+            settle()
         rows.append({"step": name, "events": len(events), "decisions": decisions, "seconds": time.perf_counter() - start})
     return rows
 

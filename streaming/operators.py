@@ -24,7 +24,6 @@ from the state store (tests/cluster runs every task in a fresh worker, on two ex
 
 from __future__ import annotations
 
-import gc
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -38,6 +37,7 @@ from state_machines.loop import DIRECT, Pending, RawEvent, Sequencer
 from state_machines.model import ControllerConfig
 
 from . import codec, controller_metrics
+from .collector import collect_less
 from .pipeline import pack_metrics, pack_outputs, pack_work, read_feedback, unpack_work
 from .storage import PartitionStorage, fold_group
 
@@ -51,23 +51,6 @@ SEQUENCER_KEY = "controller"
 # A record whose stored text is unchanged is not decoded again. Records are immutable, so
 # sharing one between batches (or queries) is safe.
 _DECODED: dict[str, tuple[str, Any]] = {}
-
-# Python runs a young-generation pass of its cyclic collector every 700 net allocations of
-# container objects. A fan-out to tens of thousands of partitions allocates millions of
-# them, nearly all freed at once by reference counting, and the passes find nothing while
-# they promote what is still in use towards full collections of the worker's whole heap.
-# The job's processes run the pass every 20,000 instead: measured in-process on the
-# 100,000-partition benchmark's batches, the shutdown fold is 9% faster and the preferred
-# election's 22%.
-GC_THRESHOLDS = (20_000, 10, 10)
-
-
-def collect_less() -> None:
-    """Set this process's collector thresholds (each stage calls it: Spark's Python workers
-    run no code of ours before)."""
-    if gc.get_threshold() != GC_THRESHOLDS:
-        gc.set_threshold(*GC_THRESHOLDS)
-
 
 class LastDirectory:
     """The directory as this Python worker last left it, and its stamp.

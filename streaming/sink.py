@@ -26,7 +26,7 @@ from state_machines.errors import ShadowControllerError
 
 from .file_source import feedback_file
 from .json_text import compact_json
-from .operators import collect_less
+from .collector import collect_less
 from .pipeline import assemble_batch, unpack_outputs
 from .settings.schema import JobSettings
 

@@ -27,6 +27,7 @@ from state_machines.events import DEFAULT_LIMITS, Envelope, InputLimits, parse_l
 from state_machines.model import ControllerConfig
 
 from streaming import exits
+from streaming.collector import run_settled
 from streaming.exits import UsageError
 from streaming.preflight import check_broker, check_output_file, check_readable_file, quiet_client
 
@@ -94,7 +95,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     decisions: Counter[str] = Counter()
     out: TextIO = open(args.out, "w") if args.out else sys.stdout
     try:
-        for record in engine.run(read_events(args.events, sys.stderr, counts=lines)):
+        for record in run_settled(engine, read_events(args.events, sys.stderr, counts=lines)):
             decisions[record["type"]] += 1
             out.write(json.dumps(record, separators=(",", ":")) + "\n")
     finally:

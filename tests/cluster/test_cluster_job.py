@@ -13,7 +13,7 @@ What moves between batches, and why the decisions cannot depend on it:
   sequencer's directory stamp cache (`operators.LastDirectory`) is empty in every batch and
   the directory is read from the state store's map each time (its `take` returns a copy
   only under the stamp the store holds, and a fresh worker holds none); the collector
-  thresholds (`operators.collect_less`) are set again by every stage call, since each call
+  thresholds (`collector.collect_less`) are set again by every stage call, since each call
   checks them first. The thresholds only change when the collector runs, never what the
   job computes.
 - two executors, and one killed: Spark keeps a state store partition on the executor that
