@@ -7,7 +7,9 @@ where Kafka's controller walks partitions: each handler below updates the direct
 records (brokers, topics, the controller's own), answers what needs no partition (an
 unknown partition, a stale broker epoch, a request to an inactive controller), and sends
 one `Command` to every partition the event concerns. The partitions run the rest
-(`partition.partition_step`); topic deletion's events are in `topic_deletion.py`.
+(`partition.partition_step`); topic deletion's events are in `topic_deletion.py`, the
+admin and broker requests (reassignment, AlterPartition, leader election) in
+`controller_requests.py`.
 
 A broker change reaches every partition Kafka's `triggerOnlinePartitionStateChange` would
 try to elect (New or Offline, of a topic not queued for deletion), as the partitions'
@@ -23,19 +25,17 @@ from dataclasses import replace
 from . import event_types as ev
 from . import leader_balance
 from .commands import (
-    AlterIsr, BrokersFailed, BrokersStarted, CreatePartition, Elect, Failover, LoadPartition, LogDirFailure, Observe,
-    Op, Reassign, ShutdownBroker, TriggerOnline,
+    BrokersFailed, BrokersStarted, CreatePartition, Failover, LoadPartition, LogDirFailure, Observe, Op, ShutdownBroker,
+    TriggerOnline,
 )
 from .directory import (
     CONTROLLER_KEY, BrokerRecord, Continuation, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, topic_key,
 )
 from .model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment
 from .partition_summaries import offline_partitions
-from .outputs import (
-    AlterPartitionResultRecord, ControlledShutdownResultRecord, DivergenceRecord, ElectionResultRecord,
-    ObservationOutcome, StateChangeFailedRecord,
-)
+from .outputs import ControlledShutdownResultRecord, DivergenceRecord, ObservationOutcome, StateChangeFailedRecord
 from .states import LeaderRecoveryState
+from .controller_requests import alter_partition, partition_reassignment, replica_leader_election
 from .topic_deletion import on_stop_replica_response, on_topic_deletion
 
 
@@ -196,87 +196,6 @@ def _partition_expansion(d: DirectoryView, e: ev.PartitionExpansion) -> None:
     _new_partitions(d, e.topic, tuple((p, r) for p, r in e.partitions if p not in known))
 
 
-def _partition_reassignment(d: DirectoryView, e: ev.PartitionReassignment) -> None:
-    if not d.controller.active:
-        return
-    rec = d.topic(e.topic)
-    if rec is None or e.partition not in rec.partition_ids():
-        error = _unknown_partition_reassignment_error(d, e.target_replicas)
-        d.outputs.append(StateChangeFailedRecord(e.topic, e.partition, None, "PartitionReassignment", error))
-        return
-    targets = [r for r in (e.target_replicas or ()) if isinstance(r, int) and r >= 0]
-    d.remember_brokers(e.topic, e.partition, targets)
-    d.send(e.topic, e.partition, Reassign(e.target_replicas, d.ts), targets)
-
-
-def _unknown_partition_reassignment_error(d: DirectoryView, target: tuple[int, ...] | None) -> str:
-    # validateReplicas runs first against an empty current assignment, so every target
-    # replica is "adding" and must be live; then maybeBuildReassignment, then the lookup.
-    if target is not None:
-        if not target:
-            return "INVALID_REPLICA_ASSIGNMENT: empty replica list specified in partition reassignment"
-        if len(set(target)) != len(target):
-            return f"INVALID_REPLICA_ASSIGNMENT: duplicate replica ids in partition reassignment replica list: {list(target)}"
-        if any(r < 0 for r in target):
-            return f"INVALID_REPLICA_ASSIGNMENT: invalid broker id in replica list: {list(target)}"
-        if not all(d.fact(r).live for r in target):
-            return f"INVALID_REPLICA_ASSIGNMENT: replica assignment has brokers that are not alive: {list(target)}"
-        return "UNKNOWN_TOPIC_OR_PARTITION: the partition does not exist"
-    return "NO_REASSIGNMENT_IN_PROGRESS"
-
-
-def _alter_partition(d: DirectoryView, e: ev.AlterPartition) -> None:
-    if not d.controller.active:
-        return
-    fact = d.fact(e.broker_id)
-
-    def refuse(error: str) -> None:
-        d.outputs.append(AlterPartitionResultRecord(e.topic, e.partition, e.broker_id, error, None, None, None, None))
-
-    # the request-level check: unknown broker or a broker epoch other than the cached one
-    if not fact.registered:
-        refuse("STALE_BROKER_EPOCH")
-        return
-    if e.broker_epoch is not None and fact.broker_epoch is not None and e.broker_epoch != fact.broker_epoch:
-        refuse("STALE_BROKER_EPOCH")
-        return
-    rec = d.topic(e.topic)
-    if rec is None or e.partition not in rec.partition_ids():
-        refuse("UNKNOWN_TOPIC_OR_PARTITION")
-        if rec is not None:
-            # a known topic: the partition is in partitionsToAlter, and the UpdateMetadata
-            # after the writes goes out without its state (it has no leadership)
-            d.update_metadata(site=1)
-        return
-    mentioned = (e.broker_id, *e.isr)
-    d.remember_brokers(e.topic, e.partition, mentioned)
-    d.send(e.topic, e.partition,
-           AlterIsr(e.broker_id, e.leader_epoch, e.partition_epoch, e.isr, e.leader_recovery_state), mentioned)
-
-
-def _replica_leader_election(d: DirectoryView, e: ev.ReplicaLeaderElection) -> None:
-    if not d.controller.active:
-        return
-    if e.partitions is None:
-        wanted = [(t, p) for t in sorted(d.controller.topics) for p in d.topic(t).partition_ids()]  # type: ignore[union-attr]
-    else:
-        wanted = list(e.partitions)
-    # Kafka allows an unclean election without reading the topic config only when an admin
-    # asked for it (AdminClientTriggered).
-    allow_unclean = e.election_type == "UNCLEAN" and e.trigger == "admin"
-    known: dict[str, frozenset[int]] = {}  # each topic's partitions, read once (not once a partition)
-    for t, p in wanted:
-        rec = d.topic(t)
-        if rec is not None and t not in known:
-            known[t] = frozenset(rec.partition_ids())
-        if rec is None or p not in known[t]:
-            d.outputs.append(ElectionResultRecord(t, p, e.election_type, "UNKNOWN_TOPIC_OR_PARTITION", None))
-        elif rec.queued:
-            d.outputs.append(ElectionResultRecord(t, p, e.election_type, "INVALID_TOPIC_EXCEPTION", None))
-        else:
-            d.send(t, p, Elect(e.election_type, allow_unclean))
-
-
 def _topic_config_change(d: DirectoryView, e: ev.TopicConfigChange) -> None:
     rec = d.topic(e.topic)
     if rec is None:
@@ -423,11 +342,11 @@ def directory_step(
     elif isinstance(event, ev.StopReplicaResponse):
         cont = on_stop_replica_response(d, event)
     elif isinstance(event, ev.PartitionReassignment):
-        _partition_reassignment(d, event)
+        partition_reassignment(d, event)
     elif isinstance(event, ev.AlterPartition):
-        _alter_partition(d, event)
+        alter_partition(d, event)
     elif isinstance(event, ev.ReplicaLeaderElection):
-        _replica_leader_election(d, event)
+        replica_leader_election(d, event)
     elif isinstance(event, ev.TopicConfigChange):
         _topic_config_change(d, event)
     elif isinstance(event, ev.PartitionStateSnapshot):

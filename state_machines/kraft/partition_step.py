@@ -31,6 +31,7 @@ from ..partition import describe_error
 from ..partition_summaries import interned_summary, replica_count
 from ..states import LeaderRecoveryState, PartitionState
 from . import replication_control as rc
+from .alter_partition import alter_partition
 from . import shadow_rules
 from .cluster_control import BrokerRegistry
 from .commands import (
@@ -140,7 +141,7 @@ def kraft_partition_step(state: KraftPartition | None, cmd: Command, config: Con
         data = AlterPartitionPartitionData(pid, op.leader_epoch, op.partition_epoch,
                                            tuple(BrokerState(b) for b in op.isr),
                                            LeaderRecoveryState(op.leader_recovery_state))
-        records, after, answer = rc.alter_partition(reg, ctx.topic, registry, op.broker_id, op.request_version, data)
+        records, after, answer = alter_partition(reg, ctx.topic, registry, op.broker_id, op.request_version, data)
         appended(records)
         new = after if after is not None else reg
         if answer.error == "NONE":

@@ -78,7 +78,8 @@ from .records import (
     CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, ApiMessageAndVersion, ConfigRecord, MetadataTopicRecord,
     RemoveTopicRecord,
 )
-from .replication_control import cluster_describer_default_dir, unknown_topic_error, validate_manual_partition_assignment
+from .alter_partition import unknown_topic_error
+from .replication_control import cluster_describer_default_dir, validate_manual_partition_assignment
 from .schedule import TASKS_KEY
 
 

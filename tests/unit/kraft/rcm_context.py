@@ -48,12 +48,11 @@ from state_machines.kraft.records import (
     PartitionChangeRecord,
     RegisterBrokerRecord,
 )
+from state_machines.kraft.alter_partition import alter_partition, alter_partition_request_error, unknown_topic_error
 from state_machines.kraft.replication_control import (
     ElectionType,
     TopicContext,
-    alter_partition,
     alter_partition_reassignment,
-    alter_partition_request_error,
     balance_partition_leader,
     create_partition,
     effective_min_isr,
@@ -64,7 +63,6 @@ from state_machines.kraft.replication_control import (
     handle_broker_unfenced,
     is_imbalanced,
     maybe_elect_unclean_leader,
-    unknown_topic_error,
 )
 from state_machines.model import NO_LEADER
 from state_machines.states import LeaderRecoveryState

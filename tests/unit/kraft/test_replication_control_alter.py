@@ -14,7 +14,7 @@ from state_machines.kraft.messages import (
     ApiError,
 )
 from state_machines.kraft.records import ApiMessageAndVersion, RegisterBrokerRecord
-from state_machines.kraft.replication_control import alter_partition_request_error
+from state_machines.kraft.alter_partition import alter_partition_request_error
 
 from tests.unit.kraft.rcm_context import (
     ALTER_PARTITION_VERSIONS,
