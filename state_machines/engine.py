@@ -19,10 +19,8 @@ from typing import Any
 from .commands import Command
 from .directory import CONTROLLER_KEY, ControllerRecord, TopicRecord, topic_key
 from .events import Envelope
-from .loop import (
-    DIRECT, PartitionSlot, Replies, Sequencer, Work, fold_partition, merge_shutdown_shares,
-    number_directory_records,
-)
+from .loop import DIRECT, Sequencer, Work
+from .fold import PartitionSlot, Replies, fold_partition, merge_shutdown_shares, number_directory_records
 from .model import ControllerConfig
 from .outputs import _WRITERS, ControlledShutdownResultRecord, Record, to_contract
 from .outputs import _writer as to_contract_writer

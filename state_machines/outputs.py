@@ -3,7 +3,7 @@
 Records are values without their envelope; the engine adds `v`, `cause_offset`, `cause_id`
 and `seq` (the index among the records one cause produced for one record key).
 `StillLeads` is internal: the partition step's share of a `ControlledShutdownResult`, merged
-into the result by `loop.merge_shutdown_shares`; so are `UpdateMetadataShare` and
+into the result by `fold.merge_shutdown_shares`; so are `UpdateMetadataShare` and
 `UpdateMetadataSend`, merged into `UpdateMetadataRecord`s by `update_metadata.merge`.
 """
 

@@ -7,7 +7,7 @@ the one `ControllerContext`: `triggerOnlinePartitionStateChange` elects every Ne
 Offline partition on each broker change (PartitionStateMachine.scala), and
 `checkAndTriggerAutoLeaderRebalance` compares every partition's leader with its preferred
 replica (KafkaController.scala). Here those facts live with each partition. A partition
-whose `PartitionSummary` changed during its fold reports it (`loop.fold_partition`), and the
+whose `PartitionSummary` changed during its fold reports it (`fold.fold_partition`), and the
 directory keeps the summaries with each topic (`TopicRecord.summaries`), so that a broker
 change can reach every partition that may be offline, not only those its broker hosts. A
 summary also carries the counts Kafka's replica metrics read (`UnderReplicatedPartitions`

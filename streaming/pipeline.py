@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from state_machines.commands import Command, DeletionReport, PartitionSummary, SummaryReport
-from state_machines.loop import (
-    DIRECT, DeadLetter, Decision, PartitionSlot, Replies, Wake, Work, fold_partition, fold_partitions, merge_shutdown_shares,
-    number_directory_records,
+from state_machines.loop import DIRECT, DeadLetter, Wake, Work
+from state_machines.fold import (
+    Decision, PartitionSlot, Replies, fold_partition, fold_partitions, merge_shutdown_shares, number_directory_records,
 )
 from state_machines.states import PartitionState
 from state_machines.model import ControllerConfig

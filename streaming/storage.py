@@ -28,7 +28,8 @@ from __future__ import annotations
 import zlib
 from typing import Any, Protocol
 
-from state_machines.loop import DIRECT, PartitionSlot, Work
+from state_machines.fold import PartitionSlot
+from state_machines.loop import DIRECT, Work
 from state_machines.model import ControllerConfig
 from state_machines.partition import PartitionRecord
 

@@ -39,7 +39,7 @@ from typing import Any
 
 from state_machines.directory import BrokerRecord, TopicRecord, topic_key
 from state_machines.leader_balance import imbalance
-from state_machines.model import MIN_ISR_DYNAMIC, MIN_ISR_STATIC, MIN_ISR_TOPIC, UNKNOWN_BROKER, BrokerFact
+from state_machines.model import MIN_ISR_DYNAMIC, MIN_ISR_STATIC, MIN_ISR_TOPIC, UNKNOWN_BROKER
 from state_machines.partition import PartitionRecord
 from state_machines.partition_summaries import summary_of
 from state_machines.states import PartitionState

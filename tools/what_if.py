@@ -37,10 +37,8 @@ from typing import Any
 
 from state_machines.errors import InvalidEvent, InvariantViolation
 from state_machines.events import parse_line
-from state_machines.loop import (
-    DIRECT, DeadLetter, PartitionSlot, RawEvent, Replies, Sequencer, Work, fold_partition, merge_shutdown_shares,
-    number_directory_records,
-)
+from state_machines.loop import DIRECT, DeadLetter, RawEvent, Sequencer, Work
+from state_machines.fold import PartitionSlot, Replies, fold_partition, merge_shutdown_shares, number_directory_records
 from state_machines.outputs import contract_key, to_contract
 from state_machines.partition import PartitionRecord
 from state_machines.update_metadata import merge as merge_update_metadata

@@ -157,7 +157,8 @@ def test_what_if_first_applies_what_the_job_read_but_did_not_apply() -> None:
     """Between two batches the job may hold a cause (a topic deletion waiting for its
     partitions' reports, which travel in the feedback) and events behind it: what-if
     settles them first, and the hypothetical events then get the engine's decisions."""
-    from state_machines.loop import DIRECT, RawEvent, Replies, Sequencer
+    from state_machines.fold import Replies
+    from state_machines.loop import DIRECT, RawEvent, Sequencer
     from tools.what_if import _fold_partitions
 
     read = [{"v": 1, "type": "TopicDeletion", "topic": "orders"}, {"v": 1, "type": "BrokerStartup", "broker_id": 5,
