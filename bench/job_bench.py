@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -69,6 +70,7 @@ def _progress(p) -> dict:
 # the controller settings of every run (--no-update-metadata turns UpdateMetadata off, to
 # compare with a tree that has none)
 CONFIG = ControllerConfig()
+DRIVER_MEMORY: str | None = None
 
 
 def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
@@ -115,7 +117,8 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
                                                  settings.dlq_topic: 1})
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20, "log_level": 0})
     (work / "in").mkdir(parents=True, exist_ok=True)
-    spark = spark_session(settings, app_name="shadow-controller-bench")
+    spark = spark_session(settings, app_name="shadow-controller-bench",
+                          extra={"spark.driver.memory": DRIVER_MEMORY} if DRIVER_MEMORY else None)
     spark.sparkContext.setLogLevel("ERROR")
     sink = BatchSink(settings)
     query, _ = start(spark, settings, available_now=True, sink=sink)
@@ -209,6 +212,9 @@ def main() -> int:
                     help="the rule set (controller.mode): ZK's controller or KRaft's quorum controller")
     ap.add_argument("--no-update-metadata", action="store_true",
                     help="controller.emit.update.metadata = false (to compare with a tree without it)")
+    ap.add_argument("--driver-memory", metavar="SIZE",
+                    help="spark.driver.memory for the Spark modes (default: the job's, 2g); in local mode the "
+                         "driver's JVM runs every task, and the sink collects each batch's decisions through it")
     ap.add_argument("--json", help="write every figure, Spark's progress included, to this file")
     ap.add_argument("--record", action="store_true",
                     help="keep the run on record: a small JSON with the commit and the machine in --results-dir")
@@ -224,7 +230,10 @@ def main() -> int:
             ap.error(f"{flag} {value}: must be at least {least}")
     if args.record and Path(args.results_dir).exists() and not Path(args.results_dir).is_dir():
         ap.error(f"--results-dir {args.results_dir}: not a directory")
-    global CONFIG
+    if args.driver_memory is not None and not re.fullmatch(r"[1-9][0-9]*[mgMG]", args.driver_memory):
+        ap.error(f"--driver-memory {args.driver_memory}: a size such as 4g or 512m")
+    global CONFIG, DRIVER_MEMORY
+    DRIVER_MEMORY = args.driver_memory
     CONFIG = ControllerConfig(emit_update_metadata=not args.no_update_metadata, mode=args.controller_mode)
     phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True,
                          shutdown_broker=args.shutdown_broker)
@@ -249,6 +258,8 @@ def main() -> int:
                         cmd += ["--no-update-metadata"]
                     if args.controller_mode != "zk":
                         cmd += ["--controller-mode", args.controller_mode]
+                    if args.driver_memory:
+                        cmd += ["--driver-memory", args.driver_memory]
                     child = subprocess.run(cmd, stdout=subprocess.DEVNULL if mode == "engine" else None)
                     if child.returncode != 0:
                         print(f"job_bench.py: the {mode} run failed (exit {child.returncode}); nothing recorded",
