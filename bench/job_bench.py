@@ -71,6 +71,7 @@ def _progress(p) -> dict:
 # compare with a tree that has none)
 CONFIG = ControllerConfig()
 DRIVER_MEMORY: str | None = None
+MAX_RESULT_SIZE: str | None = None
 
 
 def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
@@ -117,8 +118,10 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
                                                  settings.dlq_topic: 1})
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20, "log_level": 0})
     (work / "in").mkdir(parents=True, exist_ok=True)
-    spark = spark_session(settings, app_name="shadow-controller-bench",
-                          extra={"spark.driver.memory": DRIVER_MEMORY} if DRIVER_MEMORY else None)
+    extra = {"spark.driver.memory": DRIVER_MEMORY} if DRIVER_MEMORY else {}
+    if MAX_RESULT_SIZE:
+        extra["spark.driver.maxResultSize"] = MAX_RESULT_SIZE
+    spark = spark_session(settings, app_name="shadow-controller-bench", extra=extra)
     spark.sparkContext.setLogLevel("ERROR")
     sink = BatchSink(settings)
     query, _ = start(spark, settings, available_now=True, sink=sink)
@@ -215,6 +218,9 @@ def main() -> int:
     ap.add_argument("--driver-memory", metavar="SIZE",
                     help="spark.driver.memory for the Spark modes (default: the job's, 2g); in local mode the "
                          "driver's JVM runs every task, and the sink collects each batch's decisions through it")
+    ap.add_argument("--max-result-size", metavar="SIZE",
+                    help="spark.driver.maxResultSize for the Spark modes (default Spark's, 1g; 0: no limit): the "
+                         "sink's collection of a batch's decisions counts against it")
     ap.add_argument("--json", help="write every figure, Spark's progress included, to this file")
     ap.add_argument("--record", action="store_true",
                     help="keep the run on record: a small JSON with the commit and the machine in --results-dir")
@@ -232,8 +238,10 @@ def main() -> int:
         ap.error(f"--results-dir {args.results_dir}: not a directory")
     if args.driver_memory is not None and not re.fullmatch(r"[1-9][0-9]*[mgMG]", args.driver_memory):
         ap.error(f"--driver-memory {args.driver_memory}: a size such as 4g or 512m")
-    global CONFIG, DRIVER_MEMORY
-    DRIVER_MEMORY = args.driver_memory
+    if args.max_result_size is not None and not re.fullmatch(r"0|[1-9][0-9]*[mgMG]", args.max_result_size):
+        ap.error(f"--max-result-size {args.max_result_size}: a size such as 4g, or 0 for no limit")
+    global CONFIG, DRIVER_MEMORY, MAX_RESULT_SIZE
+    DRIVER_MEMORY, MAX_RESULT_SIZE = args.driver_memory, args.max_result_size
     CONFIG = ControllerConfig(emit_update_metadata=not args.no_update_metadata, mode=args.controller_mode)
     phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True,
                          shutdown_broker=args.shutdown_broker)
@@ -260,6 +268,8 @@ def main() -> int:
                         cmd += ["--controller-mode", args.controller_mode]
                     if args.driver_memory:
                         cmd += ["--driver-memory", args.driver_memory]
+                    if args.max_result_size:
+                        cmd += ["--max-result-size", args.max_result_size]
                     child = subprocess.run(cmd, stdout=subprocess.DEVNULL if mode == "engine" else None)
                     if child.returncode != 0:
                         print(f"job_bench.py: the {mode} run failed (exit {child.returncode}); nothing recorded",
