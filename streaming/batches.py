@@ -12,6 +12,7 @@ between batches, as a Python worker that Spark reuses keeps it (`operators.LastD
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,9 @@ from state_machines.loop import Pending, RawEvent, Sequencer, Work
 from state_machines.model import ControllerConfig
 from state_machines.outputs import contract_key
 
-from .pipeline import assemble_batch, pack_outputs, pack_work, read_feedback, unpack_outputs, unpack_work
+from . import decision_parts as parts
+from .assemble import assemble_batch, assemble_runs
+from .pipeline import pack_outputs, pack_work, read_feedback, unpack_outputs, unpack_work
 from .storage import fold_group, partition_storage
 
 
@@ -48,15 +51,39 @@ class MemoryState:
         self.value = None
 
 
+def _batches(texts: list[str]) -> list[list[str]]:
+    """Packed rows in Arrow batches of two, as Spark cuts a task's input."""
+    return [texts[i:i + 2] for i in range(0, len(texts), 2)]
+
+
+def _through_parts(packed: list[str], base: str, batch_id: int, dlq: list[dict[str, Any]],
+                   feedback: list[str]) -> list[dict[str, Any]]:
+    """File output's sink (`sink.BatchSink`): parts written by three tasks, merged."""
+    directory = parts.parts_dir(base, batch_id)
+    small = [text for task in range(3) for text in parts.write_part(_batches(packed[task::3]), directory, f"{task:05d}-0")]
+    rows, written, _safety = parts.split_parts(unpack_outputs(small))
+    out = assemble_runs(rows)
+    path = os.path.join(base, f"decisions-{batch_id:012d}.jsonl")
+    parts.write_decisions(path, parts.merged_runs(out.runs, written))
+    parts.remove_parts(base, batch_id)
+    dlq.extend(out.dlq)
+    feedback.extend(out.reports)
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
 def _order(d: dict[str, Any]) -> tuple[int, str, int]:
     return (d["cause_offset"], contract_key(d), d["seq"])
 
 
 def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfig = ControllerConfig(),
-                buckets: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+                buckets: int = 0, parts_base: str | None = None,
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """Replay lines in micro-batches of `batch_size` events as the Spark job does (feedback
     included, everything packed as it crosses Spark). Returns (decisions, dlq records,
-    number of micro-batches)."""
+    number of micro-batches). With `parts_base`, the sink is file output's: three tasks
+    write the decision runs to parts there (`decision_parts.py`) and the batch's file is
+    merged from them."""
     storage = partition_storage(buckets, shuffle_partitions=1)
     directory: dict[str, Any] = {}
     states: dict[str, MemoryState] = {}
@@ -82,10 +109,14 @@ def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfi
         for grp, group in groups.items():
             work = unpack_work(pack_work(group))  # as they cross Spark
             packed.extend(pack_outputs(fold_group(storage, grp, states.setdefault(grp, MemoryState()), work, config)))
-        batch = assemble_batch(unpack_outputs(packed))
-        decisions.extend(json.loads(payload) for _, payload in batch.decisions)
-        dlq.extend(batch.dlq)
-        feedback = batch.reports
+        if parts_base is None:
+            batch = assemble_batch(unpack_outputs(packed))
+            decisions.extend(json.loads(payload) for _, payload in batch.decisions)
+            dlq.extend(batch.dlq)
+            feedback = batch.reports
+        else:
+            feedback = []
+            decisions.extend(_through_parts(packed, parts_base, batches, dlq, feedback))
         batches += 1
     decisions.sort(key=_order)
     return decisions, dlq, batches

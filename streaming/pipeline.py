@@ -43,7 +43,7 @@ from .decision_json import decision_json
 from .json_text import canonical_json
 
 __all__ = [
-    "assemble_batch", "bucket_stage", "dead_letter", "direct_stage", "pack_outputs", "pack_work",
+    "bucket_stage", "dead_letter", "direct_stage", "metadata_piece", "pack_outputs", "pack_work",
     "partition_stage_rows", "read_feedback", "unpack_outputs", "unpack_work",
 ]
 
@@ -92,16 +92,32 @@ class MetricsText(str):
 # and the collect, instead of 30,000. Entries are separated by RS and their fields by US:
 # neither byte appears raw in JSON, in a topic name or in an encoded command. `cause_id`
 # (free text from the event) travels as JSON. A packed string holds at most PACK_ENTRIES
-# entries, so a large batch still leaves in rows Arrow and the JVM can hold.
+# entries and, past one entry, PACK_CHARS characters: Spark's Python stages cut their Arrow
+# batches by rows (`spark.sql.execution.arrow.maxRecordsPerBatch`, 10,000), so the size of
+# a row bounds the size of a batch. With strings of megabytes, a task creating 500,000
+# partitions sent its whole output, 1.1 GB, as one batch, more than the JVM's direct memory.
 
 RS, US = "\x1e", "\x1f"
 PACK_ENTRIES = 4096
+PACK_CHARS = 16 * 1024
 OutputRow = tuple[str, int, str, int, str]  # kind, cause_offset, key, seq, payload
 
 
-def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
-    for i in range(0, len(items), PACK_ENTRIES):
-        yield items[i:i + PACK_ENTRIES]
+def _pack(entries: Iterable[str]) -> list[str]:
+    """Entries joined by RS into strings of at most PACK_ENTRIES entries and PACK_CHARS
+    characters (an entry longer than that travels alone)."""
+    out: list[str] = []
+    chunk: list[str] = []
+    size = 0
+    for entry in entries:
+        if chunk and (len(chunk) >= PACK_ENTRIES or size + len(entry) > PACK_CHARS):
+            out.append(RS.join(chunk))
+            chunk, size = [], 0
+        chunk.append(entry)
+        size += len(entry) + 1
+    if chunk:
+        out.append(RS.join(chunk))
+    return out
 
 
 def _encode_item(item: Any, dlq_max_value_bytes: int) -> tuple[str, str]:
@@ -118,17 +134,14 @@ def _encode_item(item: Any, dlq_max_value_bytes: int) -> tuple[str, str]:
 
 def pack_work(work: Sequence[Work], dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES) -> list[str]:
     ids: dict[str | None, str] = {}
-    out = []
-    for chunk in _chunks(work):
-        entries = []
-        for w in chunk:
-            cid = ids.get(w.cause_id)
-            if cid is None:
-                cid = ids[w.cause_id] = json.dumps(w.cause_id)
-            kind, payload = _encode_item(w.item, dlq_max_value_bytes)
-            entries.append(f"{w.target}{US}{w.cause_offset}{US}{w.round}{US}{w.idx}{US}{kind}{US}{cid}{US}{payload}")
-        out.append(RS.join(entries))
-    return out
+    entries = []
+    for w in work:
+        cid = ids.get(w.cause_id)
+        if cid is None:
+            cid = ids[w.cause_id] = json.dumps(w.cause_id)
+        kind, payload = _encode_item(w.item, dlq_max_value_bytes)
+        entries.append(f"{w.target}{US}{w.cause_offset}{US}{w.round}{US}{w.idx}{US}{kind}{US}{cid}{US}{payload}")
+    return _pack(entries)
 
 
 def pack_metrics(text: str) -> str:
@@ -165,8 +178,7 @@ def unpack_work(packed: Iterable[str]) -> list[Work]:
 
 
 def pack_outputs(out: Sequence[OutputRow]) -> list[str]:
-    return [RS.join([f"{kind}{US}{cause}{US}{key}{US}{seq}{US}{payload}" for kind, cause, key, seq, payload in chunk])
-            for chunk in _chunks(out)]
+    return _pack(f"{kind}{US}{cause}{US}{key}{US}{seq}{US}{payload}" for kind, cause, key, seq, payload in out)
 
 
 def unpack_outputs(packed: Iterable[str]) -> list[OutputRow]:
@@ -278,7 +290,7 @@ def _metadata_line(piece: Piece) -> str:
     return json.dumps(doc, separators=(",", ":"))
 
 
-def _metadata_piece(cause: int, round_: int, payload: str) -> Piece:
+def metadata_piece(cause: int, round_: int, payload: str) -> Piece:
     doc = json.loads(payload)
     if doc[0] == "send":
         _, cause_id, site, recipients, unless = doc
@@ -291,70 +303,6 @@ def _metadata_piece(cause: int, round_: int, payload: str) -> Piece:
 
 
 # ---------------------------------------------------------------------------------------
-# the batch sink
-
-
-@dataclass(frozen=True, slots=True)
-class BatchOutput:
-    # (record key, the record's JSON) in (cause_offset, key, seq) order
-    decisions: list[tuple[str, str]]
-    dlq: list[dict[str, Any]]
-    # the feedback lines for the next batch: deletion reports, summaries, a wake
-    reports: list[str]
-    observations: dict[str, int] = field(default_factory=dict)
-    # the controller's gauges at the end of the batch (`controller_metrics.GAUGES`), if
-    # the sequencer ran; and the unclean leader elections among the decisions
-    metrics: dict[str, int] | None = None
-    unclean_elections: int = 0
-
-
-def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
-    """Merge controlled-shutdown shares into their results (the core's
-    `merge_shutdown_shares`) and order the decisions as the contract does: (cause_offset,
-    key, seq)."""
-    decisions: list[tuple[int, str, int, str]] = []
-    shutdowns: list[Decision] = []
-    still: list[tuple[int, StillLeads]] = []
-    metadata: list[Piece] = []
-    dlq: list[dict[str, Any]] = []
-    reports: list[str] = []
-    observations: dict[str, int] = {}
-    metrics: dict[str, int] | None = None
-    for kind, cause, key, seq, payload in rows:
-        if kind == "decision":
-            decisions.append((cause, key, seq, payload))
-        elif kind == "shutdown":
-            cid, text = payload.split("\t", 1)
-            shutdowns.append(Decision(cause, key, seq, codec.loads(text, Record), json.loads(cid)))
-        elif kind == "still":
-            topic, partition = payload.split("\t")
-            still.append((cause, StillLeads(int(key[len("broker-"):]), topic, int(partition))))
-        elif kind == "meta":
-            metadata.append(_metadata_piece(cause, seq, payload))
-        elif kind == "dlq":
-            dlq.append(json.loads(payload))
-        elif kind in ("report", "summary"):
-            reports.append(payload)
-        elif kind == "wake" and WAKE_LINE not in reports:
-            reports.append(WAKE_LINE)
-        elif kind == "stat":
-            observations[payload] = observations.get(payload, 0) + 1
-        elif kind == "metrics":
-            metrics = decode_metrics(payload)
-    for d in merge_shutdown_shares(shutdowns, still):
-        decisions.append((d.cause_offset, d.key, d.seq, decision_json(d.record, d.cause_offset, d.cause_id, d.seq)))
-    for m in merge_update_metadata(metadata):
-        decisions.append((m.cause_offset, m.key, m.seq, decision_json(m.record, m.cause_offset, m.cause_id, m.seq)))
-    decisions.sort(key=lambda d: (d[0], d[1], d[2]))
-    dlq.sort(key=lambda d: d["offset"])
-    # a row holds a run of one partition's records for one cause
-    records = [(key, doc) for _, key, _, payload in decisions for doc in payload.split("\n")]
-    # KafkaController's UncleanLeaderElectionsPerSec meter marks each unclean election
-    unclean = sum(1 for _, doc in records if UNCLEAN_ELECTION in doc)
-    return BatchOutput(records, dlq, reports, observations, metrics, unclean)
-
-
-# ---------------------------------------------------------------------------------------
 # the feedback lines: a deletion report is its JSON document (as ever), a summary
 # `S<TAB>topic<TAB>partition<TAB>cause<TAB>state|-<TAB>preferred<TAB>leader|-` then
 # `<TAB>isr size<TAB>replication factor<TAB>replica count` when known (`R` after the cause:
@@ -362,8 +310,6 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
 # schedules KRaft's periodic tasks); a wake `W`.
 
 WAKE_LINE = "W"
-# a LeaderAndIsr decision of an unclean election (contract: `election`), as decision_json writes it
-UNCLEAN_ELECTION = '"election":"unclean"'
 _STATES = {s.value: s for s in PartitionState}
 
 

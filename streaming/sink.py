@@ -1,12 +1,14 @@
 """The batch sink (`foreachBatch`): a micro-batch's decisions and dead letters out, then the
 deletion reports the next batch reads.
 
-The partition stage's packed rows are collected on the driver through Arrow and
-assembled (`pipeline.assemble_batch`: controlled-shutdown shares merged, decisions in the
-contract's order). File output writes one file per batch id, atomically, so a batch run
-again overwrites its own; Kafka output goes through `kafka.decisions.DecisionWriter`, which
-raises unless the broker confirmed every record. A failed write fails the batch, which
-Spark then runs again from the checkpoint.
+File output writes one file per batch id, atomically, so a batch run again overwrites its
+own. Its decisions never come to the driver: the executors write them in sorted parts and
+the driver merges the parts into the batch's file (`decision_parts.py`); only the rest of
+the batch (summaries, reports, shares, dead letters) is collected and assembled
+(`assemble.assemble_runs`). Kafka output collects the whole batch through Arrow
+(`assemble.assemble_batch`) and goes through `kafka.decisions.DecisionWriter`, which raises
+unless the broker confirmed every record. A failed write fails the batch, which Spark then
+runs again from the checkpoint.
 
 A stop (`runner.py`) may end a batch before it commits; the sink then makes it end as a
 batch `query.stop()` interrupted (`BatchInterrupted`), which a restart replays.
@@ -18,16 +20,21 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
+
+import pyarrow as pa
 
 from pyspark.sql import DataFrame
 
 from state_machines.errors import ShadowControllerError
 
+from . import decision_parts as parts
+from .assemble import UNCLEAN_ELECTION, Assembled, assemble_batch, assemble_runs
 from .file_source import feedback_file
 from .json_text import compact_json
 from .collector import collect_less
-from .pipeline import assemble_batch, unpack_outputs
+from .pipeline import unpack_outputs
 from .settings.schema import JobSettings
 
 log = logging.getLogger("shadow_controller.job")
@@ -76,34 +83,49 @@ class BatchSink:
 
     def _write_batch(self, df: DataFrame, batch_id: int) -> None:
         collect_less()
-        out = assemble_batch(_collect(df))
-        for d in out.dlq:
-            if d["reason"].startswith("controller error"):
-                log.error("batch %d: event at %s dead-lettered: %s", batch_id, d["source"] or d["offset"], d["reason"])
-        if out.observations.get("safety"):
-            log_safety_divergences(batch_id, out.decisions)
         if self.settings.output.startswith("file:"):
             base = self.settings.output[5:]
-            _write_lines(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"), [p for _, p in out.decisions])
+            rows, written, safety = parts.split_parts(_collect(_written_parts(df, parts.parts_dir(base, batch_id))))
+            out = assemble_runs(rows)
+            self._letters(batch_id, out)
+            if out.observations.get("safety"):
+                log_safety_divergences(batch_id, safety)
+            parts.write_decisions(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"),
+                                  parts.merged_runs(out.runs, written))
+            parts.remove_parts(base, batch_id)
             if out.dlq:
                 _write_lines(os.path.join(base, "dlq", f"dlq-{batch_id:012d}.jsonl"), out.dlq)
+            decisions = sum(p.records for p in written) + sum(r[3].count("\n") + 1 for r in out.runs)
+            unclean = sum(p.unclean_elections for p in written) + sum(r[3].count(UNCLEAN_ELECTION) for r in out.runs)
         else:
+            whole = assemble_batch(_collect(df))
+            out = Assembled([], whole.dlq, whole.reports, whole.observations, whole.metrics)
+            self._letters(batch_id, out)
+            if out.observations.get("safety"):
+                log_safety_divergences(batch_id, whole.decisions)
             if self._kafka is None:
                 from .kafka.decisions import DecisionWriter
 
                 self._kafka = DecisionWriter(self.settings, cancel=self._cancel)
-            self._kafka.write(out.decisions, out.dlq)
+            self._kafka.write(whole.decisions, whole.dlq)
+            decisions, unclean = len(whole.decisions), whole.unclean_elections
         if out.reports:
             os.makedirs(self.settings.feedback_dir, exist_ok=True)
             _atomic_write(feedback_file(self.settings.feedback_dir, batch_id), "".join(r + "\n" for r in out.reports))
-        self.stats[batch_id] = {"decisions": len(out.decisions), "dlq": len(out.dlq), "reports": len(out.reports),
+        self.stats[batch_id] = {"decisions": decisions, "dlq": len(out.dlq), "reports": len(out.reports),
                                 **{f"shadow_{k}": v for k, v in out.observations.items()}}
         for k, v in out.observations.items():
             self.observations[k] = self.observations.get(k, 0) + v
         # after the writes: what the endpoint shows is what the outputs say
-        self.unclean_elections += out.unclean_elections
+        self.unclean_elections += unclean
         if out.metrics is not None:
             self.metrics = out.metrics
+
+    @staticmethod
+    def _letters(batch_id: int, out: Assembled) -> None:
+        for d in out.dlq:
+            if d["reason"].startswith("controller error"):
+                log.error("batch %d: event at %s dead-lettered: %s", batch_id, d["source"] or d["offset"], d["reason"])
 
 
 def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> None:
@@ -150,6 +172,27 @@ def _await_interrupt(df: DataFrame, timeout_s: float) -> None:
 def _collect(df: DataFrame) -> list[tuple[str, int, str, int, str]]:
     """The batch's outputs on the driver, collected through Arrow and unpacked."""
     return unpack_outputs(df.toArrow().column("rows").to_pylist())
+
+
+# what the executors return after writing their parts, in Arrow batches of at most
+# this many packed rows (`pipeline.PACK_CHARS` each): small enough for the JVM's direct memory
+ROWS_PER_ARROW_BATCH = 1024
+
+
+def _written_parts(df: DataFrame, directory: str) -> DataFrame:
+    """`df` with its decision runs written by the executors to parts in `directory`
+    (`decision_parts.write_part`): what is left of each task's rows, and the parts' names."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        task = f"{ctx.partitionId():05d}-{ctx.attemptNumber()}" if ctx is not None else "driver"
+        rows = parts.write_part((b.column(0).to_pylist() for b in batches), directory, task)
+        for i in range(0, len(rows), ROWS_PER_ARROW_BATCH):
+            yield pa.RecordBatch.from_arrays([pa.array(rows[i:i + ROWS_PER_ARROW_BATCH], pa.string())], names=["rows"])
+
+    return df.mapInArrow(write, "rows string")
 
 
 def _write_lines(path: str, docs: list[dict[str, Any]] | list[str]) -> None:

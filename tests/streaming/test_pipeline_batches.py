@@ -26,9 +26,9 @@ def engine_records(lines: list[bytes]) -> list[str]:
     return simulate_records(lines)
 
 
-def check(lines: list[bytes], batch_size: int, buckets: int = 0) -> None:
+def check(lines: list[bytes], batch_size: int, buckets: int = 0, parts_base: str | None = None) -> None:
     expected = engine_records(lines)
-    got, _dlq, _batches = run_batches(lines, batch_size, buckets=buckets)
+    got, _dlq, _batches = run_batches(lines, batch_size, buckets=buckets, parts_base=parts_base)
     got_json = [canonical(r) for r in got]
     assert Counter(got_json) == Counter(expected)
     assert got_json == expected, "same records, but not in (cause_offset, key, seq) order"
@@ -49,6 +49,16 @@ def test_generated_logs_in_micro_batches_equal_the_engine(seed: int) -> None:
 @pytest.mark.parametrize("log", LOGS + EXAMPLES, ids=lambda p: p.stem)
 def test_scale_mode_buckets_give_the_same_decisions(log: Path) -> None:
     check(log.read_bytes().splitlines(), batch_size=3, buckets=3)
+
+
+@pytest.mark.parametrize("log", LOGS + EXAMPLES, ids=lambda p: p.stem)
+def test_decisions_merged_from_the_executors_parts_equal_the_engine(log: Path, tmp_path: Path) -> None:
+    """File output: three tasks write sorted parts, the driver merges them with the shares
+    it merged itself (decision_parts.py), in both keyings."""
+    lines = log.read_bytes().splitlines()
+    check(lines, batch_size=3, parts_base=str(tmp_path / "a"))
+    check(lines, batch_size=2, buckets=2, parts_base=str(tmp_path / "b"))
+    assert not list(tmp_path.glob("*/_parts/*")), "the parts are removed once merged"
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -1,0 +1,116 @@
+"""The sink's half of the pipeline: a micro-batch's output rows, collected on the driver,
+become the decisions in the contract's order, the dead letters and the feedback lines.
+
+The partitions' replies that need the whole batch are merged here, by the core's own
+functions, exactly as the in-process engine merges them after each cause: the
+controlled-shutdown shares into their `ControlledShutdownResult` (`merge_shutdown_shares`)
+and the UpdateMetadata shares into their sends (`update_metadata.merge`). Decisions then
+sort as the contract orders them, (cause_offset, key, seq). A decision row is a *run*: one
+partition's records for one cause, their documents joined by newlines.
+
+`assemble_batch` does it all from one collect (Kafka output, and `batches.run_batches`);
+with file output the runs stay on the executors and only the rest comes here
+(`decision_parts.py`), through `assemble_runs`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from state_machines.fold import Decision, merge_shutdown_shares
+from state_machines.outputs import Record, StillLeads
+from state_machines.update_metadata import Piece, merge as merge_update_metadata
+
+from . import codec
+from .controller_metrics import decode as decode_metrics
+from .decision_json import decision_json
+from .pipeline import WAKE_LINE, OutputRow, metadata_piece
+
+# a LeaderAndIsr decision of an unclean election (contract: `election`), as decision_json writes it
+UNCLEAN_ELECTION = '"election":"unclean"'
+
+Run = tuple[int, str, int, str]  # cause_offset, key, first seq, the documents joined by newlines
+
+
+def run_order(run: Run) -> tuple[int, str, int]:
+    return run[0], run[1], run[2]
+
+
+@dataclass(frozen=True, slots=True)
+class Assembled:
+    runs: list[Run]  # sorted by `run_order`
+    dlq: list[dict[str, Any]]
+    # the feedback lines for the next batch: deletion reports, summaries, a wake
+    reports: list[str]
+    observations: dict[str, int]
+    # the controller's gauges at the end of the batch (`controller_metrics.GAUGES`), if
+    # the sequencer ran
+    metrics: dict[str, int] | None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutput:
+    # (record key, the record's JSON) in (cause_offset, key, seq) order
+    decisions: list[tuple[str, str]]
+    dlq: list[dict[str, Any]]
+    # the feedback lines for the next batch: deletion reports, summaries, a wake
+    reports: list[str]
+    observations: dict[str, int] = field(default_factory=dict)
+    # the controller's gauges at the end of the batch (`controller_metrics.GAUGES`), if
+    # the sequencer ran; and the unclean leader elections among the decisions
+    metrics: dict[str, int] | None = None
+    unclean_elections: int = 0
+
+
+def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
+    """Merge controlled-shutdown shares into their results (the core's
+    `merge_shutdown_shares`) and UpdateMetadata shares into their sends, and order the
+    runs as the contract does: (cause_offset, key, seq)."""
+    runs: list[Run] = []
+    shutdowns: list[Decision] = []
+    still: list[tuple[int, StillLeads]] = []
+    metadata: list[Piece] = []
+    dlq: list[dict[str, Any]] = []
+    reports: list[str] = []
+    observations: dict[str, int] = {}
+    metrics: dict[str, int] | None = None
+    for kind, cause, key, seq, payload in rows:
+        if kind == "decision":
+            runs.append((cause, key, seq, payload))
+        elif kind == "shutdown":
+            cid, text = payload.split("\t", 1)
+            shutdowns.append(Decision(cause, key, seq, codec.loads(text, Record), json.loads(cid)))
+        elif kind == "still":
+            topic, partition = payload.split("\t")
+            still.append((cause, StillLeads(int(key[len("broker-"):]), topic, int(partition))))
+        elif kind == "meta":
+            metadata.append(metadata_piece(cause, seq, payload))
+        elif kind == "dlq":
+            dlq.append(json.loads(payload))
+        elif kind in ("report", "summary"):
+            reports.append(payload)
+        elif kind == "wake" and WAKE_LINE not in reports:
+            reports.append(WAKE_LINE)
+        elif kind == "stat":
+            observations[payload] = observations.get(payload, 0) + 1
+        elif kind == "metrics":
+            metrics = decode_metrics(payload)
+    for d in merge_shutdown_shares(shutdowns, still):
+        runs.append((d.cause_offset, d.key, d.seq, decision_json(d.record, d.cause_offset, d.cause_id, d.seq)))
+    for m in merge_update_metadata(metadata):
+        runs.append((m.cause_offset, m.key, m.seq, decision_json(m.record, m.cause_offset, m.cause_id, m.seq)))
+    runs.sort(key=run_order)
+    dlq.sort(key=lambda d: d["offset"])
+    return Assembled(runs, dlq, reports, observations, metrics)
+
+
+def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
+    """The whole batch from one collect: `assemble_runs`, its runs split into records."""
+    a = assemble_runs(rows)
+    records = [(key, doc) for _, key, _, payload in a.runs for doc in payload.split("\n")]
+    # KafkaController's UncleanLeaderElectionsPerSec meter marks each unclean election
+    unclean = sum(1 for _, doc in records if UNCLEAN_ELECTION in doc)
+    return BatchOutput(records, a.dlq, a.reports, a.observations, a.metrics, unclean)

@@ -1,0 +1,147 @@
+"""File output without the decisions on the driver: each executor writes its own.
+
+A creation of a million partitions decides about nine million records; collected on the
+driver through Arrow they need gigabytes of heap in the JVM and in Python at once
+(`bench/job_bench.py` at 1,000,000 partitions ran out of both). With file output the sink
+therefore runs one more step on the executors, in the same Spark job as the batch (one
+action, so the stateful operators run once):
+
+* **executors** (`write_part`): each task of the partition stage's output unpacks its
+  rows, one Arrow batch at a time, and writes each batch's decision runs, sorted in the
+  contract's order (cause_offset, key, seq), as a segment of a part file of its own under
+  `<output>/_parts/<batch id>/`, and passes on only what
+  the driver must see: the other kinds of row (summaries, deletion reports, dead letters,
+  the controlled-shutdown and UpdateMetadata shares, metrics, statistics), one `part` row
+  naming its file with its counts, and one `safety` row per safety divergence, to log;
+* **the driver** (`DecisionFile`): assembles the small rows as ever
+  (`assemble.assemble_runs`: shares merged into their results), then merges its own few
+  runs with the sorted segments into `decisions-<batch id>.jsonl`, streaming, and removes
+  the parts. The file is byte-for-byte what `assemble_batch` writes from a collect.
+
+The parts are named by task attempt, and the driver reads only the files the collect
+named, so a task or a batch run again leaves no doubt which files count. On a cluster the
+output directory must be one every executor and the driver share, like the checkpoint.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from .assemble import UNCLEAN_ELECTION, Run, run_order
+from .pipeline import RS, US, OutputRow, pack_outputs, unpack_outputs
+
+PARTS_DIR = "_parts"
+
+
+def parts_dir(base: str, batch_id: int) -> str:
+    return os.path.join(base, PARTS_DIR, f"{batch_id:012d}")
+
+
+def write_part(batches: Iterable[Sequence[str]], directory: str, task: str) -> list[str]:
+    """Executor side: write the decision runs of `batches` (each a sequence of packed output
+    rows, as Spark hands them over) to a part file in `directory`, one sorted segment per
+    batch, so that a task holds one batch's runs at a time; return the packed rows the
+    driver needs."""
+    small: list[OutputRow] = []
+    segments: list[int] = []  # where each segment starts, then where the file ends
+    records = unclean = 0
+    path = os.path.join(directory, f"part-{task}-{uuid.uuid4().hex}.runs")
+    fh = None
+    try:
+        for texts in batches:
+            runs: list[Run] = []
+            for kind, cause, key, seq, payload in unpack_outputs(texts):
+                if kind == "decision":
+                    runs.append((cause, key, seq, payload))
+                else:
+                    small.append((kind, cause, key, seq, payload))
+            if not runs:
+                continue
+            runs.sort(key=run_order)
+            if fh is None:
+                os.makedirs(directory, exist_ok=True)
+                fh = open(path, "wb")
+            segments.append(fh.tell())
+            fh.writelines(f"{cause}{US}{key}{US}{seq}{US}{payload.replace(chr(10), RS)}\n".encode()
+                          for cause, key, seq, payload in runs)
+            for cause, key, _, payload in runs:
+                records += payload.count("\n") + 1
+                unclean += payload.count(UNCLEAN_ELECTION)
+                if '"Divergence"' in payload and '"safety"' in payload:
+                    small.extend(("safety", cause, key, 0, doc) for doc in payload.split("\n")
+                                 if '"Divergence"' in doc and '"safety"' in doc)
+        if fh is not None:
+            segments.append(fh.tell())
+            fh.flush()
+            os.fsync(fh.fileno())
+    finally:
+        if fh is not None:
+            fh.close()
+    if segments:
+        small.append(("part", 0, "", 0, f"{path}\t{records}\t{unclean}\t{','.join(map(str, segments))}"))
+    return pack_outputs(small) if small else []
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    path: str
+    records: int
+    unclean_elections: int
+    segments: tuple[int, ...]  # the sorted segments' start offsets, then the file's end
+
+
+def split_parts(rows: Sequence[OutputRow]) -> tuple[list[OutputRow], list[Part], list[tuple[str, str]]]:
+    """Driver side: the collected rows without the `part` and `safety` rows, the parts
+    they name, and the safety divergences' (key, document)."""
+    rest: list[OutputRow] = []
+    parts: list[Part] = []
+    safety: list[tuple[str, str]] = []
+    for row in rows:
+        kind = row[0]
+        if kind == "part":
+            path, records, unclean, segments = row[4].split("\t")
+            parts.append(Part(path, int(records), int(unclean), tuple(map(int, segments.split(",")))))
+        elif kind == "safety":
+            safety.append((row[2], row[4]))
+        else:
+            rest.append(row)
+    return rest, parts, safety
+
+
+def _read_segment(path: str, start: int, end: int) -> Iterator[Run]:
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        position = start
+        while position < end:
+            line = fh.readline()
+            position += len(line)
+            cause, key, seq, payload = line[:-1].decode("utf-8").split(US, 3)
+            yield int(cause), key, int(seq), payload.replace(RS, "\n")
+
+
+def merged_runs(runs: list[Run], parts: Sequence[Part]) -> Iterator[Run]:
+    """The driver's runs (sorted) and the parts' segments in the contract's order."""
+    segments = [_read_segment(p.path, start, end) for p in parts for start, end in zip(p.segments, p.segments[1:])]
+    if not segments:
+        return iter(runs)
+    return heapq.merge(runs, *segments, key=run_order)
+
+
+def write_decisions(path: str, runs: Iterable[Run]) -> None:
+    """Write the runs' documents, one per line, atomically."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.writelines(payload + "\n" for _, _, _, payload in runs)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def remove_parts(base: str, batch_id: int) -> None:
+    shutil.rmtree(parts_dir(base, batch_id), ignore_errors=True)

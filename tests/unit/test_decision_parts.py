@@ -1,0 +1,67 @@
+"""File output's decision parts (streaming/decision_parts.py): executors write sorted
+segments, the driver merges them with its own runs into the contract's order, and reads
+only the parts the batch's collect named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streaming import decision_parts as parts
+from streaming.pipeline import pack_outputs, unpack_outputs
+
+
+def _decision(cause: int, key: str, seq: int, n: int = 1) -> tuple[str, int, str, int, str]:
+    docs = [f'{{"cause_offset":{cause},"key":"{key}","seq":{seq + i}}}' for i in range(n)]
+    return ("decision", cause, key, seq, "\n".join(docs))
+
+
+def test_segments_merge_with_the_drivers_runs_in_contract_order(tmp_path: Path) -> None:
+    directory = str(tmp_path / "p")
+    task_a = [pack_outputs([_decision(2, "t-1", 0), _decision(1, "t-9", 0, 2)]),
+              pack_outputs([_decision(1, "t-0", 0), ("summary", 1, "", 0, "S\tt\t0")])]
+    task_b = [pack_outputs([_decision(1, "t-5", 0), _decision(3, "a-0", 4)])]
+    small = parts.write_part(task_a, directory, "00000-0") + parts.write_part(task_b, directory, "00001-0")
+    rest, written, safety = parts.split_parts(unpack_outputs(small))
+    assert [r[0] for r in rest] == ["summary"] and safety == []
+    assert [len(p.segments) for p in written] == [3, 2]  # two segments and the end; one and the end
+    assert sum(p.records for p in written) == 6
+    mine = [(1, "t-3", 0, '{"driver":1}'), (2, "broker-1", 0, '{"driver":2}')]
+    out = tmp_path / "decisions.jsonl"
+    parts.write_decisions(str(out), parts.merged_runs(mine, written))
+    keys = [line.split('"key":"')[1].split('"')[0] if '"key"' in line else line for line in out.read_text().splitlines()]
+    assert keys == ["t-0", '{"driver":1}', "t-5", "t-9", "t-9", '{"driver":2}', "t-1", "a-0"]
+
+
+def test_a_part_the_collect_did_not_name_is_not_read(tmp_path: Path) -> None:
+    """A task attempt that failed after writing leaves its part behind; the batch's file
+    holds only the runs of the attempts whose rows reached the driver."""
+    directory = str(tmp_path / "p")
+    rows = [pack_outputs([_decision(1, "t-0", 0), _decision(1, "t-1", 0)])]
+    parts.write_part(rows, directory, "00000-0")  # the failed attempt
+    small = parts.write_part(rows, directory, "00000-1")
+    _, written, _ = parts.split_parts(unpack_outputs(small))
+    assert len(list((tmp_path / "p").iterdir())) == 2
+    out = tmp_path / "decisions.jsonl"
+    parts.write_decisions(str(out), parts.merged_runs([], written))
+    assert out.read_text().count("\n") == 2
+    parts.remove_parts(str(tmp_path), 7)  # another batch's: nothing to remove, no error
+
+
+def test_safety_divergences_come_back_to_the_driver_to_be_logged(tmp_path: Path) -> None:
+    doc = '{"type":"Divergence","severity":"safety","cause_offset":4,"reason":"x"}'
+    small = parts.write_part([pack_outputs([("decision", 4, "t-0", 0, f'{{"a":1}}\n{doc}')])], str(tmp_path), "0")
+    _, written, safety = parts.split_parts(unpack_outputs(small))
+    assert safety == [("t-0", doc)] and written[0].records == 2
+
+
+def test_packed_rows_are_bounded_in_size_so_spark_cuts_small_arrow_batches() -> None:
+    """Spark's Python stages cut Arrow batches by rows (10,000), so a packed row must stay
+    small: at most PACK_CHARS characters, unless one entry alone is longer."""
+    from streaming.pipeline import PACK_CHARS
+
+    rows = [_decision(i, f"t-{i}", 0, 20) for i in range(2000)] + [("dlq", 5, "", 0, "x" * (3 * PACK_CHARS))]
+    packed = pack_outputs(rows)
+    assert len(packed) > 1
+    assert all(len(text) <= PACK_CHARS for text in packed[:-1])
+    assert len(packed[-1]) > PACK_CHARS and packed[-1].count("\x1e") == 0
+    assert unpack_outputs(packed) == rows
