@@ -173,8 +173,8 @@ def _controlled_shutdown(d: DirectoryView, e: ev.ControlledShutdown) -> None:
 
 def _new_partitions(d: DirectoryView, topic: str, partitions: tuple[tuple[int, tuple[int, ...]], ...]) -> None:
     active = d.controller.active
+    d.remember_partitions(topic, partitions)
     for p, replicas in partitions:
-        d.remember_brokers(topic, p, replicas)
         op: Op = CreatePartition(replicas) if active else LoadPartition(ReplicaAssignment(replicas))
         d.send(topic, p, op, replicas)
 

@@ -192,14 +192,22 @@ class DirectoryView:
 
     def remember_brokers(self, topic: str, partition: int, brokers: Iterable[int]) -> None:
         """Add brokers to the partition's fan-out set."""
-        brokers = [b for b in brokers if b >= 0]
+        self.remember_partitions(topic, ((partition, brokers),))
+
+    def remember_partitions(self, topic: str, partitions: Iterable[tuple[int, Iterable[int]]]) -> None:
+        """`remember_brokers` for each (partition, brokers) in turn, with one copy of the
+        topic's record (a creation names every partition of the topic)."""
         rec = self.topic(topic)
         assert rec is not None
         parts = dict(rec.partitions)
-        known = parts.get(partition, ())
-        merged = known + tuple(b for b in dict.fromkeys(brokers) if b not in known)
-        if merged != known:
-            parts[partition] = merged
+        changed = False
+        for partition, brokers in partitions:
+            known = parts.get(partition, ())
+            merged = known + tuple(b for b in dict.fromkeys(brokers) if b >= 0 and b not in known)
+            if merged != known:
+                parts[partition] = merged
+                changed = True
+        if changed:
             self.put(topic_key(topic), replace(rec, partitions=tuple(sorted(parts.items()))))
 
     def ctx(self, topic: str, brokers: Iterable[int] = ()) -> PartitionContext:

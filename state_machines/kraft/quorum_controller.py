@@ -107,8 +107,9 @@ def _validate_assignments(d: KraftView, topic: str, partitions: Iterable[tuple[i
 
 
 def _register_partitions(d: KraftView, topic: str, partitions: Iterable[tuple[int, tuple[int, ...]]]) -> None:
+    partitions = tuple(partitions)
+    d.remember_partitions(topic, partitions)
     for p, replicas in partitions:
-        d.remember_brokers(topic, p, replicas)
         d.ksend(topic, p, RegisterPartition(replicas))
 
 
