@@ -36,9 +36,7 @@ from state_machines.model import ControllerConfig  # noqa: E402
 from streaming.collector import collect_less, settle  # noqa: E402
 
 
-def descendants_peak_rss_mib() -> float:
-    """Sum of the peak resident memory (VmHWM) of this process's live descendants: the
-    Spark JVM and its Python workers, which RUSAGE_CHILDREN does not see."""
+def _descendants() -> set[int]:
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -51,6 +49,54 @@ def descendants_peak_rss_mib() -> float:
     while frontier:
         frontier = {p for p, pp in parents.items() if pp in frontier} - mine
         mine |= frontier
+    return mine
+
+
+class MemorySampler:
+    """The resident memory in use at the same moment, sampled every `interval` seconds:
+    this process (the job's driver), the Spark JVM and the Python workers. Its peak is the
+    figure a machine must hold; the sum of each process's own peak (VmHWM,
+    `descendants_peak_rss_mib`) is an upper bound, since the processes peak at different
+    moments."""
+
+    def __init__(self, interval: float = 0.5) -> None:
+        import threading
+
+        self.peak = {"total": 0.0, "driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        self._stop = threading.Event()
+        self._interval = interval
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        now = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        for pid in [os.getpid(), *_descendants()]:
+            try:
+                with open(f"/proc/{pid}/status") as fh:
+                    fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            except OSError:
+                continue
+            kib = int(fields.get("VmRSS", "0 kB").split()[0])
+            kind = "driver" if pid == os.getpid() else "jvm" if fields.get("Name", "").strip() == "java" else "workers"
+            now[kind] += kib / 1024
+        total = sum(now.values())
+        if total > self.peak["total"]:
+            self.peak = {"total": total, **now}
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._sample()
+
+    def stop(self) -> dict[str, int]:
+        self._stop.set()
+        self._thread.join()
+        return {k: round(v) for k, v in self.peak.items()}
+
+
+def descendants_peak_rss_mib() -> float:
+    """Sum of the peak resident memory (VmHWM) of this process's live descendants: the
+    Spark JVM and its Python workers, which RUSAGE_CHILDREN does not see."""
+    mine = _descendants()
     total = 0
     for pid in mine:
         try:
@@ -127,6 +173,7 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
     query, _ = start(spark, settings, available_now=True, sink=sink)
     rows = []
     peak_children = 0.0
+    sampler = MemorySampler()
     try:
         # warm-up: Spark plans and starts its Python workers on the first micro-batch
         query.processAllAvailable()
@@ -156,7 +203,7 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
                   f"{rows[-1]['decisions']:>8} decisions", flush=True)
         peak_children = descendants_peak_rss_mib()
         rows.append({"step": "_memory", "events": 0, "decisions": 0, "seconds": 0.0,
-                     "descendants_peak_rss_mib": round(peak_children)})
+                     "descendants_peak_rss_mib": round(peak_children), "simultaneous_peak_mib": sampler.stop()})
     finally:
         query.stop()
         spark.stop()
@@ -172,7 +219,10 @@ def measure(phases: dict[str, list[dict]], mode: str, buckets: int) -> tuple[dic
         rows = run_engine(phases) if mode == "engine" else run_spark(phases, mode, work, buckets or None)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    memory = {mode: next((r["descendants_peak_rss_mib"] for r in rows if r["step"] == "_memory"), None)}
+    mem_row = next((r for r in rows if r["step"] == "_memory"), {})
+    memory: dict = {mode: mem_row.get("descendants_peak_rss_mib")}
+    if mem_row.get("simultaneous_peak_mib"):
+        memory[f"{mode}_at_once"] = mem_row["simultaneous_peak_mib"]
     rows = [{**r, "batch_seconds_all": [round(r.get("batch_seconds", r["seconds"]), 3)]}
             for r in rows if r["step"] != "_memory"]
     return {mode: rows}, memory, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -280,6 +330,9 @@ def main() -> int:
                 peak = max(peak, doc["peak_rss_mib"])
                 if doc["spark_peak_rss_mib"].get(mode) is not None:
                     memory[mode] = max(memory.get(mode, 0), doc["spark_peak_rss_mib"][mode])
+                at_once = doc["spark_peak_rss_mib"].get(f"{mode}_at_once")
+                if at_once and at_once["total"] > memory.get(f"{mode}_at_once", {}).get("total", 0):
+                    memory[f"{mode}_at_once"] = at_once
         results = {mode: _median_rows(mode_runs) for mode, mode_runs in runs.items()}
     print(f"\n{args.partitions} partitions, RF 3, {args.brokers} brokers" + (f", {args.buckets} buckets" if args.buckets else ""))
     print(f"{'mode':7} {'step':34} {'events':>7} {'decisions':>10} {'seconds':>9} {'batch s':>8} {'events/s':>10} "
@@ -296,8 +349,13 @@ def main() -> int:
         de = sum(r["decisions"] for r in rows)
         sec = sum(r["seconds"] for r in rows)
         print(f"{mode:7} {'total':34} {ev:>7} {de:>10} {sec:>9.2f} {'':>8} {ev / sec:>10.1f} {de / sec:>12.1f}")
-    spark_mem = ", ".join(f"{m} {v} MiB" for m, v in memory.items() if v is not None)
-    print(f"peak resident memory: driver process {peak:.0f} MiB (the engine runs in it); Spark JVM + Python workers: {spark_mem}")
+    spark_mem = ", ".join(f"{m} {v} MiB" for m, v in memory.items() if isinstance(v, (int, float)))
+    print(f"peak resident memory: driver process {peak:.0f} MiB (the engine runs in it); Spark JVM + Python workers, "
+          f"each process's own peak summed: {spark_mem}")
+    for m, v in memory.items():
+        if isinstance(v, dict):
+            print(f"peak resident memory at one moment, {m[:-len('_at_once')]} mode: {v['total']} MiB (the job's "
+                  f"driver {v['driver']}, the JVM {v['jvm']}, the Python workers {v['workers']})")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"args": vars(args), "results": results,

@@ -103,7 +103,7 @@ class SequencerProcessor(StatefulProcessor):
                     # a null value (a tombstone) stays None, for the dead letters to say so
                     events.append(RawEvent(int(offset), None if value is None else bytes(value), str(source)))
                 else:
-                    feedback.append(payload)
+                    feedback.extend(payload.split("\n"))  # file_source.FeedbackReader joins lines
         reports, summaries = read_feedback(feedback)
         stamped = self.records.getValue((codec.DIRECTORY_STAMP_KEY,))
         stamp = stamped[0] if stamped else None
