@@ -32,6 +32,8 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from state_machines.errors import ShadowControllerError
+
 from .assemble import UNCLEAN_ELECTION, Run, run_order
 from .pipeline import RS, US, OutputRow, pack_outputs, unpack_outputs
 
@@ -113,8 +115,19 @@ def split_parts(rows: Sequence[OutputRow]) -> tuple[list[OutputRow], list[Part],
     return rest, parts, safety
 
 
+class PartNotShared(ShadowControllerError):
+    """A part an executor wrote is not where the driver looks: the output directory is not
+    shared between them."""
+
+
 def _read_segment(path: str, start: int, end: int) -> Iterator[Run]:
-    with open(path, "rb") as fh:
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        raise PartNotShared(f"the decisions an executor wrote to {path} are not visible to the driver: with file "
+                            f"output on a cluster, job.output must be a directory the driver and every executor "
+                            f"share, at the same path (README: Submitting to a Spark cluster)") from None
+    with fh:
         fh.seek(start)
         position = start
         while position < end:
@@ -136,10 +149,14 @@ def write_decisions(path: str, runs: Iterable[Run]) -> None:
     """Write the runs' documents, one per line, atomically."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.writelines(payload + "\n" for _, _, _, payload in runs)
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.writelines(payload + "\n" for _, _, _, payload in runs)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        os.unlink(tmp)
+        raise
     os.replace(tmp, path)
 
 

@@ -90,8 +90,12 @@ class BatchSink:
             self._letters(batch_id, out)
             if out.observations.get("safety"):
                 log_safety_divergences(batch_id, safety)
-            parts.write_decisions(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"),
-                                  parts.merged_runs(out.runs, written))
+            try:
+                parts.write_decisions(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"),
+                                      parts.merged_runs(out.runs, written))
+            except parts.PartNotShared as exc:
+                log.error("batch %d: %s", batch_id, exc)
+                raise
             parts.remove_parts(base, batch_id)
             if out.dlq:
                 _write_lines(os.path.join(base, "dlq", f"dlq-{batch_id:012d}.jsonl"), out.dlq)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from streaming import decision_parts as parts
 from streaming.pipeline import pack_outputs, unpack_outputs
 
@@ -65,3 +67,16 @@ def test_packed_rows_are_bounded_in_size_so_spark_cuts_small_arrow_batches() -> 
     assert all(len(text) <= PACK_CHARS for text in packed[:-1])
     assert len(packed[-1]) > PACK_CHARS and packed[-1].count("\x1e") == 0
     assert unpack_outputs(packed) == rows
+
+
+def test_a_part_the_driver_cannot_see_names_the_shared_directory_it_needs(tmp_path: Path) -> None:
+    """On a cluster whose output directory is local to each machine, the driver does not
+    find the executors' parts: one clear error, and no half-written decisions file."""
+    small = parts.write_part([pack_outputs([_decision(1, "t-0", 0)])], str(tmp_path / "p"), "0")
+    _, written, _ = parts.split_parts(unpack_outputs(small))
+    for p in (tmp_path / "p").iterdir():
+        p.unlink()
+    out = tmp_path / "decisions.jsonl"
+    with pytest.raises(parts.PartNotShared, match="job.output must be a directory the driver and every executor share"):
+        parts.write_decisions(str(out), parts.merged_runs([], written))
+    assert list(tmp_path.glob("decisions*")) == []
