@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import NoReturn
@@ -60,8 +61,6 @@ class MemorySampler:
     moments."""
 
     def __init__(self, interval: float = 0.5) -> None:
-        import threading
-
         self.peak = {"total": 0.0, "driver": 0.0, "jvm": 0.0, "workers": 0.0}
         self._stop = threading.Event()
         self._interval = interval

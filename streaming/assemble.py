@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from state_machines.fold import Decision, merge_shutdown_shares
@@ -31,6 +31,13 @@ from .pipeline import WAKE_LINE, OutputRow, metadata_piece
 
 # a LeaderAndIsr decision of an unclean election (contract: `election`), as decision_json writes it
 UNCLEAN_ELECTION = '"election":"unclean"'
+
+
+def may_be_safety(text: str) -> bool:
+    """Whether a decision document (or a run of them) may be a safety divergence: a cheap
+    test on the text, before any decoding."""
+    return '"Divergence"' in text and '"safety"' in text
+
 
 Run = tuple[int, str, int, str]  # cause_offset, key, first seq, the documents joined by newlines
 
@@ -53,16 +60,11 @@ class Assembled:
 
 @dataclass(frozen=True, slots=True)
 class BatchOutput:
-    # (record key, the record's JSON) in (cause_offset, key, seq) order
+    assembled: Assembled
+    # (record key, the record's JSON) in (cause_offset, key, seq) order: the runs split
     decisions: list[tuple[str, str]]
-    dlq: list[dict[str, Any]]
-    # the feedback lines for the next batch: deletion reports, summaries, a wake
-    reports: list[str]
-    observations: dict[str, int] = field(default_factory=dict)
-    # the controller's gauges at the end of the batch (`controller_metrics.GAUGES`), if
-    # the sequencer ran; and the unclean leader elections among the decisions
-    metrics: dict[str, int] | None = None
-    unclean_elections: int = 0
+    # KafkaController's UncleanLeaderElectionsPerSec meter marks each unclean election
+    unclean_elections: int
 
 
 def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
@@ -111,6 +113,4 @@ def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:
     """The whole batch from one collect: `assemble_runs`, its runs split into records."""
     a = assemble_runs(rows)
     records = [(key, doc) for _, key, _, payload in a.runs for doc in payload.split("\n")]
-    # KafkaController's UncleanLeaderElectionsPerSec meter marks each unclean election
-    unclean = sum(1 for _, doc in records if UNCLEAN_ELECTION in doc)
-    return BatchOutput(records, a.dlq, a.reports, a.observations, a.metrics, unclean)
+    return BatchOutput(a, records, sum(1 for _, doc in records if UNCLEAN_ELECTION in doc))

@@ -12,7 +12,6 @@ between batches, as a Python worker that Spark reuses keeps it (`operators.LastD
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +21,7 @@ from state_machines.model import ControllerConfig
 from state_machines.outputs import contract_key
 
 from . import decision_parts as parts
-from .assemble import assemble_batch, assemble_runs
+from .assemble import assemble_batch
 from .pipeline import pack_outputs, pack_work, read_feedback, unpack_outputs, unpack_work
 from .storage import fold_group, partition_storage
 
@@ -61,14 +60,10 @@ def _through_parts(packed: list[str], base: str, batch_id: int, dlq: list[dict[s
     """File output's sink (`sink.BatchSink`): parts written by three tasks, merged."""
     directory = parts.parts_dir(base, batch_id)
     small = [text for task in range(3) for text in parts.write_part(_batches(packed[task::3]), directory, f"{task:05d}-0")]
-    rows, written, _safety = parts.split_parts(unpack_outputs(small))
-    out = assemble_runs(rows)
-    path = os.path.join(base, f"decisions-{batch_id:012d}.jsonl")
-    parts.write_decisions(path, parts.merged_runs(out.runs, written))
-    parts.remove_parts(base, batch_id)
+    out = parts.write_batch(base, batch_id, unpack_outputs(small)).out
     dlq.extend(out.dlq)
     feedback.extend(out.reports)
-    with open(path, encoding="utf-8") as fh:
+    with open(parts.decisions_file(base, batch_id), encoding="utf-8") as fh:
         return [json.loads(line) for line in fh]
 
 
@@ -112,8 +107,8 @@ def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfi
         if parts_base is None:
             batch = assemble_batch(unpack_outputs(packed))
             decisions.extend(json.loads(payload) for _, payload in batch.decisions)
-            dlq.extend(batch.dlq)
-            feedback = batch.reports
+            dlq.extend(batch.assembled.dlq)
+            feedback = batch.assembled.reports
         else:
             feedback = []
             decisions.extend(_through_parts(packed, parts_base, batches, dlq, feedback))

@@ -13,7 +13,7 @@ action, so the stateful operators run once):
   the driver must see: the other kinds of row (summaries, deletion reports, dead letters,
   the controlled-shutdown and UpdateMetadata shares, metrics, statistics), one `part` row
   naming its file with its counts, and one `safety` row per safety divergence, to log;
-* **the driver** (`DecisionFile`): assembles the small rows as ever
+* **the driver** (`write_batch`): assembles the small rows as ever
   (`assemble.assemble_runs`: shares merged into their results), then merges its own few
   runs with the sorted segments into `decisions-<batch id>.jsonl`, streaming, and removes
   the parts. The file is byte-for-byte what `assemble_batch` writes from a collect.
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from state_machines.errors import ShadowControllerError
 
-from .assemble import UNCLEAN_ELECTION, Run, run_order
+from .assemble import UNCLEAN_ELECTION, Assembled, Run, assemble_runs, may_be_safety, run_order
 from .pipeline import RS, US, OutputRow, pack_outputs, unpack_outputs
 
 PARTS_DIR = "_parts"
@@ -74,9 +74,8 @@ def write_part(batches: Iterable[Sequence[str]], directory: str, task: str) -> l
             for cause, key, _, payload in runs:
                 records += payload.count("\n") + 1
                 unclean += payload.count(UNCLEAN_ELECTION)
-                if '"Divergence"' in payload and '"safety"' in payload:
-                    small.extend(("safety", cause, key, 0, doc) for doc in payload.split("\n")
-                                 if '"Divergence"' in doc and '"safety"' in doc)
+                if may_be_safety(payload):
+                    small.extend(("safety", cause, key, 0, doc) for doc in payload.split("\n") if may_be_safety(doc))
         if fh is not None:
             segments.append(fh.tell())
             fh.flush()
@@ -162,3 +161,27 @@ def write_decisions(path: str, runs: Iterable[Run]) -> None:
 
 def remove_parts(base: str, batch_id: int) -> None:
     shutil.rmtree(parts_dir(base, batch_id), ignore_errors=True)
+
+
+def decisions_file(base: str, batch_id: int) -> str:
+    return os.path.join(base, f"decisions-{batch_id:012d}.jsonl")
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenBatch:
+    out: Assembled  # the batch without its decision runs (those are in the file)
+    records: int
+    unclean_elections: int
+    safety: list[tuple[str, str]]  # the safety divergences' (key, document), to log
+
+
+def write_batch(base: str, batch_id: int, collected: Sequence[OutputRow]) -> WrittenBatch:
+    """Driver side: assemble what the executors returned, merge their parts with the
+    driver's own runs into the batch's decisions file, and remove the parts."""
+    rows, written, safety = split_parts(collected)
+    out = assemble_runs(rows)
+    write_decisions(decisions_file(base, batch_id), merged_runs(out.runs, written))
+    remove_parts(base, batch_id)
+    records = sum(p.records for p in written) + sum(r[3].count("\n") + 1 for r in out.runs)
+    unclean = sum(p.unclean_elections for p in written) + sum(r[3].count(UNCLEAN_ELECTION) for r in out.runs)
+    return WrittenBatch(out, records, unclean, safety)

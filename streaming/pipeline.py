@@ -10,7 +10,7 @@ sink**, in `foreachBatch`. The controller's loop itself is the core's
 it on the other side; `batches.run_batches` runs the same path without Spark, for tests.
 
 Deletion reports and the partitions' summaries cannot loop inside one micro-batch: they
-travel through the feedback files to the next one (`BatchOutput.reports`, `read_feedback`).
+travel through the feedback files to the next one (`assemble.Assembled.reports`, `read_feedback`).
 Meanwhile the sequencer holds a cause that waits for them, and every later event; when it
 holds only for the fold, a wake line makes sure it runs in the next batch. Decisions are
 therefore exactly the engine's, only later.
@@ -22,23 +22,19 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from state_machines.commands import Command, DeletionReport, PartitionSummary, SummaryReport
 from state_machines.loop import DIRECT, DeadLetter, Wake, Work
-from state_machines.fold import (
-    Decision, PartitionSlot, Replies, fold_partition, fold_partitions, merge_shutdown_shares, number_directory_records,
-)
+from state_machines.fold import PartitionSlot, Replies, fold_partition, fold_partitions, number_directory_records
 from state_machines.states import PartitionState
 from state_machines.model import ControllerConfig
 from state_machines.outputs import (
-    ControlledShutdownResultRecord, Record, StillLeads, UpdateMetadataSend, UpdateMetadataShare,
+    ControlledShutdownResultRecord, Record, UpdateMetadataSend, UpdateMetadataShare,
 )
-from state_machines.update_metadata import Piece, merge as merge_update_metadata
+from state_machines.update_metadata import Piece
 
 from . import codec
-from .controller_metrics import decode as decode_metrics
 from .decision_json import decision_json
 from .json_text import canonical_json
 

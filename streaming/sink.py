@@ -4,8 +4,8 @@ deletion reports the next batch reads.
 File output writes one file per batch id, atomically, so a batch run again overwrites its
 own. Its decisions never come to the driver: the executors write them in sorted parts and
 the driver merges the parts into the batch's file (`decision_parts.py`); only the rest of
-the batch (summaries, reports, shares, dead letters) is collected and assembled
-(`assemble.assemble_runs`). Kafka output collects the whole batch through Arrow
+the batch (summaries, reports, shares, dead letters) is collected, assembled and merged
+with the parts (`decision_parts.write_batch`). Kafka output collects the whole batch through Arrow
 (`assemble.assemble_batch`) and goes through `kafka.decisions.DecisionWriter`, which raises
 unless the broker confirmed every record. A failed write fails the batch, which Spark then
 runs again from the checkpoint.
@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame
 from state_machines.errors import ShadowControllerError
 
 from . import decision_parts as parts
-from .assemble import UNCLEAN_ELECTION, Assembled, assemble_batch, assemble_runs
+from .assemble import Assembled, assemble_batch, may_be_safety
 from .file_source import feedback_file
 from .json_text import compact_json
 from .collector import collect_less
@@ -85,25 +85,20 @@ class BatchSink:
         collect_less()
         if self.settings.output.startswith("file:"):
             base = self.settings.output[5:]
-            rows, written, safety = parts.split_parts(_collect(_written_parts(df, parts.parts_dir(base, batch_id))))
-            out = assemble_runs(rows)
-            self._letters(batch_id, out)
-            if out.observations.get("safety"):
-                log_safety_divergences(batch_id, safety)
             try:
-                parts.write_decisions(os.path.join(base, f"decisions-{batch_id:012d}.jsonl"),
-                                      parts.merged_runs(out.runs, written))
+                batch = parts.write_batch(base, batch_id, _collect(_written_parts(df, parts.parts_dir(base, batch_id))))
             except parts.PartNotShared as exc:
                 log.error("batch %d: %s", batch_id, exc)
                 raise
-            parts.remove_parts(base, batch_id)
+            out, decisions, unclean = batch.out, batch.records, batch.unclean_elections
+            self._letters(batch_id, out)
+            if out.observations.get("safety"):
+                log_safety_divergences(batch_id, batch.safety)
             if out.dlq:
                 _write_lines(os.path.join(base, "dlq", f"dlq-{batch_id:012d}.jsonl"), out.dlq)
-            decisions = sum(p.records for p in written) + sum(r[3].count("\n") + 1 for r in out.runs)
-            unclean = sum(p.unclean_elections for p in written) + sum(r[3].count(UNCLEAN_ELECTION) for r in out.runs)
         else:
             whole = assemble_batch(_collect(df))
-            out = Assembled([], whole.dlq, whole.reports, whole.observations, whole.metrics)
+            out = whole.assembled
             self._letters(batch_id, out)
             if out.observations.get("safety"):
                 log_safety_divergences(batch_id, whole.decisions)
@@ -111,7 +106,7 @@ class BatchSink:
                 from .kafka.decisions import DecisionWriter
 
                 self._kafka = DecisionWriter(self.settings, cancel=self._cancel)
-            self._kafka.write(whole.decisions, whole.dlq)
+            self._kafka.write(whole.decisions, out.dlq)
             decisions, unclean = len(whole.decisions), whole.unclean_elections
         if out.reports:
             os.makedirs(self.settings.feedback_dir, exist_ok=True)
@@ -136,7 +131,7 @@ def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> N
     """One WARN line per safety divergence, naming the partition, the cause offset and
     the reason (only records that can be one are decoded)."""
     for key, text in decisions:
-        if '"Divergence"' in text and '"safety"' in text:
+        if may_be_safety(text):
             d = json.loads(text)
             if d.get("type") == "Divergence" and d.get("severity") == "safety":
                 log.warning("safety divergence on %s at cause offset %s (batch %d): %s", key, d["cause_offset"],
@@ -191,7 +186,8 @@ def _written_parts(df: DataFrame, directory: str) -> DataFrame:
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
-        task = f"{ctx.partitionId():05d}-{ctx.attemptNumber()}" if ctx is not None else "driver"
+        assert ctx is not None  # mapInArrow runs in a task
+        task = f"{ctx.partitionId():05d}-{ctx.attemptNumber()}"
         rows = parts.write_part((b.column(0).to_pylist() for b in batches), directory, task)
         for i in range(0, len(rows), ROWS_PER_ARROW_BATCH):
             yield pa.RecordBatch.from_arrays([pa.array(rows[i:i + ROWS_PER_ARROW_BATCH], pa.string())], names=["rows"])
