@@ -105,6 +105,12 @@ class BrokerImbalance:
         return self.ratio > percentage / 100
 
 
+def led_by_another(s: PartitionSummary) -> bool:
+    """A partition its preferred replica's broker counts as led by another broker: it has a
+    preferred replica and a stored leader that is not it."""
+    return s.preferred >= 0 and s.leader is not None and s.leader != s.preferred
+
+
 def imbalance(summaries: Iterable[tuple[str, int, PartitionSummary]]) -> list[BrokerImbalance]:
     """Each broker that is some partition's preferred replica, in broker order, from the
     partitions' summaries (topic, partition, summary) of topics not queued for deletion."""
@@ -113,7 +119,7 @@ def imbalance(summaries: Iterable[tuple[str, int, PartitionSummary]]) -> list[Br
         if s.preferred >= 0:
             by_preferred.setdefault(s.preferred, []).append((topic, p, s))
     return [BrokerImbalance(broker, len(group),
-                            tuple((t, p) for t, p, s in group if s.leader is not None and s.leader != broker))
+                            tuple((t, p) for t, p, s in group if led_by_another(s)))
             for broker, group in sorted(by_preferred.items())]
 
 

@@ -11,7 +11,7 @@ controller is not active, as in Kafka):
   `isTopicDeletionInProgress`), from the partitions' summaries.
 - `PreferredReplicaImbalanceCount`: partitions with a stored leader that is not their
   preferred replica, of topics not queued for deletion: the count
-  `leader_balance.imbalance` gives the rebalance and `health` (one computation). Kafka does
+  `leader_balance.imbalance` gives the rebalance and `health` (one rule, `led_by_another`). Kafka does
   not count a reassigning partition whose preferred replica is adding and not yet in the
   ISR; the summaries do not carry the ISR, so the shadow counts it (a deviation while such
   a reassignment lasts).
@@ -55,7 +55,7 @@ from typing import Any
 from state_machines.commands import PartitionSummary
 from state_machines.directory import CONTROLLER_KEY, ControllerRecord, TopicRecord, topic_key
 from state_machines.kraft.cluster_control import BrokerRegistration
-from state_machines.leader_balance import imbalance
+from state_machines.leader_balance import led_by_another
 from state_machines.loop import Pending
 from state_machines.model import ControllerConfig
 from state_machines.states import PartitionState, ReplicaState
@@ -96,9 +96,93 @@ def replica_metrics(s: PartitionSummary, min_isr: int) -> tuple[bool, bool, bool
     return s.replication_factor - isr > 0, isr < effective, isr == effective
 
 
+# Each topic's share of the gauges, kept with the record it was counted from: a record is
+# immutable, so a topic whose record (and effective min ISR, and the controller's activity)
+# is the one counted last time adds its share again without a pass over its partitions.
+# A batch that changes a few topics of a million partitions recounts those topics only;
+# a fresh worker, or a tool, counts every topic once. Only the shares of the topics of
+# the last call are kept.
+_SHARES: dict[str, tuple[Any, int, bool, Any, tuple[int, ...]]] = {}
+
+
+def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
+    """(GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
+    TopicsToDeleteCount, ReplicasToDeleteCount, TopicsIneligibleToDeleteCount,
+    ReplicasIneligibleToDeleteCount, UnderReplicated, UnderMinIsr, AtMinIsr) of one topic.
+    The imbalance counts the partitions `leader_balance.imbalance` lists as not preferred
+    (`led_by_another`), of topics not queued for deletion."""
+    started = rec.queued and rec.started
+    partitions = offline = imbalanced = under = under_min = at_min = 0
+    count_imbalance = active and not rec.queued
+    offline_state = PartitionState.OfflinePartition
+    for _, s in rec.summaries:
+        leader = s.leader
+        if leader is not None:
+            partitions += 1
+            if leader >= 0 and not started:
+                u, b, a = replica_metrics(s, min_isr)
+                under += u
+                under_min += b
+                at_min += a
+            if count_imbalance and led_by_another(s):
+                imbalanced += 1
+        if s.state is offline_state and not started:
+            offline += 1
+    to_delete = ineligible_replicas = 0
+    if rec.queued:
+        for _, mirror in rec.mirror:
+            states = dict(mirror.replica_states)
+            for r in mirror.replicas:
+                to_delete += states.get(r) is not ReplicaState.ReplicaDeletionSuccessful
+                ineligible_replicas += states.get(r) is ReplicaState.ReplicaDeletionIneligible
+    return (partitions, offline, imbalanced, int(rec.queued), to_delete, int(rec.queued and rec.ineligible),
+            ineligible_replicas, under, under_min, at_min)
+
+
+def _kraft_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
+    """(GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
+    UnderReplicated, UnderMinIsr, AtMinIsr) of one topic, as `kraft_metrics` counts them."""
+    partitions = offline = imbalanced = under = under_min = at_min = 0
+    for _, s in rec.summaries:
+        partitions += 1
+        leader = s.leader
+        offline += leader == -1
+        imbalanced += leader != s.preferred
+        if leader is not None and leader >= 0:
+            u, b, a = replica_metrics(s, min_isr)
+            under += u
+            under_min += b
+            at_min += a
+    return (partitions, offline, imbalanced, under, under_min, at_min)
+
+
+def _topic_shares(directory: Mapping[str, Any], c: ControllerRecord, config: ControllerConfig, share: Any,
+                  active: bool) -> list[int]:
+    """The column sums of each topic's share, each share counted anew only if its topic's
+    record, min ISR or the controller's activity changed since the last call."""
+    global _SHARES
+    kept = _SHARES
+    shares: dict[str, tuple[Any, int, bool, Any, tuple[int, ...]]] = {}
+    totals: list[int] | None = None
+    for topic in c.topics:
+        rec = directory.get(topic_key(topic))
+        if not isinstance(rec, TopicRecord):
+            continue
+        min_isr = config.min_isr_for(rec.configs, c.dynamic_configs)[0]
+        last = kept.get(topic)
+        if last is not None and last[0] is rec and last[1] == min_isr and last[2] == active and last[3] is share:
+            counts = last[4]
+        else:
+            counts = share(rec, min_isr, active)
+        shares[topic] = (rec, min_isr, active, share, counts)
+        totals = list(counts) if totals is None else [t + n for t, n in zip(totals, counts)]
+    _SHARES = shares
+    return totals or [0] * 10
+
+
 def controller_metrics(directory: Mapping[str, Any], pending: Pending | None, config: ControllerConfig) -> dict[str, int]:
     """Kafka's controller gauges and the brokers' replica gauges from the directory's
-    records, in one pass over the partitions' summaries."""
+    records: the sums of the topics' shares (`_zk_share`)."""
     if config.mode == "kraft":
         return kraft_metrics(directory, config)
     c = directory.get(CONTROLLER_KEY)
@@ -106,42 +190,17 @@ def controller_metrics(directory: Mapping[str, Any], pending: Pending | None, co
     if not isinstance(c, ControllerRecord):
         return out
     active = c.active
-    summaries = []
-    under = under_min = at_min = 0
-    for topic in sorted(c.topics):
-        rec = directory.get(topic_key(topic))
-        if not isinstance(rec, TopicRecord):
-            continue
-        started = rec.queued and rec.started
-        min_isr = config.min_isr_for(rec.configs, c.dynamic_configs)[0]
-        for p, s in rec.summaries:
-            if s.leader is not None:
-                out["GlobalPartitionCount"] += 1
-                if s.leader >= 0 and not started:
-                    u, b, a = replica_metrics(s, min_isr)
-                    under += u
-                    under_min += b
-                    at_min += a
-            if s.state is PartitionState.OfflinePartition and not started:
-                out["OfflinePartitionsCount"] += 1
-            if active and not rec.queued:
-                summaries.append((topic, p, s))
-        if rec.queued:
-            out["TopicsToDeleteCount"] += 1
-            out["TopicsIneligibleToDeleteCount"] += rec.ineligible
-            for _, mirror in rec.mirror:
-                states = dict(mirror.replica_states)
-                for r in mirror.replicas:
-                    out["ReplicasToDeleteCount"] += states.get(r) is not ReplicaState.ReplicaDeletionSuccessful
-                    out["ReplicasIneligibleToDeleteCount"] += states.get(r) is ReplicaState.ReplicaDeletionIneligible
+    (partitions, offline, imbalanced, to_delete, replicas_to_delete, ineligible, replicas_ineligible,
+     under, under_min, at_min) = _topic_shares(directory, c, config, _zk_share, active)
     replicas = dict(zip(REPLICA_GAUGES, (under, under_min, at_min)))
     if not active:
         # the controller's gauges are 0 while it is not active; the brokers' are not its
         return {**dict.fromkeys(GAUGES, 0), **replicas}
     out.update(replicas)
-    out["ActiveControllerCount"] = 1
-    out["GlobalTopicCount"] = len(c.topics)
-    out["PreferredReplicaImbalanceCount"] = sum(len(b.not_preferred) for b in imbalance(summaries))
+    out.update(ActiveControllerCount=1, OfflinePartitionsCount=offline, PreferredReplicaImbalanceCount=imbalanced,
+               GlobalTopicCount=len(c.topics), GlobalPartitionCount=partitions, TopicsToDeleteCount=to_delete,
+               ReplicasToDeleteCount=replicas_to_delete, TopicsIneligibleToDeleteCount=ineligible,
+               ReplicasIneligibleToDeleteCount=replicas_ineligible)
     if pending is not None and pending.expected > 0:
         out["ControllerState"] = TOPIC_DELETION
     return out
@@ -173,21 +232,9 @@ def kraft_metrics(directory: Mapping[str, Any], config: ControllerConfig) -> dic
         if isinstance(reg, BrokerRegistration):
             out["FencedBrokerCount" if reg.fenced else "ActiveBrokerCount"] += 1
             out["MigratingZkBrokerCount"] += reg.is_migrating_zk_broker
-    under = under_min = at_min = 0
-    for topic in sorted(c.topics):
-        rec = directory.get(topic_key(topic))
-        if not isinstance(rec, TopicRecord):
-            continue
-        min_isr = config.min_isr_for(rec.configs, c.dynamic_configs)[0]
-        for _, s in rec.summaries:
-            out["GlobalPartitionCount"] += 1
-            out["OfflinePartitionsCount"] += s.leader == -1
-            out["PreferredReplicaImbalanceCount"] += s.leader != s.preferred
-            if s.leader is not None and s.leader >= 0:
-                u, b, a = replica_metrics(s, min_isr)
-                under += u
-                under_min += b
-                at_min += a
+    # the image's counts do not depend on the controller's activity
+    partitions, offline, imbalanced, under, under_min, at_min = _topic_shares(directory, c, config, _kraft_share, False)[:6]
+    out.update(GlobalPartitionCount=partitions, OfflinePartitionsCount=offline, PreferredReplicaImbalanceCount=imbalanced)
     out.update(zip(REPLICA_GAUGES, (under, under_min, at_min)))
     return out
 
