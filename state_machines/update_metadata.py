@@ -18,15 +18,17 @@ partition's flow labels each state machine call with its `site` in Kafka's order
 and shares its partition state (`UpdateMetadataShare`); the directory states, per round of a
 cause, the live or shutting-down brokers and its own explicit sends (`UpdateMetadataSend`).
 `merge` joins them, with the round, into one `UpdateMetadataRecord` per send: the engine
-after each cause, the Spark job in its sink. The record is keyed by its place,
+after each cause. The Spark job gathers each task's pieces there (`gather`, the states as
+their JSON) and joins the tasks' rounds in its sink (`Round.join`, `chunks`). The record is keyed by its place,
 `update-metadata-<round>[-<scope>]-<site>`, so that a cause spread over micro-batches numbers
 its sends the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Generic, NamedTuple, TypeVar
 
 from .model import LeaderAndIsr
 from .outputs import ROUND_BROKERS, MetadataState, UpdateMetadataRecord, UpdateMetadataSend, UpdateMetadataShare
@@ -72,43 +74,96 @@ class Send(NamedTuple):
     record: UpdateMetadataRecord
 
 
-def merge(pieces: Iterable[Piece]) -> Iterator[Send]:
-    """The UpdateMetadata records of the pieces, per (cause, round) in send order."""
-    rounds: dict[tuple[int, int], list[Piece]] = {}
-    for p in pieces:
-        rounds.setdefault((p.cause_offset, p.round), []).append(p)
-    for (cause, round_), got in sorted(rounds.items(), key=lambda kv: kv[0]):
-        yield from _round(cause, got[0].cause_id, round_, got)
+S = TypeVar("S")
 
 
-def _round(cause: int, cause_id: str | None, round_: int, pieces: list[Piece]) -> Iterator[Send]:
+@dataclass(slots=True)
+class Round(Generic[S]):
+    """One (cause, round)'s pieces, gathered: the round's live or shutting-down brokers, the
+    directory's explicit sends by site, the sites any partition shared at, and per (scope,
+    site) each partition's state (a later share of the same partition replaces the earlier).
+    `S` is what a state is to the gatherer: the `MetadataState` itself, or its JSON for the
+    job, whose tasks gather their own partitions and whose sink joins the tasks' rounds
+    (`join`; a partition folds in one task, so the tasks' partitions never meet)."""
+
+    cause_id: str | None
     live: tuple[int, ...] = ()
-    explicit: dict[int, UpdateMetadataSend] = {}
-    # (scope, site) -> partition -> state; and the sites any partition shared at
-    shares: dict[tuple[str, int], dict[tuple[str, int], MetadataState | None]] = {}
-    shared_sites: set[int] = set()
-    for p in pieces:
-        item = p.item
+    explicit: dict[int, UpdateMetadataSend] = field(default_factory=dict)
+    shared_sites: set[int] = field(default_factory=set)
+    shares: dict[tuple[str, int], dict[tuple[str, int], S | None]] = field(default_factory=dict)
+
+    def add(self, item: UpdateMetadataShare | UpdateMetadataSend, state: S | None) -> None:
         if isinstance(item, UpdateMetadataSend):
             if item.site == ROUND_BROKERS:
-                live = item.recipients
+                self.live = item.recipients
             else:
-                explicit[item.site] = item
-            continue
-        shared_sites.add(item.site)
+                self.explicit[item.site] = item
+            return
+        self.shared_sites.add(item.site)
         if not item.mark:
-            # a later share of the same partition in the same batch replaces the earlier
-            shares.setdefault((item.scope, item.site), {})[(item.topic, item.partition)] = item.state
-    for site, sent in explicit.items():
-        if not any(s in shared_sites for s in sent.unless_sites):
+            self.shares.setdefault((item.scope, item.site), {})[(item.topic, item.partition)] = state
+
+    def join(self, other: Round[S]) -> None:
+        if other.live:
+            self.live = other.live
+        self.explicit.update(other.explicit)
+        self.shared_sites |= other.shared_sites
+        for place, states in other.shares.items():
+            self.shares.setdefault(place, {}).update(states)
+
+
+def gather(pieces: Iterable[Piece], state: Callable[[MetadataState], S]) -> dict[tuple[int, int], Round[S]]:
+    """The pieces by (cause, round), each share's state as `state` makes it."""
+    rounds: dict[tuple[int, int], Round[S]] = {}
+    for p in pieces:
+        r = rounds.get((p.cause_offset, p.round))
+        if r is None:
+            r = rounds[(p.cause_offset, p.round)] = Round(p.cause_id)
+        item = p.item
+        r.add(item, None if isinstance(item, UpdateMetadataSend) or item.state is None else state(item.state))
+    return rounds
+
+
+class Chunk(NamedTuple, Generic[S]):
+    """One UpdateMetadata record's worth of a send: its key and seq, recipients, the live
+    brokers and its partitions' states in (topic, partition) order."""
+
+    key: str
+    seq: int
+    recipients: tuple[int, ...]
+    live: tuple[int, ...]
+    states: tuple[S, ...]
+
+
+def chunks(round_: int, r: Round[S]) -> Iterator[Chunk[S]]:
+    """The round's sends in order, each split into records of at most
+    MAX_PARTITIONS_PER_RECORD partitions."""
+    shares = r.shares
+    for site, sent in r.explicit.items():
+        if not any(s in r.shared_sites for s in sent.unless_sites):
             shares.setdefault(("", site), {})
     for scope, site in sorted(shares):
-        own = explicit.get(site) if scope == "" else None
-        recipients = own.recipients if own is not None else live
+        own = r.explicit.get(site) if scope == "" else None
+        recipients = own.recipients if own is not None else r.live
         if not recipients:
             continue  # the broker set was empty, or none of it is live: nothing is sent
-        states = [s for _, s in sorted(shares[(scope, site)].items(), key=lambda kv: kv[0]) if s is not None]
+        states = [s for _, s in sorted(shares[(scope, site)].items(), key=_place) if s is not None]
         key = f"update-metadata-{round_:03d}" + (f"-{scope}" if scope else "") + f"-{site:03d}"
-        chunks = [states[i:i + MAX_PARTITIONS_PER_RECORD] for i in range(0, len(states), MAX_PARTITIONS_PER_RECORD)]
-        for seq, chunk in enumerate(chunks or [[]]):
-            yield Send(cause, cause_id, key, seq, UpdateMetadataRecord(key, recipients, live, tuple(chunk)))
+        parts = [states[i:i + MAX_PARTITIONS_PER_RECORD] for i in range(0, len(states), MAX_PARTITIONS_PER_RECORD)]
+        for seq, part in enumerate(parts or [[]]):
+            yield Chunk(key, seq, recipients, r.live, tuple(part))
+
+
+def _place(kv: tuple[tuple[str, int], object]) -> tuple[str, int]:
+    return kv[0]
+
+
+def _same(state: MetadataState) -> MetadataState:
+    return state
+
+
+def merge(pieces: Iterable[Piece]) -> Iterator[Send]:
+    """The UpdateMetadata records of the pieces, per (cause, round) in send order."""
+    for (cause, round_), r in sorted(gather(pieces, _same).items(), key=lambda kv: kv[0]):
+        for c in chunks(round_, r):
+            yield Send(cause, r.cause_id, c.key, c.seq, UpdateMetadataRecord(c.key, c.recipients, c.live, c.states))

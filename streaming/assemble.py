@@ -4,7 +4,8 @@ become the decisions in the contract's order, the dead letters and the feedback 
 The partitions' replies that need the whole batch are merged here, by the core's own
 functions, exactly as the in-process engine merges them after each cause: the
 controlled-shutdown shares into their `ControlledShutdownResult` (`merge_shutdown_shares`)
-and the UpdateMetadata shares into their sends (`update_metadata.merge`). Decisions then
+and the UpdateMetadata shares into their sends (the tasks' rounds joined, then
+`update_metadata.chunks`, as `update_metadata.merge` does). Decisions then
 sort as the contract orders them, (cause_offset, key, seq). A decision row is a *run*: one
 partition's records for one cause, their documents joined by newlines.
 
@@ -22,12 +23,12 @@ from typing import Any
 
 from state_machines.fold import Decision, merge_shutdown_shares
 from state_machines.outputs import Record, StillLeads
-from state_machines.update_metadata import Piece, merge as merge_update_metadata
+from state_machines.update_metadata import chunks
 
 from . import codec
 from .controller_metrics import decode as decode_metrics
-from .decision_json import decision_json
-from .pipeline import WAKE_LINE, OutputRow, metadata_piece
+from .decision_json import decision_json, update_metadata_json
+from .pipeline import WAKE_LINE, OutputRow, read_metadata
 
 # a LeaderAndIsr decision of an unclean election (contract: `election`), as decision_json writes it
 UNCLEAN_ELECTION = '"election":"unclean"'
@@ -74,7 +75,7 @@ def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
     runs: list[Run] = []
     shutdowns: list[Decision] = []
     still: list[tuple[int, StillLeads]] = []
-    metadata: list[Piece] = []
+    metadata: list[tuple[int, int, str]] = []
     dlq: list[dict[str, Any]] = []
     reports: list[str] = []
     observations: dict[str, int] = {}
@@ -89,7 +90,7 @@ def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
             topic, partition = payload.split("\t")
             still.append((cause, StillLeads(int(key[len("broker-"):]), topic, int(partition))))
         elif kind == "meta":
-            metadata.append(metadata_piece(cause, seq, payload))
+            metadata.append((cause, seq, payload))
         elif kind == "dlq":
             dlq.append(json.loads(payload))
         elif kind in ("report", "summary"):
@@ -102,8 +103,10 @@ def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
             metrics = decode_metrics(payload)
     for d in merge_shutdown_shares(shutdowns, still):
         runs.append((d.cause_offset, d.key, d.seq, decision_json(d.record, d.cause_offset, d.cause_id, d.seq)))
-    for m in merge_update_metadata(metadata):
-        runs.append((m.cause_offset, m.key, m.seq, decision_json(m.record, m.cause_offset, m.cause_id, m.seq)))
+    for (cause, round_), r in sorted(read_metadata(metadata).items(), key=lambda kv: kv[0]):
+        for c in chunks(round_, r):
+            runs.append((cause, c.key, c.seq, update_metadata_json(cause, r.cause_id, c.seq, c.key, c.recipients, c.live,
+                                                                   c.states)))
     runs.sort(key=run_order)
     dlq.sort(key=lambda d: d["offset"])
     return Assembled(runs, dlq, reports, observations, metrics)

@@ -30,16 +30,16 @@ from state_machines.fold import PartitionSlot, Replies, fold_partition, fold_par
 from state_machines.states import PartitionState
 from state_machines.model import ControllerConfig
 from state_machines.outputs import (
-    ControlledShutdownResultRecord, Record, UpdateMetadataSend, UpdateMetadataShare,
+    ControlledShutdownResultRecord, Record, UpdateMetadataSend,
 )
-from state_machines.update_metadata import Piece
+from state_machines.update_metadata import Piece, Round, gather
 
 from . import codec
-from .decision_json import decision_json
-from .json_text import canonical_json
+from .decision_json import decision_json, metadata_state_json
+from .json_text import canonical_json, compact_json, json_str
 
 __all__ = [
-    "bucket_stage", "dead_letter", "direct_stage", "metadata_piece", "pack_outputs", "pack_work",
+    "bucket_stage", "dead_letter", "direct_stage", "metadata_rows", "pack_outputs", "pack_work",
     "partition_stage_rows", "read_feedback", "unpack_outputs", "unpack_work",
 ]
 
@@ -236,8 +236,7 @@ def _reply_rows(replies: EncodedReplies, dlq_max_value_bytes: int) -> list[Outpu
         out.append(("report", 0, target, 0, codec.dumps(report)))
     for summary in replies.summaries:
         out.append(("summary", summary.cause_offset, "", 0, _summary_line(summary)))
-    for piece in replies.metadata:
-        out.append(("meta", piece.cause_offset, "", piece.round, _metadata_line(piece)))
+    out.extend(metadata_rows(replies.metadata))
     for letter in replies.dead_letters:
         out.append(("dlq", letter.offset, "", 0, canonical_json(dead_letter(letter, dlq_max_value_bytes))))
     return out
@@ -276,26 +275,54 @@ def direct_stage(work: Iterable[Work]) -> list[OutputRow]:
     return _reply_rows(replies, DEFAULT_DLQ_MAX_VALUE_BYTES) + out
 
 
-def _metadata_line(piece: Piece) -> str:
-    """An UpdateMetadata share or send as a JSON array (its round travels as the row's seq)."""
-    item = piece.item
-    if isinstance(item, UpdateMetadataSend):
-        doc: list[Any] = ["send", piece.cause_id, item.site, item.recipients, item.unless_sites]
-    else:
-        doc = ["share", piece.cause_id, item.site, item.scope, item.topic, item.partition, item.state, item.mark]
-    return json.dumps(doc, separators=(",", ":"))
+# UpdateMetadata crosses to the sink gathered per task: each (cause, round) of a group's
+# pieces (`update_metadata.gather`) as rows of a header and share lines, each state already
+# its contract JSON. The sink joins the tasks' rounds and writes the records from the JSON
+# (`read_metadata`, `assemble.assemble_runs`): a send to a starting broker names every
+# partition of the cluster, and decoding a million states on the driver took seconds.
+#   header: [cause_id, live brokers, [[site, recipients, unless sites], ...], shared sites]
+#   share:  site TAB scope (JSON) TAB topic (JSON) TAB partition TAB state JSON, or - (none)
+METADATA_LINES_PER_ROW = 64
 
 
-def metadata_piece(cause: int, round_: int, payload: str) -> Piece:
-    doc = json.loads(payload)
-    if doc[0] == "send":
-        _, cause_id, site, recipients, unless = doc
-        return Piece(cause, cause_id, round_, UpdateMetadataSend(site, tuple(recipients), tuple(unless)))
-    _, cause_id, site, scope, topic, partition, state, mark = doc
-    if state is not None:
-        t, p, ce, leader, le, isr, zk, replicas, offline = state
-        state = (t, p, ce, leader, le, tuple(isr), zk, tuple(replicas), tuple(offline))
-    return Piece(cause, cause_id, round_, UpdateMetadataShare(site, scope, topic, partition, state, mark))
+def metadata_rows(pieces: Iterable[Piece]) -> list[OutputRow]:
+    out: list[OutputRow] = []
+    for (cause, round_), r in gather(pieces, metadata_state_json).items():
+        head = compact_json([r.cause_id, r.live, [[s.site, s.recipients, s.unless_sites] for s in r.explicit.values()],
+                             sorted(r.shared_sites)])
+        lines = [f"{site}\t{json_str(scope)}\t{json_str(topic)}\t{partition}\t{'-' if state is None else state}"
+                 for (scope, site), states in r.shares.items() for (topic, partition), state in states.items()]
+        for i in range(0, max(len(lines), 1), METADATA_LINES_PER_ROW):
+            out.append(("meta", cause, "", round_, "\n".join([head, *lines[i:i + METADATA_LINES_PER_ROW]])))
+    return out
+
+
+def read_metadata(rows: Iterable[tuple[int, int, str]]) -> dict[tuple[int, int], Round[str]]:
+    """The tasks' rounds of (cause, round, payload) rows, joined."""
+    rounds: dict[tuple[int, int], Round[str]] = {}
+    names: dict[str, str] = {}  # a topic's or scope's JSON, decoded once
+    for cause, round_, payload in rows:
+        head, *lines = payload.split("\n")
+        cause_id, live, explicit, shared = json.loads(head)
+        r = rounds.get((cause, round_))
+        if r is None:
+            r = rounds[(cause, round_)] = Round(cause_id)
+        if live:
+            r.live = tuple(live)
+        for site, recipients, unless in explicit:
+            r.explicit[site] = UpdateMetadataSend(site, tuple(recipients), tuple(unless))
+        r.shared_sites.update(shared)
+        shares = r.shares
+        for line in lines:
+            site, scope, topic, partition, state = line.split("\t", 4)
+            scope_name = names.get(scope)
+            if scope_name is None:
+                scope_name = names[scope] = json.loads(scope)
+            topic_name = names.get(topic)
+            if topic_name is None:
+                topic_name = names[topic] = json.loads(topic)
+            shares.setdefault((scope_name, int(site)), {})[(topic_name, int(partition))] = None if state == "-" else state
+    return rounds
 
 
 # ---------------------------------------------------------------------------------------

@@ -56,6 +56,28 @@ def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch:
     assert seen["commands"] > 0 and seen["records"] > 0 and seen["decisions"] > 0
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_update_metadata_records_are_the_contract_bytes(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job writes UpdateMetadata records (a million partition states in a send to a
+    starting broker at 1M) from a template: the bytes of the contract document."""
+    seen = []
+    original = engine_module.merge_update_metadata
+
+    def checked(pieces):
+        for m in original(pieces):
+            expected = json.dumps(to_contract(m.record, m.cause_offset, m.cause_id, m.seq), separators=(",", ":"))
+            assert decision_json(m.record, m.cause_offset, m.cause_id, m.seq) == expected
+            seen.append(len(m.record.partitions))
+            yield m
+
+    monkeypatch.setattr(engine_module, "merge_update_metadata", checked)
+    engine = engine_module.Engine()
+    for i, event in enumerate(generate_log(seed, n_events=60)):
+        engine.process(parse_event(event, i))
+    assert engine.errors == []
+    assert seen and max(seen) > 0
+
+
 def test_a_bucket_keeps_its_partitions_as_lines_and_decodes_only_what_is_asked() -> None:
     engine = engine_module.Engine()
     for i, line in enumerate(open("examples/three-brokers.jsonl")):
