@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -61,7 +61,8 @@ class MemorySampler:
     moments."""
 
     def __init__(self, interval: float = 0.5) -> None:
-        self.peak = {"total": 0.0, "driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        self.peak: dict[str, Any] = {"total": 0.0, "driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        self.step = ""  # the step running, named in the peak (set by the caller)
         self._stop = threading.Event()
         self._interval = interval
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -69,6 +70,7 @@ class MemorySampler:
 
     def _sample(self) -> None:
         now = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
+        workers = []
         for pid in [os.getpid(), *_descendants()]:
             try:
                 with open(f"/proc/{pid}/status") as fh:
@@ -78,18 +80,21 @@ class MemorySampler:
             kib = int(fields.get("VmRSS", "0 kB").split()[0])
             kind = "driver" if pid == os.getpid() else "jvm" if fields.get("Name", "").strip() == "java" else "workers"
             now[kind] += kib / 1024
+            if kind == "workers":
+                workers.append(kib / 1024)
         total = sum(now.values())
         if total > self.peak["total"]:
-            self.peak = {"total": total, **now}
+            self.peak = {"total": total, **now, "step": self.step,
+                         "each_worker": sorted((round(w) for w in workers), reverse=True)}
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
             self._sample()
 
-    def stop(self) -> dict[str, int]:
+    def stop(self) -> dict[str, Any]:
         self._stop.set()
         self._thread.join()
-        return {k: round(v) for k, v in self.peak.items()}
+        return {k: round(v) if isinstance(v, float) else v for k, v in self.peak.items()}
 
 
 def descendants_peak_rss_mib() -> float:
@@ -177,6 +182,7 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
         # warm-up: Spark plans and starts its Python workers on the first micro-batch
         query.processAllAvailable()
         for n, (name, events) in enumerate(phases.items()):
+            sampler.step = name
             batches_before = set(sink.stats)
             start_t = time.perf_counter()
             if mode == "file":
@@ -354,7 +360,9 @@ def main() -> int:
     for m, v in memory.items():
         if isinstance(v, dict):
             print(f"peak resident memory at one moment, {m[:-len('_at_once')]} mode: {v['total']} MiB (the job's "
-                  f"driver {v['driver']}, the JVM {v['jvm']}, the Python workers {v['workers']})")
+                  f"driver {v['driver']}, the JVM {v['jvm']}, the Python workers {v['workers']}"
+                  + (f": {', '.join(map(str, v['each_worker']))}" if v.get("each_worker") else "")
+                  + (f"; during {v['step']!r}" if v.get("step") else "") + ")")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"args": vars(args), "results": results,
