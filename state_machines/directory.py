@@ -155,8 +155,12 @@ class DirectoryView:
         self.outputs: list[Record | ObservationOutcome | UpdateMetadataSend] = []
         self._explicit_sends = False
         # contexts already built since the last write: a fan-out to every partition of a
-        # broker or a topic sends the same one thousands of times
+        # broker or a topic sends the same one thousands of times, and partitions of
+        # different topics with the same flags and replicas the same context (it names no
+        # topic), one object that the job's codec then encodes once
         self._contexts: dict[tuple[str, tuple[int, ...]], PartitionContext] = {}
+        self._topic_flags: dict[str, tuple[bool, bool]] = {}
+        self._shared_contexts: dict[tuple[bool, bool, tuple[int, ...]], PartitionContext] = {}
 
     def get(self, key: str) -> DirectoryRecord | None:
         return self.changes[key] if key in self.changes else self.view.get(key)
@@ -164,6 +168,8 @@ class DirectoryView:
     def put(self, key: str, record: DirectoryRecord | None) -> None:
         self.changes[key] = record
         self._contexts.clear()
+        self._topic_flags.clear()
+        self._shared_contexts.clear()
 
     @property
     def controller(self) -> ControllerRecord:
@@ -216,13 +222,20 @@ class DirectoryView:
         if cached is not None:
             return cached
         c = self.controller
-        rec = self.topic(topic)
-        configs = rec.configs if rec else ()
-        made = self._contexts[key] = PartitionContext(
-            c.active, c.controller_epoch, self.config.unclean_enabled_for(configs, c.dynamic_configs),
-            bool(rec and rec.queued),
-            tuple((b, self.fact(b)) for b in sorted(set(key[1])) if b >= 0),
-        )
+        flags = self._topic_flags.get(topic)
+        if flags is None:
+            rec = self.topic(topic)
+            configs = rec.configs if rec else ()
+            flags = self._topic_flags[topic] = (self.config.unclean_enabled_for(configs, c.dynamic_configs),
+                                                bool(rec and rec.queued))
+        shared_key = (*flags, key[1])
+        made = self._shared_contexts.get(shared_key)
+        if made is None:
+            made = self._shared_contexts[shared_key] = PartitionContext(
+                c.active, c.controller_epoch, flags[0], flags[1],
+                tuple((b, self.fact(b)) for b in sorted(set(key[1])) if b >= 0),
+            )
+        self._contexts[key] = made
         return made
 
     def send(self, topic: str, partition: int, op: Op, brokers: Iterable[int] = ()) -> None:

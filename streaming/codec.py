@@ -192,6 +192,10 @@ def _op_in(a: list) -> Any:
 # distinct one once (everything in it is immutable, so partitions can share the objects).
 _last_shared: list = [None, None, None, None, ""]  # ctx, op, cause_offset, cause_id, text
 _SHARED: dict[str, tuple] = {}
+# The shared parts written lately, by the identity of their context and op (a fan-out over
+# a broker's partitions alternates between a few contexts, one per replica set): the
+# objects are kept beside the text, so an id is never taken for a later object's.
+_SHARED_TEXT: dict[tuple[int, int, int, str | None], tuple[Any, Any, str]] = {}
 
 
 def _command_text(c: commands.Command) -> str:
@@ -199,10 +203,18 @@ def _command_text(c: commands.Command) -> str:
         return _generic_command_text(c)
     last = _last_shared
     if not (last[0] is c.ctx and last[2] == c.cause_offset and last[3] == c.cause_id and last[1] == c.op):
-        x = c.ctx
-        ctx = [x.active, x.controller_epoch, x.unclean_leader_election_enable, x.queued_for_deletion,
-               _brokers_out(x.brokers)]
-        text = compact_json([COMPACT_VERSION, c.cause_offset, c.cause_id, ctx, _op_out(c.op)])
+        key = (id(c.ctx), id(c.op), c.cause_offset, c.cause_id)
+        kept = _SHARED_TEXT.get(key)
+        if kept is not None and kept[0] is c.ctx and kept[1] is c.op:
+            text = kept[2]
+        else:
+            x = c.ctx
+            ctx = [x.active, x.controller_epoch, x.unclean_leader_election_enable, x.queued_for_deletion,
+                   _brokers_out(x.brokers)]
+            text = compact_json([COMPACT_VERSION, c.cause_offset, c.cause_id, ctx, _op_out(c.op)])
+            if len(_SHARED_TEXT) >= 4096:
+                _SHARED_TEXT.clear()
+            _SHARED_TEXT[key] = (c.ctx, c.op, text)
         last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
     return f"{c.topic}\t{c.partition}\t{last[4]}"
 
