@@ -349,6 +349,24 @@ def _summary_line(r: SummaryReport) -> str:
     return f"{line}\t{s.isr_size}\t{s.replication_factor}\t{s.replica_count}{ts}"
 
 
+# A cluster has few distinct summaries: each line's summary fields (its text after the
+# cause) are read once, and partitions with the same summary share one object.
+_SUMMARY_TEXTS: dict[str, PartitionSummary] = {}
+
+
+def _summary_of(text: str) -> PartitionSummary:
+    summary = _SUMMARY_TEXTS.get(text)
+    if summary is None:
+        fields = text.split("\t")
+        state = None if fields[0] == "-" else _STATES[fields[0]]
+        leader = None if fields[2] == "-" else int(fields[2])
+        counts = [int(f) for f in fields[3:6]]  # none in a line of an earlier build
+        if len(_SUMMARY_TEXTS) >= 65536:
+            _SUMMARY_TEXTS.clear()
+        summary = _SUMMARY_TEXTS[text] = PartitionSummary(state, int(fields[1]), leader, *counts)
+    return summary
+
+
 def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[SummaryReport]]:
     """The deletion reports and the summaries of feedback lines (a wake only wakes)."""
     reports: list[DeletionReport] = []
@@ -357,17 +375,14 @@ def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[Summ
         if line == WAKE_LINE:
             continue
         if line.startswith("S\t"):
-            fields = line.split("\t")
-            ts = int(fields.pop()[1:]) if fields[-1].startswith("@") else None  # kraft mode's event time
-            topic, partition, cause = fields[1], int(fields[2]), int(fields[3])
-            if fields[4] == "R":
-                summaries.append(SummaryReport(topic, partition, None, cause, ts))
-            else:
-                state = None if fields[4] == "-" else _STATES[fields[4]]
-                leader = None if fields[6] == "-" else int(fields[6])
-                counts = [int(f) for f in fields[7:10]]  # none in a line of an earlier build
-                summary = PartitionSummary(state, int(fields[5]), leader, *counts)
-                summaries.append(SummaryReport(topic, partition, summary, cause, ts))
+            _, topic, partition, cause, rest = line.split("\t", 4)
+            ts = None
+            at = rest.find("@")
+            if at >= 0:  # kraft mode's event time trails
+                ts = int(rest[at + 1:])
+                rest = rest[:max(at - 1, 0)]
+            summary = None if rest == "R" else _summary_of(rest)
+            summaries.append(SummaryReport(topic, int(partition), summary, int(cause), ts))
         else:
             reports.append(codec.loads(line, DeletionReport))
     return reports, summaries

@@ -53,6 +53,8 @@ def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch:
     assert engine.errors == []
     for record in engine.directory.values():
         assert codec.loads(codec.dumps(record), codec.DirectoryRecord) == record
+        # a topic's record is written directly; it is the JSON encoder's bytes
+        assert codec.dumps(record) == json.dumps(codec._directory_out(record), separators=(",", ":"))
     assert seen["commands"] > 0 and seen["records"] > 0 and seen["decisions"] > 0
 
 
@@ -166,3 +168,40 @@ def test_summaries_written_before_the_replica_counts_read_with_them_unknown() ->
     report = SummaryReport("t", 0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, 1, 2, 2), 7)
     assert _summary_line(report) == "S\tt\t0\t7\tOnlinePartition\t1\t1\t1\t2\t2"
     assert read_feedback([_summary_line(report)])[1] == [report]
+
+
+def test_summary_lines_round_trip_and_share_their_summaries() -> None:
+    """Feedback summary lines of every shape (gone, with kraft mode's event time, no state
+    or leader) read back as written; equal summaries read as one object."""
+    from state_machines.commands import PartitionSummary, SummaryReport
+    from state_machines.states import PartitionState
+    from streaming.pipeline import _summary_line, read_feedback
+
+    online = PartitionSummary(PartitionState.OnlinePartition, 1, 2, 3, 3, 3)
+    reports = [
+        SummaryReport("t", 3, None, 7), SummaryReport("t", 3, None, 7, 1234),
+        SummaryReport("t-x", 0, online, 9), SummaryReport("t", 1, PartitionSummary(None, -1, None), 9, 55),
+        SummaryReport("t", 2, PartitionSummary(PartitionState.OfflinePartition, 2, -1, 0, 3, 3), 9, 55),
+        SummaryReport("u", 4, online, 10),
+    ]
+    _, got = read_feedback([_summary_line(r) for r in reports])
+    assert got == reports
+    assert got[2].summary is got[5].summary
+
+
+def test_a_topic_record_written_directly_is_the_encoders_bytes() -> None:
+    from state_machines.commands import PartitionSummary
+    from state_machines.directory import DeletionMirror, TopicRecord
+    from state_machines.states import PartitionState, ReplicaState
+
+    rec = TopicRecord(
+        ((0, (1, 2)), (1, (2, 3, 1))), (("min.insync.replicas", "2"), ("unclean.leader.election.enable", "true")),
+        queued=True, started=True, ineligible=True,
+        mirror=((0, DeletionMirror((1, 2), ((1, ReplicaState.ReplicaDeletionIneligible),), True)),),
+        summaries=((0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, 2, 2, 2)),
+                   (1, PartitionSummary(None, 2, None))),
+    )
+    assert codec.dumps(rec) == json.dumps(codec._directory_out(rec), separators=(",", ":"))
+    assert codec.loads(codec.dumps(rec), codec.DirectoryRecord) == rec
+    bare = TopicRecord(((0, (1,)),))
+    assert codec.dumps(bare) == json.dumps(codec._directory_out(bare), separators=(",", ":"))
