@@ -198,6 +198,19 @@ _SHARED: dict[str, tuple] = {}
 _SHARED_TEXT: dict[tuple[int, int, int, str | None], tuple[Any, Any, str]] = {}
 
 
+_CONTEXT_TEXT: dict[int, tuple[commands.PartitionContext, str]] = {}
+
+
+def _context_text(x: commands.PartitionContext) -> str:
+    kept = _CONTEXT_TEXT.get(id(x))
+    if kept is None or kept[0] is not x:
+        if len(_CONTEXT_TEXT) >= 4096:
+            _CONTEXT_TEXT.clear()
+        kept = _CONTEXT_TEXT[id(x)] = (x, compact_json([x.active, x.controller_epoch, x.unclean_leader_election_enable,
+                                                        x.queued_for_deletion, _brokers_out(x.brokers)]))
+    return kept[1]
+
+
 def _command_text(c: commands.Command) -> str:
     if type(c.ctx) is not commands.PartitionContext:
         return _generic_command_text(c)
@@ -208,10 +221,10 @@ def _command_text(c: commands.Command) -> str:
         if kept is not None and kept[0] is c.ctx and kept[1] is c.op:
             text = kept[2]
         else:
-            x = c.ctx
-            ctx = [x.active, x.controller_epoch, x.unclean_leader_election_enable, x.queued_for_deletion,
-                   _brokers_out(x.brokers)]
-            text = compact_json([COMPACT_VERSION, c.cause_offset, c.cause_id, ctx, _op_out(c.op)])
+            # compact_json([COMPACT_VERSION, cause_offset, cause_id, ctx, op]), the context's
+            # part written once per context (a creation sends each partition its own op)
+            text = (f"[{COMPACT_VERSION},{c.cause_offset},{'null' if c.cause_id is None else json_str(c.cause_id)},"
+                    f"{_context_text(c.ctx)},{compact_json(_op_out(c.op))}]")
             if len(_SHARED_TEXT) >= 4096:
                 _SHARED_TEXT.clear()
             _SHARED_TEXT[key] = (c.ctx, c.op, text)
