@@ -55,7 +55,8 @@ def _descendants() -> set[int]:
 
 class MemorySampler:
     """The resident memory in use at the same moment, sampled every `interval` seconds:
-    this process (the job's driver), the Spark JVM and the Python workers. Its peak is the
+    this process (the job's driver), the Spark JVM and the Python workers (not a child the
+    JVM forked and has not yet exec'd: it shares the JVM's pages). Its peak is the
     figure a machine must hold; the sum of each process's own peak (VmHWM,
     `descendants_peak_rss_mib`) is an upper bound, since the processes peak at different
     moments."""
@@ -71,14 +72,21 @@ class MemorySampler:
     def _sample(self) -> None:
         now = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
         workers = []
+        procs: dict[int, tuple[int, int, bool]] = {}  # pid -> (parent, KiB resident, runs java)
         for pid in [os.getpid(), *_descendants()]:
             try:
                 with open(f"/proc/{pid}/status") as fh:
                     fields = dict(line.split(":", 1) for line in fh if ":" in line)
+                java = os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "java"
             except OSError:
                 continue
-            kib = int(fields.get("VmRSS", "0 kB").split()[0])
-            kind = "driver" if pid == os.getpid() else "jvm" if fields.get("Name", "").strip() == "java" else "workers"
+            procs[pid] = (int(fields.get("PPid", "0").strip() or 0), int(fields.get("VmRSS", "0 kB").split()[0]), java)
+        for pid, (parent, kib, java) in procs.items():
+            if java and procs.get(parent, (0, 0, False))[2]:
+                # a child the JVM forked to start a process, not yet exec'd: its pages are the
+                # JVM's own (copy on write), and counting it would count the JVM twice
+                continue
+            kind = "driver" if pid == os.getpid() else "jvm" if java else "workers"
             now[kind] += kib / 1024
             if kind == "workers":
                 workers.append(kib / 1024)
@@ -122,6 +130,7 @@ def _progress(p) -> dict:
 CONFIG = ControllerConfig()
 DRIVER_MEMORY: str | None = None
 MAX_RESULT_SIZE: str | None = None
+SPARK_CONF: dict[str, str] = {}
 
 
 def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
@@ -171,6 +180,7 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
     extra = {"spark.driver.memory": DRIVER_MEMORY} if DRIVER_MEMORY else {}
     if MAX_RESULT_SIZE:
         extra["spark.driver.maxResultSize"] = MAX_RESULT_SIZE
+    extra.update(SPARK_CONF)
     spark = spark_session(settings, app_name="shadow-controller-bench", extra=extra)
     spark.sparkContext.setLogLevel("ERROR")
     sink = BatchSink(settings)
@@ -276,6 +286,8 @@ def main() -> int:
     ap.add_argument("--max-result-size", metavar="SIZE",
                     help="spark.driver.maxResultSize for the Spark modes (default Spark's, 1g; 0: no limit): the "
                          "sink's collection of a batch's decisions counts against it")
+    ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the Spark modes, over the job's own (repeatable)")
     ap.add_argument("--json", help="write every figure, Spark's progress included, to this file")
     ap.add_argument("--record", action="store_true",
                     help="keep the run on record: a small JSON with the commit and the machine in --results-dir")
@@ -289,14 +301,19 @@ def main() -> int:
                                ("--buckets", args.buckets, 0)):
         if value < least:
             ap.error(f"{flag} {value}: must be at least {least}")
+    for kv in args.spark_conf:
+        key, eq, value = kv.partition("=")
+        if not eq or not key.startswith("spark.") or not value:
+            ap.error(f"--spark-conf {kv}: KEY=VALUE with a Spark setting's name (spark....)")
     if args.record and Path(args.results_dir).exists() and not Path(args.results_dir).is_dir():
         ap.error(f"--results-dir {args.results_dir}: not a directory")
     if args.driver_memory is not None and not re.fullmatch(r"[1-9][0-9]*[mgMG]", args.driver_memory):
         ap.error(f"--driver-memory {args.driver_memory}: a size such as 4g or 512m")
     if args.max_result_size is not None and not re.fullmatch(r"0|[1-9][0-9]*[mgMG]", args.max_result_size):
         ap.error(f"--max-result-size {args.max_result_size}: a size such as 4g, or 0 for no limit")
-    global CONFIG, DRIVER_MEMORY, MAX_RESULT_SIZE
+    global CONFIG, DRIVER_MEMORY, MAX_RESULT_SIZE, SPARK_CONF
     DRIVER_MEMORY, MAX_RESULT_SIZE = args.driver_memory, args.max_result_size
+    SPARK_CONF = dict(kv.split("=", 1) for kv in args.spark_conf)
     CONFIG = ControllerConfig(emit_update_metadata=not args.no_update_metadata, mode=args.controller_mode)
     phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True,
                          shutdown_broker=args.shutdown_broker)
@@ -325,6 +342,8 @@ def main() -> int:
                         cmd += ["--driver-memory", args.driver_memory]
                     if args.max_result_size:
                         cmd += ["--max-result-size", args.max_result_size]
+                    for kv in args.spark_conf:
+                        cmd += ["--spark-conf", kv]
                     child = subprocess.run(cmd, stdout=subprocess.DEVNULL if mode == "engine" else None)
                     if child.returncode != 0:
                         print(f"job_bench.py: the {mode} run failed (exit {child.returncode}); nothing recorded",

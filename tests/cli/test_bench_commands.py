@@ -57,6 +57,7 @@ def test_a_recorded_run_holds_the_commit_the_machine_and_each_steps_figures_and_
     (["--partitions", "0"], ["--partitions 0"]),
     (["--brokers", "2"], ["--brokers 2"]),
     (["--partitions", "many"], ["--partitions", "invalid int value"]),
+    (["--spark-conf", "maxRecordsPerBatch=1000"], ["--spark-conf maxRecordsPerBatch=1000", "KEY=VALUE"]),
 ])
 def test_job_bench_refuses_a_wrong_flag_in_one_line(argv: list[str], words: list[str]) -> None:
     assert_one_line_usage_error(bench("job_bench.py", *argv), "job_bench.py:", *words)
