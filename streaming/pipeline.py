@@ -89,9 +89,10 @@ class MetricsText(str):
 # neither byte appears raw in JSON, in a topic name or in an encoded command. `cause_id`
 # (free text from the event) travels as JSON. A packed string holds at most PACK_ENTRIES
 # entries and, past one entry, PACK_CHARS characters: Spark's Python stages cut their Arrow
-# batches by rows (`spark.sql.execution.arrow.maxRecordsPerBatch`, 10,000), so the size of
-# a row bounds the size of a batch. With strings of megabytes, a task creating 500,000
-# partitions sent its whole output, 1.1 GB, as one batch, more than the JVM's direct memory.
+# batches by rows (`spark.sql.execution.arrow.maxRecordsPerBatch`, which the job sets to
+# 1,000: `job.spark_session`), so the size of a row bounds the size of a batch. With
+# strings of megabytes, a task creating 500,000 partitions sent its whole output, 1.1 GB,
+# as one batch, more than the JVM's direct memory.
 
 RS, US = "\x1e", "\x1f"
 PACK_ENTRIES = 4096
