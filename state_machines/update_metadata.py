@@ -19,9 +19,9 @@ and shares its partition state (`UpdateMetadataShare`); the directory states, pe
 cause, the live or shutting-down brokers and its own explicit sends (`UpdateMetadataSend`).
 `merge` joins them, with the round, into one `UpdateMetadataRecord` per send: the engine
 after each cause. The Spark job gathers each task's pieces there (`gather`, the states as
-their JSON) and joins the tasks' rounds in its sink (`Round.join`, `chunks`). The record is keyed by its place,
-`update-metadata-<round>[-<scope>]-<site>`, so that a cause spread over micro-batches numbers
-its sends the same way.
+their JSON) and joins the tasks' rounds in its sink (`Round.join`, then `chunks`, as
+`merge` does). The record is keyed by its place, `update-metadata-<round>[-<scope>]-<site>`,
+so that a cause spread over micro-batches numbers its sends the same way.
 """
 
 from __future__ import annotations

@@ -299,21 +299,16 @@ def metadata_rows(pieces: Iterable[Piece]) -> list[OutputRow]:
 
 
 def read_metadata(rows: Iterable[tuple[int, int, str]]) -> dict[tuple[int, int], Round[str]]:
-    """The tasks' rounds of (cause, round, payload) rows, joined."""
+    """The tasks' rounds of (cause, round, payload) rows, joined (`Round.join`)."""
     rounds: dict[tuple[int, int], Round[str]] = {}
     names: dict[str, str] = {}  # a topic's or scope's JSON, decoded once
     for cause, round_, payload in rows:
         head, *lines = payload.split("\n")
         cause_id, live, explicit, shared = json.loads(head)
-        r = rounds.get((cause, round_))
-        if r is None:
-            r = rounds[(cause, round_)] = Round(cause_id)
-        if live:
-            r.live = tuple(live)
-        for site, recipients, unless in explicit:
-            r.explicit[site] = UpdateMetadataSend(site, tuple(recipients), tuple(unless))
-        r.shared_sites.update(shared)
-        shares = r.shares
+        part: Round[str] = Round(cause_id, tuple(live),
+                                 {site: UpdateMetadataSend(site, tuple(recipients), tuple(unless))
+                                  for site, recipients, unless in explicit}, set(shared))
+        shares = part.shares
         for line in lines:
             site, scope, topic, partition, state = line.split("\t", 4)
             scope_name = names.get(scope)
@@ -323,6 +318,11 @@ def read_metadata(rows: Iterable[tuple[int, int, str]]) -> dict[tuple[int, int],
             if topic_name is None:
                 topic_name = names[topic] = json.loads(topic)
             shares.setdefault((scope_name, int(site)), {})[(topic_name, int(partition))] = None if state == "-" else state
+        joined = rounds.get((cause, round_))
+        if joined is None:
+            rounds[(cause, round_)] = part
+        else:
+            joined.join(part)
     return rounds
 
 
