@@ -2,15 +2,16 @@
 decisions the job writes.
 
 Checkpoints outlive code, so everything persisted goes through here, and every encoding
-carries its version; the versions are listed once, in `VERSIONS`, and a reader refuses a
-version it does not know (`check_version`) rather than guess. There are four encodings:
+carries its version; the versions are listed once, in `versions.py`, and a reader refuses
+a version it does not know (`check_compact`) rather than guess. There are four encodings:
 
 - `state`: the generic document `{"v": version, "d": value}`, derived from the values'
   type hints (`tagged.py`), so adding a field with a default is a compatible change and
   anything else bumps the version and adds a migration to `MIGRATIONS`;
 - `compact`: JSON arrays, version first, for the values every partition touches on every
-  command (its `PartitionRecord`, its `Command`, the directory's records), written from
-  templates because they are written by the ten thousand;
+  command (its `PartitionRecord`, its `Command`, the directory's records:
+  `directory_codec.py`), written from templates because they are written by the ten
+  thousand;
 - `bucket`: scale mode's state of one bucket, one line per partition under a header;
 - `contract`: a decision record as the contract's JSON (docs/contract.md), written by
   `decision_json.py`; only its version is kept here.
@@ -25,38 +26,20 @@ import json
 from typing import Any, Union
 
 from state_machines import commands, directory, model, outputs, partition
-from state_machines.errors import ShadowControllerError
 from state_machines.states import LeaderRecoveryState, PartitionState, ReplicaState
 
 from .json_text import canonical_json, compact_json, json_ints, json_str
 from .tagged import TAGGED, from_jsonable, to_jsonable
 
-# -- versions ---------------------------------------------------------------------------------
+from .directory_codec import DIRECTORY_TYPES as _DIRECTORY_TYPES, directory_in as _directory_in, topic_text as _topic_text
+from .directory_codec import directory_out as _directory_out
+from .versions import (
+    BUCKET_HEADER, COMPACT_VERSION, CONTRACT_VERSION, MIGRATIONS, SCHEMA_VERSION, VERSIONS, UnknownEncoding, check_compact,
+)
 
-VERSIONS = {
-    "state": 1,  # the generic document's "v"
-    "compact": 1,  # the first element of a compact array
-    "bucket": 1,  # in a bucket's header line
-    "contract": 1,  # a decision record's "v" (docs/contract.md; as outputs.to_contract writes it)
-}
-SCHEMA_VERSION = VERSIONS["state"]
-COMPACT_VERSION = VERSIONS["compact"]
-CONTRACT_VERSION = VERSIONS["contract"]
-BUCKET_HEADER = f"bucket-v{VERSIONS['bucket']}"
-# version -> function(document) -> document of version + 1
-MIGRATIONS: dict[int, Any] = {}
-
-
-class UnknownEncoding(ShadowControllerError, ValueError):
-    """Stored text in an encoding or a version this build does not read (a checkpoint
-    written by another build): refused, never guessed at."""
-
-
-def check_compact(what: str, found: Any) -> None:
-    """Refuse a compact array of another version than COMPACT_VERSION."""
-    if found != COMPACT_VERSION:
-        raise UnknownEncoding(f"{what} in compact version {found}; this build reads {COMPACT_VERSION}")
-
+__all__ = ["BUCKET_HEADER", "COMPACT_VERSION", "CONTRACT_VERSION", "MIGRATIONS", "SCHEMA_VERSION", "VERSIONS",
+           "UnknownEncoding", "check_compact", "dumps", "loads", "bucket_entries", "bucket_entry_in",
+           "bucket_entry_out", "bucket_text", "DIRECTORY_STAMP_KEY", "DirectoryRecord"]
 
 # The sequencer's directory map holds, beside its records, a stamp naming its version
 # (streaming/operators.py), under a key no record has: records are "controller", "broker-<id>"
@@ -268,105 +251,6 @@ def _command_from_text(text: str) -> commands.Command:
             _SHARED.clear()
         _SHARED[shared] = parts
     return commands.Command(topic, int(partition), *parts)
-
-
-def _directory_out(rec: Any) -> list:
-    # Fields added since the first layout trail, written only when set, so records without
-    # them keep their bytes and older records read with the defaults.
-    if isinstance(rec, directory.TopicRecord):
-        out = ["T", COMPACT_VERSION, [[p, list(b)] for p, b in rec.partitions], [list(kv) for kv in rec.configs],
-               rec.queued, rec.started, rec.ineligible,
-               [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
-                for p, m in rec.mirror]]
-        if rec.summaries:
-            out.append([_summary_out(p, m) for p, m in rec.summaries])
-        return out
-    if isinstance(rec, directory.BrokerRecord):
-        f = rec.fact
-        out = ["B", COMPACT_VERSION, [f.registered, f.shutting_down, f.broker_epoch]]
-        if rec.offline_dirs:
-            # a[3] held a per-broker topic index in earlier builds: left null
-            out += [None, [[t, p] for t, p in rec.offline_dirs]]
-        return out
-    out = ["C", COMPACT_VERSION, rec.active, rec.controller_id, rec.controller_epoch, sorted(rec.topics),
-           sorted(rec.brokers), sorted(rec.queued_topics)]
-    if rec.dynamic_configs or rec.rebalance_due is not None or rec.event_time is not None:
-        out += [[list(kv) for kv in rec.dynamic_configs], rec.rebalance_due]
-    if rec.event_time is not None:
-        out.append(rec.event_time)
-    return out
-
-
-def _directory_in(a: list) -> Any:
-    kind, version = a[0], a[1]
-    check_compact("directory record", version)
-    if kind == "T":
-        return directory.TopicRecord(
-            tuple((p, tuple(b)) for p, b in a[2]), tuple((k, v) for k, v in a[3]), a[4], a[5], a[6],
-            tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
-                  for p, r, st, moving in a[7]),
-            tuple((m[0], _summary(*m[1:])) for m in a[8]) if len(a) > 8 else ())
-    if kind == "B":
-        # a[3], the per-broker topic index of earlier builds, is no longer kept
-        dirs = tuple((t, p) for t, p in a[4]) if len(a) > 4 else ()
-        return directory.BrokerRecord(model.BrokerFact(a[2][0], a[2][1], a[2][2]), dirs)
-    if kind == "C":
-        dynamic, due = (tuple((k, v) for k, v in a[8]), a[9]) if len(a) > 8 else ((), None)
-        return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]),
-                                          dynamic, due, a[10] if len(a) > 10 else None)
-    raise UnknownEncoding(f"unknown directory record kind {kind!r}")
-
-
-def _summary_out(p: int, m: commands.PartitionSummary) -> list:
-    # the replica metrics' counts trail, absent when unknown (a summary read from a build
-    # that did not keep them), which then reads back as unknown
-    out = [p, m.state.value if m.state else None, m.preferred, m.leader]
-    if m.isr_size is not None:
-        out += [m.isr_size, m.replication_factor, m.replica_count]
-    return out
-
-
-# A cluster has few distinct summaries: decode each once.
-_SUMMARIES: dict[tuple, commands.PartitionSummary] = {}
-
-
-def _summary(state: str | None, preferred: int, leader: int | None, *counts: int) -> commands.PartitionSummary:
-    key = (state, preferred, leader, *counts)
-    summary = _SUMMARIES.get(key)
-    if summary is None:
-        if len(_SUMMARIES) > 65536:
-            _SUMMARIES.clear()
-        summary = _SUMMARIES[key] = commands.PartitionSummary(_P[state] if state else None, preferred, leader, *counts)
-    return summary
-
-
-_DIRECTORY_TYPES = (directory.TopicRecord, directory.BrokerRecord, directory.ControllerRecord)
-
-
-# A topic's record holds every partition's brokers and summary: the sequencer writes every
-# topic a batch's summaries touched, ten thousand records at a million partitions. The same
-# bytes as `compact_json(_directory_out(rec))`, written directly, each distinct summary once.
-_SUMMARY_TEXT: dict[commands.PartitionSummary, str] = {}
-
-
-def _summary_text(m: commands.PartitionSummary) -> str:
-    text = _SUMMARY_TEXT.get(m)
-    if text is None:
-        if len(_SUMMARY_TEXT) >= 65536:
-            _SUMMARY_TEXT.clear()
-        text = _SUMMARY_TEXT[m] = compact_json(_summary_out(0, m)[1:])[1:-1]
-    return text
-
-
-def _topic_text(rec: directory.TopicRecord) -> str:
-    partitions = ",".join([f"[{p},{json_ints(b)}]" for p, b in rec.partitions])
-    rest = compact_json([[list(kv) for kv in rec.configs], rec.queued, rec.started, rec.ineligible,
-                         [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
-                          for p, m in rec.mirror]])[1:-1]
-    if rec.summaries:
-        summaries = ",".join([f"[{p},{_summary_text(m)}]" for p, m in rec.summaries])
-        return f'["T",{COMPACT_VERSION},[{partitions}],{rest},[{summaries}]]'
-    return f'["T",{COMPACT_VERSION},[{partitions}],{rest}]'
 
 
 # -- dumps and loads: the encoding by type --------------------------------------------------

@@ -4,7 +4,7 @@ tests/unit/test_codec.py holds every record of generated logs to.
 
 The five records a fan-out produces by the ten thousand are written from templates; the
 others go through the compact encoder, which writes tuples as arrays, so no lists are built.
-The contract's version is the codec's (`codec.VERSIONS`).
+The contract's version is the codec's (`versions.VERSIONS`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from state_machines import outputs
 
-from .codec import CONTRACT_VERSION
+from .versions import CONTRACT_VERSION
 from .json_text import compact_json, json_ints, json_opt, json_str
 
 

@@ -1,0 +1,119 @@
+"""The compact encoding of the directory's records (the sequencer's MapState): a topic's
+record (its partitions' brokers, configs, deletion mirror and every partition's summary),
+a broker's and the controller's, as JSON arrays with the kind and the compact version
+first. Fields added since the first layout trail, written only when set, so records
+without them keep their bytes and older records read with the defaults.
+
+`directory_out` is the layout; a topic's record, written by the ten thousand at a million
+partitions, is written directly by `topic_text`, the same bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from state_machines import commands, directory, model
+from state_machines.states import PartitionState, ReplicaState
+
+from .json_text import compact_json, json_ints
+from .versions import COMPACT_VERSION, UnknownEncoding, check_compact
+
+_R = {s.value: s for s in ReplicaState}
+_P = {s.value: s for s in PartitionState}
+
+
+def directory_out(rec: Any) -> list:
+    if isinstance(rec, directory.TopicRecord):
+        out = ["T", COMPACT_VERSION, [[p, list(b)] for p, b in rec.partitions], [list(kv) for kv in rec.configs],
+               rec.queued, rec.started, rec.ineligible,
+               [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
+                for p, m in rec.mirror]]
+        if rec.summaries:
+            out.append([_summary_out(p, m) for p, m in rec.summaries])
+        return out
+    if isinstance(rec, directory.BrokerRecord):
+        f = rec.fact
+        out = ["B", COMPACT_VERSION, [f.registered, f.shutting_down, f.broker_epoch]]
+        if rec.offline_dirs:
+            # a[3] held a per-broker topic index in earlier builds: left null
+            out += [None, [[t, p] for t, p in rec.offline_dirs]]
+        return out
+    out = ["C", COMPACT_VERSION, rec.active, rec.controller_id, rec.controller_epoch, sorted(rec.topics),
+           sorted(rec.brokers), sorted(rec.queued_topics)]
+    if rec.dynamic_configs or rec.rebalance_due is not None or rec.event_time is not None:
+        out += [[list(kv) for kv in rec.dynamic_configs], rec.rebalance_due]
+    if rec.event_time is not None:
+        out.append(rec.event_time)
+    return out
+
+
+def directory_in(a: list) -> Any:
+    kind, version = a[0], a[1]
+    check_compact("directory record", version)
+    if kind == "T":
+        return directory.TopicRecord(
+            tuple((p, tuple(b)) for p, b in a[2]), tuple((k, v) for k, v in a[3]), a[4], a[5], a[6],
+            tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
+                  for p, r, st, moving in a[7]),
+            tuple((m[0], summary_of(*m[1:])) for m in a[8]) if len(a) > 8 else ())
+    if kind == "B":
+        # a[3], the per-broker topic index of earlier builds, is no longer kept
+        dirs = tuple((t, p) for t, p in a[4]) if len(a) > 4 else ()
+        return directory.BrokerRecord(model.BrokerFact(a[2][0], a[2][1], a[2][2]), dirs)
+    if kind == "C":
+        dynamic, due = (tuple((k, v) for k, v in a[8]), a[9]) if len(a) > 8 else ((), None)
+        return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]),
+                                          dynamic, due, a[10] if len(a) > 10 else None)
+    raise UnknownEncoding(f"unknown directory record kind {kind!r}")
+
+
+def _summary_out(p: int, m: commands.PartitionSummary) -> list:
+    # the replica metrics' counts trail, absent when unknown (a summary read from a build
+    # that did not keep them), which then reads back as unknown
+    out = [p, m.state.value if m.state else None, m.preferred, m.leader]
+    if m.isr_size is not None:
+        out += [m.isr_size, m.replication_factor, m.replica_count]
+    return out
+
+
+# A cluster has few distinct summaries: decode each once (feedback lines too, `pipeline`).
+_SUMMARIES: dict[tuple, commands.PartitionSummary] = {}
+
+
+def summary_of(state: str | None, preferred: int, leader: int | None, *counts: int) -> commands.PartitionSummary:
+    key = (state, preferred, leader, *counts)
+    summary = _SUMMARIES.get(key)
+    if summary is None:
+        if len(_SUMMARIES) > 65536:
+            _SUMMARIES.clear()
+        summary = _SUMMARIES[key] = commands.PartitionSummary(_P[state] if state else None, preferred, leader, *counts)
+    return summary
+
+
+DIRECTORY_TYPES = (directory.TopicRecord, directory.BrokerRecord, directory.ControllerRecord)
+
+
+# A topic's record holds every partition's brokers and summary: the sequencer writes every
+# topic a batch's summaries touched, ten thousand records at a million partitions. The same
+# bytes as `compact_json(directory_out(rec))`, written directly, each distinct summary once.
+_SUMMARY_TEXT: dict[commands.PartitionSummary, str] = {}
+
+
+def _summary_text(m: commands.PartitionSummary) -> str:
+    text = _SUMMARY_TEXT.get(m)
+    if text is None:
+        if len(_SUMMARY_TEXT) >= 65536:
+            _SUMMARY_TEXT.clear()
+        text = _SUMMARY_TEXT[m] = compact_json(_summary_out(0, m)[1:])[1:-1]
+    return text
+
+
+def topic_text(rec: directory.TopicRecord) -> str:
+    partitions = ",".join([f"[{p},{json_ints(b)}]" for p, b in rec.partitions])
+    rest = compact_json([[list(kv) for kv in rec.configs], rec.queued, rec.started, rec.ineligible,
+                         [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
+                          for p, m in rec.mirror]])[1:-1]
+    if rec.summaries:
+        summaries = ",".join([f"[{p},{_summary_text(m)}]" for p, m in rec.summaries])
+        return f'["T",{COMPACT_VERSION},[{partitions}],{rest},[{summaries}]]'
+    return f'["T",{COMPACT_VERSION},[{partitions}],{rest}]'
