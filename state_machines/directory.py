@@ -158,7 +158,6 @@ class DirectoryView:
         # broker or a topic sends the same one thousands of times, and partitions of
         # different topics with the same flags and replicas the same context (it names no
         # topic), one object that the job's codec then encodes once
-        self._contexts: dict[tuple[str, tuple[int, ...]], PartitionContext] = {}
         self._topic_flags: dict[str, tuple[bool, bool]] = {}
         self._shared_contexts: dict[tuple[bool, bool, tuple[int, ...]], PartitionContext] = {}
 
@@ -167,7 +166,6 @@ class DirectoryView:
 
     def put(self, key: str, record: DirectoryRecord | None) -> None:
         self.changes[key] = record
-        self._contexts.clear()
         self._topic_flags.clear()
         self._shared_contexts.clear()
 
@@ -217,25 +215,21 @@ class DirectoryView:
             self.put(topic_key(topic), replace(rec, partitions=tuple(sorted(parts.items()))))
 
     def ctx(self, topic: str, brokers: Iterable[int] = ()) -> PartitionContext:
-        key = (topic, tuple(brokers))
-        cached = self._contexts.get(key)
-        if cached is not None:
-            return cached
-        c = self.controller
         flags = self._topic_flags.get(topic)
         if flags is None:
+            c = self.controller
             rec = self.topic(topic)
             configs = rec.configs if rec else ()
             flags = self._topic_flags[topic] = (self.config.unclean_enabled_for(configs, c.dynamic_configs),
                                                 bool(rec and rec.queued))
-        shared_key = (*flags, key[1])
-        made = self._shared_contexts.get(shared_key)
+        replicas = tuple(brokers)
+        made = self._shared_contexts.get((*flags, replicas))
         if made is None:
-            made = self._shared_contexts[shared_key] = PartitionContext(
+            c = self.controller
+            made = self._shared_contexts[(*flags, replicas)] = PartitionContext(
                 c.active, c.controller_epoch, flags[0], flags[1],
-                tuple((b, self.fact(b)) for b in sorted(set(key[1])) if b >= 0),
+                tuple((b, self.fact(b)) for b in sorted(set(replicas)) if b >= 0),
             )
-        self._contexts[key] = made
         return made
 
     def send(self, topic: str, partition: int, op: Op, brokers: Iterable[int] = ()) -> None:

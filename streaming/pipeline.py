@@ -27,7 +27,6 @@ from typing import Any
 from state_machines.commands import Command, DeletionReport, PartitionSummary, SummaryReport
 from state_machines.loop import DIRECT, DeadLetter, Wake, Work
 from state_machines.fold import PartitionSlot, Replies, fold_partition, fold_partitions, number_directory_records
-from state_machines.states import PartitionState
 from state_machines.model import ControllerConfig
 from state_machines.outputs import (
     ControlledShutdownResultRecord, Record, UpdateMetadataSend,
@@ -36,6 +35,7 @@ from state_machines.update_metadata import Piece, Round, gather
 
 from . import codec
 from .decision_json import decision_json, metadata_state_json
+from .directory_codec import summary_of
 from .json_text import canonical_json, compact_json, json_str
 
 __all__ = [
@@ -334,7 +334,6 @@ def read_metadata(rows: Iterable[tuple[int, int, str]]) -> dict[tuple[int, int],
 # schedules KRaft's periodic tasks); a wake `W`.
 
 WAKE_LINE = "W"
-_STATES = {s.value: s for s in PartitionState}
 
 
 def _summary_line(r: SummaryReport) -> str:
@@ -359,12 +358,12 @@ def _summary_of(text: str) -> PartitionSummary:
     summary = _SUMMARY_TEXTS.get(text)
     if summary is None:
         fields = text.split("\t")
-        state = None if fields[0] == "-" else _STATES[fields[0]]
-        leader = None if fields[2] == "-" else int(fields[2])
         counts = [int(f) for f in fields[3:6]]  # none in a line of an earlier build
         if len(_SUMMARY_TEXTS) >= 65536:
             _SUMMARY_TEXTS.clear()
-        summary = _SUMMARY_TEXTS[text] = PartitionSummary(state, int(fields[1]), leader, *counts)
+        # the directory codec's summary, so one the state store holds is the same object
+        summary = _SUMMARY_TEXTS[text] = summary_of(None if fields[0] == "-" else fields[0], int(fields[1]),
+                                                    None if fields[2] == "-" else int(fields[2]), *counts)
     return summary
 
 
