@@ -126,7 +126,7 @@ def stop(spark: Any, query: Any, sink: BatchSink, settings: JobSettings, signals
     Path(settings.pause_file).touch()
     sink.stopping()
     try:
-        in_flight = _batch_in_flight(settings)
+        in_flight = _batch_in_flight(settings) if abandon else _settled_batch(query, settings, signals, began)
         committed = in_flight is None
         if in_flight is not None and not abandon:
             committed = _await_commit(query, settings, in_flight, signals,
@@ -177,6 +177,29 @@ def _batch_in_flight(settings: JobSettings) -> int | None:
     if planned is None or (committed is not None and committed >= planned):
         return None
     return planned
+
+
+def _settled_batch(query: Any, settings: JobSettings, signals: StopSignals, began: float) -> int | None:
+    """The batch in flight once the pause has taken effect. A trigger that asked the sources
+    for offsets before the pause file appeared may still write its batch to the offsets log
+    after a first look found none in flight (MicroBatchExecution.constructNextBatch: the
+    sources' latestOffset, then offsetLog.add); so while the query reports a trigger active
+    and no batch is in flight, look again. A trigger that begins after the pause admits
+    nothing new, so this ends at the first trigger boundary."""
+    until = began + settings.stop_timeout_s * COMMIT_SHARE
+    while True:
+        active = _trigger_active(query)  # before the logs: a trigger seen ended has written both
+        in_flight = _batch_in_flight(settings)
+        if in_flight is not None or not active or time.monotonic() >= until or signals.abandon_now:
+            return in_flight
+        query.awaitTermination(0.05)
+
+
+def _trigger_active(query: Any) -> bool:
+    try:
+        return bool(query.status.get("isTriggerActive")) and bool(query.isActive)
+    except Exception:  # the query has ended: no trigger runs
+        return False
 
 
 def _last_batch(directory: str) -> int | None:
