@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from state_machines.errors import InvariantViolation
-from state_machines.loop import Pending, RawEvent, Sequencer, Work
+from state_machines.loop import Pending, RawEvent, Sequencer
 from state_machines.model import ControllerConfig
 from state_machines.outputs import contract_key
 
 from . import decision_parts as parts
 from .assemble import assemble_batch
-from .pipeline import pack_outputs, pack_work, read_feedback, unpack_outputs, unpack_work
+from .pipeline import pack_groups, pack_outputs, read_feedback, unpack_outputs, unpack_work
 from .storage import fold_group, partition_storage
 
 
@@ -97,12 +97,9 @@ def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfi
             break
         seq = Sequencer(directory, config)
         pending, buffer = seq.run(pending, buffer, chunk, *read_feedback(feedback))
-        groups: dict[str, list[Work]] = {}
-        for w in seq.work:
-            groups.setdefault(storage.group(w.target), []).append(w)
         packed: list[str] = []
-        for grp, group in groups.items():
-            work = unpack_work(pack_work(group))  # as they cross Spark
+        for grp, texts in pack_groups(seq.work, storage.group).items():
+            work = unpack_work(texts)  # as they cross Spark
             packed.extend(pack_outputs(fold_group(storage, grp, states.setdefault(grp, MemoryState()), work, config)))
         if parts_base is None:
             batch = assemble_batch(unpack_outputs(packed))

@@ -38,10 +38,10 @@ from state_machines.model import ControllerConfig
 
 from . import codec, controller_metrics
 from .collector import collect_less
-from .pipeline import pack_metrics, pack_outputs, pack_work, read_feedback, unpack_work
+from .pipeline import pack_groups, pack_metrics, pack_outputs, read_feedback, unpack_work
 from .storage import PartitionStorage, fold_group
 
-# work and outputs between the operators are packed (pipeline.pack_work, pack_outputs)
+# work and outputs between the operators are packed (pipeline.pack_groups, pack_outputs)
 SEQUENCER_OUT = "grp string, rows string"
 PARTITION_OUT = "rows string"
 SEQUENCER_KEY = "controller"
@@ -132,11 +132,8 @@ class SequencerProcessor(StatefulProcessor):
             self.buffer.put([(e.offset, e.value, e.source) for e in rest])
         else:
             self.buffer.clear()
-        groups: dict[str, list[Any]] = {}
-        group = self.storage.group
-        for w in seq.work:
-            groups.setdefault(group(w.target), []).append(w)
-        packed = [(grp, text) for grp, work in groups.items() for text in pack_work(work, self.dlq_max_value_bytes)]
+        groups = pack_groups(seq.work, self.storage.group, self.dlq_max_value_bytes)
+        packed = [(grp, text) for grp, texts in groups.items() for text in texts]
         # the controller's gauges as this batch leaves them, to the sink (controller_metrics)
         gauges = controller_metrics.controller_metrics(directory, pending, self.config)
         packed.append((DIRECT, pack_metrics(controller_metrics.encode(gauges))))

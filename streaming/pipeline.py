@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from state_machines.commands import Command, DeletionReport, PartitionSummary, SummaryReport
@@ -39,7 +39,7 @@ from .directory_codec import summary_of
 from .json_text import canonical_json, compact_json, json_str
 
 __all__ = [
-    "bucket_stage", "dead_letter", "direct_stage", "metadata_rows", "pack_outputs", "pack_work",
+    "bucket_stage", "dead_letter", "direct_stage", "metadata_rows", "pack_groups", "pack_outputs", "pack_work",
     "partition_stage_rows", "read_feedback", "unpack_outputs", "unpack_work",
 ]
 
@@ -130,15 +130,31 @@ def _encode_item(item: Any, dlq_max_value_bytes: int) -> tuple[str, str]:
 
 
 def pack_work(work: Sequence[Work], dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES) -> list[str]:
+    return pack_groups(work, lambda target: "", dlq_max_value_bytes).get("", [])
+
+
+def pack_groups(work: Sequence[Work], group: Callable[[str], str],
+                dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES) -> dict[str, list[str]]:
+    """The work packed by `group(target)`, the groups in the order they first appear.
+
+    Each item is written in the sequencer's order, before it is sorted into its group: a
+    fan-out's commands come topic by topic, and the codec writes a run of commands that
+    share their context and op once (`codec._command_text`); sorted into 256 buckets first,
+    the commands of 10,000 topics interleave and each was written on its own (at a
+    million partitions, packing a creation's work took 9.5 s instead of 4.5)."""
     ids: dict[str | None, str] = {}
-    entries = []
+    entries: dict[str, list[str]] = {}
     for w in work:
         cid = ids.get(w.cause_id)
         if cid is None:
             cid = ids[w.cause_id] = json.dumps(w.cause_id)
         kind, payload = _encode_item(w.item, dlq_max_value_bytes)
-        entries.append(f"{w.target}{US}{w.cause_offset}{US}{w.round}{US}{w.idx}{US}{kind}{US}{cid}{US}{payload}")
-    return _pack(entries)
+        grp = group(w.target)
+        into = entries.get(grp)
+        if into is None:
+            into = entries[grp] = []
+        into.append(f"{w.target}{US}{w.cause_offset}{US}{w.round}{US}{w.idx}{US}{kind}{US}{cid}{US}{payload}")
+    return {grp: _pack(texts) for grp, texts in entries.items()}
 
 
 def pack_metrics(text: str) -> str:
