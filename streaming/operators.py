@@ -16,10 +16,12 @@ stage hands its `GroupState` to the storage strategy, `storage.py`).
 
 Both decode state, run the core, encode state and yield packed rows (`pipeline.py`);
 nothing else happens here. Each first sets the worker's collector thresholds
-(`collect_less`), and the sequencer keeps the directory it last wrote (`LastDirectory`):
-both pay off when Spark reuses its Python workers between micro-batches, and neither is
-needed for correctness: a fresh worker sets the thresholds again and reads the directory
-from the state store (tests/cluster runs every task in a fresh worker, on two executors).
+(`collect_less`) and runs the core with the cyclic collector paused (`paused`). The
+sequencer keeps the directory it last wrote (`LastDirectory`). The thresholds and the
+directory pay off when Spark reuses its Python workers between micro-batches, and neither
+is needed for correctness: a fresh worker sets the thresholds again and reads the
+directory from the state store (tests/cluster runs every task in a fresh worker, on two
+executors).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from state_machines.loop import DIRECT, Pending, RawEvent, Sequencer
 from state_machines.model import ControllerConfig
 
 from . import codec, controller_metrics
-from .collector import collect_less
+from .collector import collect_less, paused
 from .pipeline import pack_groups, pack_metrics, pack_outputs, read_feedback, unpack_work
 from .storage import PartitionStorage, fold_group
 
@@ -113,7 +115,8 @@ class SequencerProcessor(StatefulProcessor):
         pending = codec.loads(self.pending.get()[0], Pending) if self.pending.exists() else None
         buffered = [RawEvent(int(o), None if v is None else bytes(v), s) for o, v, s in self.buffer.get()] if self.buffer.exists() else []
         seq = Sequencer(directory, self.config, self.limits)
-        pending, rest = seq.run(pending, buffered, events, reports, summaries)
+        with paused():
+            pending, rest = seq.run(pending, buffered, events, reports, summaries)
         for k in sorted(seq.changed):
             rec = directory.get(k)
             if rec is None:
@@ -132,8 +135,9 @@ class SequencerProcessor(StatefulProcessor):
             self.buffer.put([(e.offset, e.value, e.source) for e in rest])
         else:
             self.buffer.clear()
-        groups = pack_groups(seq.work, self.storage.group, self.dlq_max_value_bytes)
-        packed = [(grp, text) for grp, texts in groups.items() for text in texts]
+        with paused():
+            groups = pack_groups(seq.work, self.storage.group, self.dlq_max_value_bytes)
+            packed = [(grp, text) for grp, texts in groups.items() for text in texts]
         # the controller's gauges as this batch leaves them, to the sink (controller_metrics)
         gauges = controller_metrics.controller_metrics(directory, pending, self.config)
         packed.append((DIRECT, pack_metrics(controller_metrics.encode(gauges))))
@@ -162,8 +166,10 @@ def _load_directory(entries: Iterator[tuple[tuple[str], tuple[str]]]) -> dict[st
 def partition_stage(config: ControllerConfig, storage: PartitionStorage):
     def apply(key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         collect_less()
-        work = unpack_work(text for pdf in pdfs for text in pdf["rows"].tolist())
-        out = fold_group(storage, key[0], state, work, config)
-        yield pd.DataFrame({"rows": pd.Series(pack_outputs(out), dtype=object)})
+        with paused():
+            work = unpack_work(text for pdf in pdfs for text in pdf["rows"].tolist())
+            out = fold_group(storage, key[0], state, work, config)
+            packed = pack_outputs(out)
+        yield pd.DataFrame({"rows": pd.Series(packed, dtype=object)})
 
     return apply
