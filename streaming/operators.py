@@ -3,11 +3,11 @@ stage hands its `GroupState` to the storage strategy, `storage.py`).
 
 - The **sequencer** (`SequencerProcessor`, `transformWithStateInPandas` under the single
   key `SEQUENCER_KEY`): Kafka's controller is one event thread. Its state is the
-  directory's records (MapState, one entry per record, plus a stamp naming the version
-  written last), the events it holds back while a topic deletion waits for reports
+  directory's records (MapState, in chunks of records, plus a stamp naming the version
+  written last: `directory_store.py`), the events it holds back while a topic deletion waits for reports
   (ListState) and that pending deletion (ValueState). Per batch it decodes them, runs the
-  core's `Sequencer` over the batch's events and deletion reports, writes back the records
-  that changed, and sends each partition's work to its group (`storage.py`), packed,
+  core's `Sequencer` over the batch's events and deletion reports, writes back the chunks
+  whose records changed, and sends each partition's work to its group (`storage.py`), packed,
   and Kafka's controller gauges to the sink through the direct group
   (`controller_metrics.py`): one row per batch that ran the sequencer.
 - The **partition stage** (`partition_stage`, `applyInPandasWithState` keyed by group):
@@ -38,7 +38,7 @@ from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.loop import DIRECT, Pending, RawEvent, Sequencer
 from state_machines.model import ControllerConfig
 
-from . import codec, controller_metrics
+from . import codec, controller_metrics, directory_store
 from .collector import collect_less, paused
 from .pipeline import pack_groups, pack_metrics, pack_outputs, read_feedback, unpack_work
 from .storage import PartitionStorage, fold_group
@@ -49,17 +49,12 @@ PARTITION_OUT = "rows string"
 SEQUENCER_KEY = "controller"
 
 
-# Directory records this Python worker has decoded, by key, with the text they came from.
-# A record whose stored text is unchanged is not decoded again. Records are immutable, so
-# sharing one between batches (or queries) is safe.
-_DECODED: dict[str, tuple[str, Any]] = {}
-
 class LastDirectory:
     """The directory as this Python worker last left it, and its stamp.
 
     Every micro-batch needs the whole directory, whose size grows with the cluster: reading
-    the map of 1,000 topics took 0.12 s, mostly the state client's per-entry transfer.
-    Each write of the directory also writes a fresh stamp under `DIRECTORY_STAMP_KEY`. A
+    and decoding it at 1,000,000 partitions took about 2 s.
+    Each write of the directory also writes a fresh stamp under `directory_store.STAMP_KEY`. A
     worker holding the directory under the stamp the state store holds now (Spark reuses
     Python workers between batches) takes a copy of its own instead of reading the map; a
     batch run again after a failure restores an older stamp, and reads the map."""
@@ -107,25 +102,24 @@ class SequencerProcessor(StatefulProcessor):
                 else:
                     feedback.extend(payload.split("\n"))  # file_source.FeedbackReader joins lines
         reports, summaries = read_feedback(feedback)
-        stamped = self.records.getValue((codec.DIRECTORY_STAMP_KEY,))
+        stamped = self.records.getValue((directory_store.STAMP_KEY,))
         stamp = stamped[0] if stamped else None
-        directory = _LAST_DIRECTORY.take(stamp)
+        directory, former = _LAST_DIRECTORY.take(stamp), []
         if directory is None:
-            directory = _load_directory(self.records.iterator())
+            directory, former = directory_store.load(self.records.iterator())
         pending = codec.loads(self.pending.get()[0], Pending) if self.pending.exists() else None
         buffered = [RawEvent(int(o), None if v is None else bytes(v), s) for o, v, s in self.buffer.get()] if self.buffer.exists() else []
         seq = Sequencer(directory, self.config, self.limits)
         with paused():
             pending, rest = seq.run(pending, buffered, events, reports, summaries)
-        for k in sorted(seq.changed):
-            rec = directory.get(k)
-            if rec is None:
-                self.records.removeKey((k,))
-            else:
-                self.records.updateValue((k,), (codec.dumps(rec),))
-        if seq.changed or stamp is None:
+        updates, removals = directory_store.writes(directory, seq.changed, former)
+        for k in removals:
+            self.records.removeKey((k,))
+        for k, text in updates:
+            self.records.updateValue((k,), (text,))
+        if updates or removals or stamp is None:
             stamp = uuid.uuid4().hex
-            self.records.updateValue((codec.DIRECTORY_STAMP_KEY,), (stamp,))
+            self.records.updateValue((directory_store.STAMP_KEY,), (stamp,))
         _LAST_DIRECTORY.leave(stamp, directory)
         if pending is None:
             self.pending.clear()
@@ -145,22 +139,6 @@ class SequencerProcessor(StatefulProcessor):
 
     def close(self) -> None:
         pass
-
-
-def _load_directory(entries: Iterator[tuple[tuple[str], tuple[str]]]) -> dict[str, Any]:
-    directory = {}
-    seen = set()
-    for (key,), (text,) in entries:
-        if key == codec.DIRECTORY_STAMP_KEY:
-            continue
-        seen.add(key)
-        cached = _DECODED.get(key)
-        if cached is None or cached[0] != text:
-            cached = _DECODED[key] = (text, codec.loads(text, codec.DirectoryRecord))
-        directory[key] = cached[1]
-    for key in _DECODED.keys() - seen:
-        del _DECODED[key]
-    return directory
 
 
 def partition_stage(config: ControllerConfig, storage: PartitionStorage):

@@ -11,7 +11,7 @@ from state_machines.loop import Pending, RawEvent
 from state_machines.model import ControllerConfig
 from state_machines.partition import PartitionRecord
 
-from . import codec
+from . import codec, directory_store
 from .controller_metrics import controller_metrics
 from .storage import stored_records
 
@@ -62,18 +62,15 @@ def _map_value(row: Any) -> str:
 
 def directory_records(spark: Any, checkpoint: str, batch_id: int | None = None,
                       meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The sequencer's directory MapState after micro-batch `batch_id` (default: the last
-    committed), one entry per map key: "controller", "broker-<id>", "topic-<name>".
+    """The sequencer's directory after micro-batch `batch_id` (default: the last committed),
+    by record key: "controller", "broker-<id>", "topic-<name>", from its MapState in either
+    layout (`directory_store.py`).
 
     The statestore reader returns a TWS MapState as (key = the grouping key, user_map_key,
     user_map_value); the map's own key is `user_map_key`."""
     df = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, meta, stateVarName="directory")
-    out = {}
-    for row in df.collect():
-        key = row["user_map_key"][0]
-        if key != codec.DIRECTORY_STAMP_KEY:
-            out[key] = codec.loads(_map_value(row), codec.DirectoryRecord)
-    return out
+    texts, _ = directory_store.stored_texts((row["user_map_key"][0], _map_value(row)) for row in df.collect())
+    return {key: codec.loads(text, codec.DirectoryRecord) for key, text in texts.items()}
 
 
 def sequencer_pending(spark: Any, checkpoint: str, batch_id: int | None = None,
