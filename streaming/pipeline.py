@@ -39,7 +39,7 @@ from .directory_codec import summary_of
 from .json_text import canonical_json, compact_json, json_str
 
 __all__ = [
-    "bucket_stage", "dead_letter", "direct_stage", "metadata_rows", "pack_groups", "pack_outputs", "pack_work",
+    "bucket_stage", "dead_letter", "direct_stage", "metadata_rows", "pack_groups", "pack_outputs",
     "partition_stage_rows", "read_feedback", "unpack_outputs", "unpack_work",
 ]
 
@@ -127,10 +127,6 @@ def _encode_item(item: Any, dlq_max_value_bytes: int) -> tuple[str, str]:
     if isinstance(item, UpdateMetadataSend):
         return "ums", json.dumps([item.site, item.recipients, item.unless_sites], separators=(",", ":"))
     return "out", codec.dumps(item)
-
-
-def pack_work(work: Sequence[Work], dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES) -> list[str]:
-    return pack_groups(work, lambda target: "", dlq_max_value_bytes).get("", [])
 
 
 def pack_groups(work: Sequence[Work], group: Callable[[str], str],
