@@ -39,12 +39,7 @@ from .versions import (
 
 __all__ = ["BUCKET_HEADER", "COMPACT_VERSION", "CONTRACT_VERSION", "MIGRATIONS", "SCHEMA_VERSION", "VERSIONS",
            "UnknownEncoding", "check_compact", "dumps", "loads", "bucket_entries", "bucket_entry_in",
-           "bucket_entry_out", "bucket_text", "DIRECTORY_STAMP_KEY", "DirectoryRecord"]
-
-# The sequencer's directory map holds, beside its records, a stamp naming its version
-# (streaming/operators.py), under a key no record has: records are "controller", "broker-<id>"
-# and "topic-<name>", and a topic name cannot hold "~".
-DIRECTORY_STAMP_KEY = "~stamp"
+           "bucket_entry_out", "bucket_text", "DirectoryRecord"]
 
 DirectoryRecord = Union[directory.ControllerRecord, directory.BrokerRecord, directory.TopicRecord]
 PartitionRecordType = partition.PartitionRecord

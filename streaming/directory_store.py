@@ -28,8 +28,9 @@ from state_machines.errors import InvariantViolation
 from . import codec
 
 CHUNKS = 64
+# keys no record has: a topic name cannot hold "~"
 CHUNK_PREFIX = "~chunk-"
-STAMP_KEY = codec.DIRECTORY_STAMP_KEY
+STAMP_KEY = "~stamp"
 
 # Records this Python worker has decoded or encoded, by key, with their text. A record
 # whose stored text is unchanged is not decoded again, and one the batch did not change is
@@ -90,6 +91,8 @@ def writes(directory: dict[str, Any], changed: Iterable[str], former: Iterable[s
     touched = {chunk_of(k) for k in changed}
     if former:
         touched |= {chunk_of(k) for k in directory}
+    if not touched:
+        return [], []
     members: dict[str, list[tuple[str, str]]] = {}
     for key, rec in directory.items():
         chunk = chunk_of(key)

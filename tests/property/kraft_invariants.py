@@ -328,10 +328,10 @@ class KraftInvariantChecker:
         # ISR and ELR (`maybePopulateTargetElr`); `tryElection` then makes the new leader the
         # ISR alone and takes it out of the ELR, and `maybeUpdateRecordElr` does not look at
         # the min ISR again, so the rest of the ELR stays though the ISR is back at min ISR
-        # (PartitionChangeBuilder, 3.9.0 and 4.0). The next change clears it.
+        # (Kafka's PartitionChangeBuilder). The next change clears it.
         prior = before["partitions"].get(key)
         elected_from_elr = (prior is not None and leader != prior["leader"] and isr == [leader]
-                            and leader in set(prior["eligible_leader_replicas"]) | set(prior["isr"]))
+                            and leader in prior["eligible_leader_replicas"])
         assert not elr or len(isr) < kafka_min_isr or elected_from_elr, (
             f"[elr-below-min-isr] {key}: ELR {elr} with ISR {isr} at min ISR {kafka_min_isr}{where}")
 

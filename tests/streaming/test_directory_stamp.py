@@ -9,7 +9,7 @@ import pytest
 
 from state_machines.directory import BrokerRecord
 from state_machines.model import BrokerFact
-from streaming import codec, state_reader
+from streaming import directory_store, state_reader
 from streaming.job import start
 from streaming.operators import LastDirectory
 from streaming.settings.schema import JobSettings
@@ -67,4 +67,4 @@ def test_a_batch_run_again_after_a_failure_starts_from_the_committed_directory(s
     run_to_end(spark, settings)
     assert_same_multiset(read_output(tmp_path / "out"), simulate_records(lines))
     directory = state_reader.directory_records(spark, settings.checkpoint)
-    assert codec.DIRECTORY_STAMP_KEY not in directory and "controller" in directory
+    assert directory_store.STAMP_KEY not in directory and "controller" in directory

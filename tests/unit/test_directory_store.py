@@ -60,6 +60,7 @@ def test_a_batch_rewrites_only_the_chunks_of_the_records_it_changed_and_drops_em
     key = next(k for k in directory if k.startswith("broker-"))
     changed = dict(directory)
     changed[key] = dataclasses.replace(directory[key], offline_dirs=(("t", 0),))
+    assert writes(changed, []) == ([], []), "a batch that changed nothing writes nothing"
     updates, removals = writes(changed, [key])
     assert [k for k, _ in updates] == [directory_store.chunk_of(key)] and removals == []
     apply(store, updates, removals)
