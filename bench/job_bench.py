@@ -34,7 +34,7 @@ from bench.record import RESULTS_DIR, commit, record  # noqa: E402
 from state_machines.engine import Engine  # noqa: E402
 from state_machines.events import parse_event  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402
-from streaming.collector import collect_less, settle  # noqa: E402
+from streaming.collector import collect_less, process_settled  # noqa: E402
 
 
 def _descendants() -> set[int]:
@@ -147,8 +147,7 @@ def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
         start = time.perf_counter()
         decisions = 0
         for env in envs:
-            decisions += len(engine.process(env))
-            settle()
+            decisions += len(process_settled(engine, env))
         rows.append({"step": name, "events": len(events), "decisions": decisions, "seconds": time.perf_counter() - start})
     return rows
 

@@ -27,3 +27,27 @@ def test_paused_stops_cyclic_collection_inside_and_restores_the_collector_as_it_
         assert not gc.isenabled(), "a collector that was off stays off"
     finally:
         gc.enable()
+
+
+def test_the_engine_runs_an_event_with_the_collector_paused_and_its_state_settled_after() -> None:
+    from state_machines.engine import Engine
+    from state_machines.events import parse_event
+    from streaming.collector import run_settled
+
+    seen: list[bool] = []
+
+    class Watched(Engine):
+        def process(self, envelope):  # type: ignore[no-untyped-def]
+            seen.append(gc.isenabled())
+            return super().process(envelope)
+
+    events = [parse_event({"v": 1, "type": "BrokerStartup", "broker_id": b}, b) for b in (1, 2)]
+    frozen = gc.get_freeze_count()
+    try:
+        records = list(run_settled(Watched(), events))
+        assert seen == [False, False], "the core runs each event with the cyclic collector off"
+        assert gc.isenabled(), "and the collector is on again after it"
+        assert gc.get_freeze_count() > frozen, "what the events left is settled (frozen)"
+        assert records == list(Engine().run(events))
+    finally:
+        gc.unfreeze()
