@@ -59,8 +59,10 @@ def failover(run: Run) -> None:
     # (LeaderAndIsr to each) and Ineligible -> Offline.
     # (site 0: the directory's UpdateMetadata to every broker, before the state machines)
     run.rec = run.rec.reset_for_failover(rsm.startup(run.rec, run.facts))
-    run.replicas([r for r in replicas if run.facts.is_online(r)], R.OnlineReplica, site=1)
-    run.replicas([r for r in replicas if not run.facts.is_online(r)], R.OfflineReplica, site=2)
+    is_online = run.facts.is_online  # the machine calls change no liveness
+    online = [r for r in replicas if is_online(r)]
+    run.replicas(online, R.OnlineReplica, site=1)
+    run.replicas([r for r in replicas if r not in online], R.OfflineReplica, site=2)
     # PartitionStateMachine.startup: initializePartitionState, then the online trigger
     run.rec = psm.startup(run.rec, run.facts)
     trigger_online(run, site=3)

@@ -100,11 +100,13 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
         if result.outputs:
             cause_id = cmd.cause_id
             for o in result.outputs:
-                if isinstance(o, StillLeads):
-                    replies.still.append((cause, o))
-                elif isinstance(o, UpdateMetadataShare):
+                # the internal outputs are final classes: told apart by identity
+                kind = type(o)
+                if kind is UpdateMetadataShare:
                     replies.metadata.append(Piece(cause, cause_id, w.round, o))
-                elif isinstance(o, ObservationOutcome):
+                elif kind is StillLeads:
+                    replies.still.append((cause, o))
+                elif kind is ObservationOutcome:
                     replies.outcomes.append(o.outcome)
                 else:
                     decision(cause, o.key(), seq_next, o, cause_id)

@@ -117,9 +117,13 @@ class Facts:
         self.brokers = brokers
         self.offline_dirs = offline_dirs
 
+    # The predicates read `BrokerFact.live` written out: they run several times for every
+    # partition a fan-out reaches, and a property is a Python call.
+
     def is_live_broker(self, broker: int) -> bool:
         """`controllerContext.liveBrokerIds.contains` (a shutting-down broker is not live)."""
-        return self.brokers.get(broker, UNKNOWN_BROKER).live
+        fact = self.brokers.get(broker, UNKNOWN_BROKER)
+        return fact.registered and not fact.shutting_down
 
     def is_registered(self, broker: int) -> bool:
         """`controllerContext.liveOrShuttingDownBrokerIds.contains`."""
@@ -127,7 +131,8 @@ class Facts:
 
     def is_online(self, broker: int) -> bool:
         """`controllerContext.isReplicaOnline(broker, partition)`."""
-        return self.brokers.get(broker, UNKNOWN_BROKER).live and broker not in self.offline_dirs
+        fact = self.brokers.get(broker, UNKNOWN_BROKER)
+        return fact.registered and not fact.shutting_down and broker not in self.offline_dirs
 
     def is_online_or_shutting_down(self, broker: int) -> bool:
         """`isReplicaOnline(broker, partition, includeShuttingDownBrokers = true)`."""

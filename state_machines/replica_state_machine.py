@@ -211,5 +211,7 @@ _TRANSITIONS = {
 def startup(rec: PartitionRecord, facts: Facts) -> tuple[tuple[int, ReplicaState], ...]:
     """`initializeReplicaState`: online replicas start Online, the others
     ReplicaDeletionIneligible, recorded directly (no transition, no record)."""
-    states = {r: R.OnlineReplica if facts.is_online(r) else R.ReplicaDeletionIneligible for r in rec.assignment.replicas}
-    return tuple([_pair(b, s) for b, s in sorted(states.items())])
+    is_online = facts.is_online
+    states = {r: R.OnlineReplica if is_online(r) else R.ReplicaDeletionIneligible for r in rec.assignment.replicas}
+    pairs = _PAIRS
+    return tuple([pairs[s].get(b) or _pair(b, s) for b, s in sorted(states.items())])

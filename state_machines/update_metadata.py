@@ -50,7 +50,8 @@ def partition_state(rec: PartitionRecord, facts: Facts) -> MetadataState | None:
         return None
     replicas = rec.assignment.replicas
     # replicas.filter(!isReplicaOnline(_, partition)): shutting-down brokers count as offline
-    offline = tuple(r for r in replicas if not facts.is_online(r))
+    is_online = facts.is_online
+    offline = tuple([r for r in replicas if not is_online(r)])
     if facts.queued:
         return (rec.topic, rec.partition, la.controller_epoch, _LEADER_DURING_DELETE, 0, la.isr, 0, replicas, offline)
     return (rec.topic, rec.partition, la.controller_epoch, la.leader, la.leader_epoch, la.isr, la.partition_epoch,
