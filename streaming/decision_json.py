@@ -2,8 +2,10 @@
 `json.dumps(outputs.to_contract(...))` with compact separators, which
 tests/unit/test_codec.py holds every record of generated logs to.
 
-The five records a fan-out produces by the ten thousand are written from templates; the
-others go through the compact encoder, which writes tuples as arrays, so no lists are built.
+The seven records a fan-out produces by the ten thousand are written from templates (a
+preferred election of everything answers every partition with an ElectionResult, and
+a StateChangeFailed where the preferred replica already leads); the others go through the
+compact encoder, which writes tuples as arrays, so no lists are built.
 The contract's version is the codec's (`versions.VERSIONS`).
 """
 
@@ -47,6 +49,20 @@ def _partition_change_json(r: outputs.PartitionStateChangeRecord, cause_offset: 
     return f'{_head(r, cause_offset, cause_id, seq)}"from_state":{json_str(r.from_state)},"to_state":{json_str(r.to_state)}}}'
 
 
+def _failed_json(r: outputs.StateChangeFailedRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return (f'{_head(r, cause_offset, cause_id, seq)}"broker_id":{_int_opt(r.broker_id)},'
+            f'"target_state":{json_str(r.target_state)},"reason":{json_str(r.reason)}}}')
+
+
+def _election_json(r: outputs.ElectionResultRecord, cause_offset: int, cause_id: str | None, seq: int) -> str:
+    return (f'{_head(r, cause_offset, cause_id, seq)}"election_type":{json_str(r.election_type)},'
+            f'"error":{json_opt(r.error)},"leader":{_int_opt(r.leader)}}}')
+
+
+def _int_opt(value: int | None) -> str:
+    return "null" if value is None else str(value)
+
+
 def metadata_state_json(s: outputs.MetadataState) -> str:
     """One UpdateMetadataPartitionState of an UpdateMetadata record, as the contract writes it."""
     t, p, ce, leader, le, isr, zk, replicas, offline = s
@@ -75,6 +91,8 @@ _TEMPLATES: dict[type, Any] = {
     outputs.StopReplicaRecord: _stop_json,
     outputs.ReplicaStateChangeRecord: _replica_change_json,
     outputs.PartitionStateChangeRecord: _partition_change_json,
+    outputs.StateChangeFailedRecord: _failed_json,
+    outputs.ElectionResultRecord: _election_json,
 }
 
 

@@ -11,7 +11,9 @@ import state_machines.engine as engine_module
 from state_machines.commands import Command, DeletionReport
 from state_machines.directory import Continuation
 from state_machines.events import parse_event
-from state_machines.outputs import ObservationOutcome, StillLeads, UpdateMetadataShare, to_contract
+from state_machines.outputs import (
+    ElectionResultRecord, ObservationOutcome, StateChangeFailedRecord, StillLeads, UpdateMetadataShare, to_contract,
+)
 from state_machines import partition as partition_module
 from state_machines.partition import PartitionRecord
 from streaming import codec
@@ -196,3 +198,16 @@ def test_a_topic_record_written_directly_is_the_encoders_bytes() -> None:
     assert codec.loads(codec.dumps(rec), codec.DirectoryRecord) == rec
     bare = TopicRecord(((0, (1,)),))
     assert codec.dumps(bare) == json.dumps(directory_out(bare), separators=(",", ":"))
+
+
+@pytest.mark.parametrize("record", [
+    StateChangeFailedRecord("t", 0, None, "OnlinePartition", "failed to elect leader under strategy preferred"),
+    StateChangeFailedRecord("t\u00e9\"x", 12, 3, "OfflineReplica", 'reason with "quotes", \\ and \u2603'),
+    ElectionResultRecord("t", 1, "preferred", None, 2),
+    ElectionResultRecord("t", 1, "unclean", "ELECTION_NOT_NEEDED", None),
+    ElectionResultRecord("t", 1, "preferred", "PREFERRED_LEADER_NOT_AVAILABLE", -1),
+])
+def test_the_templated_records_are_the_contract_bytes_for_every_optional_field(record) -> None:  # type: ignore[no-untyped-def]
+    for cause_id in (None, "req-\"1\""):
+        expected = json.dumps(to_contract(record, 42, cause_id, 3), separators=(",", ":"))
+        assert decision_json(record, 42, cause_id, 3) == expected
