@@ -1,9 +1,11 @@
 """The in-process engine's scenario steps, timed in one process, for comparing two trees
-(not a test). `job_bench.py --modes engine` times the same steps with the collector as it
-falls; here each step starts from a collected heap, and `--no-gc` turns the cyclic
-collector off inside the step, so the figure is the core's own work. More than half of an
-engine step at 100,000 partitions can be the collector's, and where its full collections
-land moves from step to step between two trees that allocate differently.
+(not a test). `job_bench.py --modes engine` times the same steps under `simulate`'s
+collector policy (`streaming/collector.process_settled`: no cyclic collection inside an
+event, the state frozen after it); here each step starts from a collected heap, and
+`--no-gc` turns the cyclic collector off inside the step, so the figure is the core's own
+work. Without it more than half of an engine step at 100,000 partitions can be the
+collector's, and where its full collections land moves from step to step between two
+trees that allocate differently.
 
     .venv/bin/python bench/engine_steps.py --root /path/to/other/tree --no-gc --json out.json
 
