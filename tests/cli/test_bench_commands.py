@@ -72,3 +72,29 @@ def test_chart_refuses_missing_empty_and_malformed_results_in_one_line(tmp_path:
     assert_one_line_usage_error(bench("chart.py", str(tmp_path)), "bad.json: not a benchmark record")
     (tmp_path / "bad.json").write_text('{"args": {}}')
     assert_one_line_usage_error(bench("chart.py", str(tmp_path)), "bad.json: not a benchmark record")
+
+
+def test_job_stages_times_the_jobs_python_work_of_one_step_piece_by_piece() -> None:
+    done = bench("job_stages.py", "--step", "controlled shutdown", "--partitions", "300", "--brokers", "5",
+                 "--profile", "--top", "3")
+    assert done.returncode == 0, done.stderr
+    head, *rest = done.stdout.splitlines()
+    # the step's event, then the partitions' summaries: two micro-batches, as the job runs it
+    assert head.startswith("broker 3 controlled shutdown (leads 60): 1 events, 2 micro-batches, ")
+    assert "of the job's Python work (300 partitions, 5 brokers, 64 buckets)" in head
+    pieces = [line.rsplit(None, 2) for line in rest[:6]]  # "  partition stage     0.03 s"
+    assert [name.strip() for name, _, _ in pieces] == [
+        "sequencer", "pack work", "unpack work", "partition stage", "pack outputs", "assemble"]
+    assert all(float(seconds) >= 0 and unit == "s" for _, seconds, unit in pieces)
+    assert "Ordered by: internal time" in done.stdout
+
+
+@pytest.mark.parametrize("argv, words", [
+    ([], ["the following arguments are required: --step"]),
+    (["--step", "nosuch", "--partitions", "300", "--brokers", "5"], ["no step matches 'nosuch'", "broker 1 fails"]),
+    (["--step", "fails", "--brokers", "2"], ["--brokers 2"]),
+    (["--step", "fails", "--buckets", "-1"], ["--buckets -1"]),
+    (["--step", "fails", "--partitions", "many"], ["--partitions", "invalid int value"]),
+])
+def test_job_stages_refuses_a_wrong_flag_in_one_line(argv: list[str], words: list[str]) -> None:
+    assert_one_line_usage_error(bench("job_stages.py", *argv), "job_stages.py:", *words)
