@@ -20,7 +20,11 @@ import re
 import statistics
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.usage import Parser  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "bench" / "results"
@@ -31,12 +35,6 @@ Series = dict[tuple[str, str], dict[int, list[float]]]
 
 class ChartError(Exception):
     pass
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: {message}", file=sys.stderr)
-        sys.exit(2)
 
 
 def _step(name: str, partitions: int) -> str:

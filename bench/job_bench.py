@@ -25,12 +25,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.engine_bench import cluster_log  # noqa: E402
 from bench.record import RESULTS_DIR, commit, record  # noqa: E402
+from bench.usage import Parser  # noqa: E402
 from state_machines.engine import Engine  # noqa: E402
 from state_machines.events import parse_event  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402
@@ -254,14 +255,6 @@ def _median_rows(mode_runs: list[list[dict]]) -> list[dict]:
 
 
 MODES = ("engine", "file", "kafka")
-
-
-class Parser(argparse.ArgumentParser):
-    """A usage mistake is one line on stderr and exit 2, not the usage text."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: {message}", file=sys.stderr)
-        sys.exit(2)
 
 
 def main() -> int:

@@ -27,11 +27,11 @@ import pstats
 import sys
 import time
 from pathlib import Path
-from typing import NoReturn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.engine_bench import cluster_log  # noqa: E402
+from bench.usage import Parser  # noqa: E402
 from state_machines.loop import RawEvent, Sequencer  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402
 from streaming.assemble import assemble_batch  # noqa: E402
@@ -41,18 +41,6 @@ from streaming.pipeline import pack_groups, pack_outputs, read_feedback, unpack_
 from streaming.storage import fold_group, partition_storage  # noqa: E402
 
 PIECES = ("sequencer", "pack work", "unpack work", "partition stage", "pack outputs", "assemble")
-
-
-class _Usage(Exception):
-    pass
-
-
-class Parser(argparse.ArgumentParser):
-    """A usage mistake is one line on stderr and exit 2, not the usage text."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"{self.prog}: {message}", file=sys.stderr)
-        sys.exit(2)
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -65,22 +53,18 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--top", type=int, default=12)
     args = ap.parse_args(argv)
     if args.partitions < 1:
-        raise _Usage(f"--partitions {args.partitions}: at least 1")
+        ap.error(f"--partitions {args.partitions}: at least 1")
     if args.brokers < 3:
-        raise _Usage(f"--brokers {args.brokers}: at least 3 (replication factor 3)")
+        ap.error(f"--brokers {args.brokers}: at least 3 (replication factor 3)")
     if args.buckets < 0:
-        raise _Usage(f"--buckets {args.buckets}: 0 or more")
+        ap.error(f"--buckets {args.buckets}: 0 or more")
     if args.top < 1:
-        raise _Usage(f"--top {args.top}: at least 1")
+        ap.error(f"--top {args.top}: at least 1")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = _args(argv)
-    except _Usage as exc:
-        print(f"job_stages.py: {exc}", file=sys.stderr)
-        return 2
+    args = _args(argv)
     phases = cluster_log(args.brokers, args.partitions, 3, 100, full=True)
     names = [n for n in phases if args.step in n and not n.endswith("(empty)")]
     if not names:

@@ -102,11 +102,10 @@ class RequestBatch:
         """Each request, in order, by its kind's rule (the transitions' requests). The kinds
         are final classes: told apart by identity, the most frequent first."""
         for request in requests:
-            kind = type(request)
-            if kind is LeaderAndIsrRequest:
-                self.add_leader_and_isr(request.brokers, request.state, request.is_new)  # type: ignore[union-attr]
-            elif kind is StopReplicaRequest:
-                self.add_stop_replica(request.broker, request.delete_partition, request.leader_epoch)  # type: ignore[union-attr]
+            if type(request) is LeaderAndIsrRequest:
+                self.add_leader_and_isr(request.brokers, request.state, request.is_new)
+            elif type(request) is StopReplicaRequest:
+                self.add_stop_replica(request.broker, request.delete_partition, request.leader_epoch)
             else:
                 self.update_metadata = True
 
