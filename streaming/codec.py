@@ -22,8 +22,11 @@ map/array state fields because those crash the Python worker in 4.3.0 (spark-not
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any, Union
+
+import pyarrow
 
 from state_machines import commands, directory, model, outputs, partition
 from state_machines.states import LeaderRecoveryState, PartitionState, ReplicaState
@@ -34,7 +37,7 @@ from .tagged import TAGGED, from_jsonable, to_jsonable
 from .directory_codec import DIRECTORY_TYPES as _DIRECTORY_TYPES, directory_in as _directory_in, topic_text as _topic_text
 from .directory_codec import directory_out as _directory_out
 from .versions import (
-    BUCKET_HEADER, COMPACT_VERSION, CONTRACT_VERSION, MIGRATIONS, SCHEMA_VERSION, VERSIONS, UnknownEncoding, check_compact,
+    BUCKET_HEADER, BUCKET_HEADER_V1, COMPACT_VERSION, CONTRACT_VERSION, MIGRATIONS, SCHEMA_VERSION, VERSIONS, UnknownEncoding, check_compact,
 )
 
 __all__ = ["BUCKET_HEADER", "COMPACT_VERSION", "CONTRACT_VERSION", "MIGRATIONS", "SCHEMA_VERSION", "VERSIONS",
@@ -288,9 +291,19 @@ def loads(text: str, hint: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------
 # Scale mode's state of one bucket: one line per partition, `gkey \t seq_cause \t seq_next
-# \t record`, under a header naming the layout. A batch decodes only the lines of the
-# partitions it touches; the others are carried as text. (Topic names cannot hold a tab
-# or newline, and the compact JSON of a record holds neither unescaped.)
+# \t record`, in key order. A batch decodes only the lines of the partitions it touches;
+# the others are carried as text. (Topic names cannot hold a tab or newline, and the
+# compact JSON of a record holds neither unescaped.)
+#
+# Spark moves a bucket's whole state on every batch that touches it: out of RocksDB,
+# pickled to the Python worker, and back into RocksDB and its changelog. The lines are
+# therefore stored compressed (layout 2): `bucket-v2 \n <length of the lines in bytes> \n
+# <base64 of their zstd frame>`. The lines are very alike (the same topic names, states and
+# brokers again and again), so this is a tenth of the text or less, and zstd at level 1
+# costs about a millisecond per megabyte either way. The state schema stays one string, so
+# a checkpoint of layout 1 (the lines under a `bucket-v1` header) is read as it was.
+
+_ZSTD = pyarrow.Codec("zstd", compression_level=1)
 
 
 def bucket_entries(text: str | None) -> dict[str, str]:
@@ -298,8 +311,14 @@ def bucket_entries(text: str | None) -> dict[str, str]:
     if not text:
         return {}
     header, _, body = text.partition("\n")
-    if header != BUCKET_HEADER:
-        raise UnknownEncoding(f"bucket state in layout {header[:20]!r}; this build reads {BUCKET_HEADER!r}")
+    if header == BUCKET_HEADER:
+        size, _, packed = body.partition("\n")
+        body = _ZSTD.decompress(base64.b64decode(packed), decompressed_size=int(size), asbytes=True).decode() if int(size) else ""
+    elif header != BUCKET_HEADER_V1:
+        raise UnknownEncoding(f"bucket state in layout {header[:20]!r}; this build reads {BUCKET_HEADER!r} "
+                              f"and {BUCKET_HEADER_V1!r}")
+    if not body:  # a bucket whose partitions were all deleted
+        return {}
     out = {}
     for line in body.split("\n"):
         gkey, _, rest = line.partition("\t")
@@ -317,5 +336,8 @@ def bucket_entry_out(record: Any, seq_cause: int, seq_next: int) -> str:
 
 
 def bucket_text(entries: dict[str, str]) -> str:
-    """A bucket's state, lines in key order (same state, same bytes)."""
-    return "\n".join([BUCKET_HEADER, *(f"{k}\t{entries[k]}" for k in sorted(entries))])
+    """A bucket's state: its lines in key order, compressed (the same state is the same
+    bytes, for one build of zstd)."""
+    lines = "\n".join([f"{k}\t{entries[k]}" for k in sorted(entries)]).encode()
+    packed = base64.b64encode(_ZSTD.compress(lines, asbytes=True)).decode("ascii")
+    return f"{BUCKET_HEADER}\n{len(lines)}\n{packed}"

@@ -13,13 +13,14 @@ from state_machines.errors import ShadowControllerError
 VERSIONS = {
     "state": 1,  # the generic document's "v"
     "compact": 1,  # the first element of a compact array
-    "bucket": 1,  # in a bucket's header line
+    "bucket": 2,  # in a bucket's header line (1: the lines as text; 2: compressed, `codec.bucket_text`)
     "contract": 1,  # a decision record's "v" (docs/contract.md; as outputs.to_contract writes it)
 }
 SCHEMA_VERSION = VERSIONS["state"]
 COMPACT_VERSION = VERSIONS["compact"]
 CONTRACT_VERSION = VERSIONS["contract"]
 BUCKET_HEADER = f"bucket-v{VERSIONS['bucket']}"
+BUCKET_HEADER_V1 = "bucket-v1"
 # version -> function(document) -> document of version + 1
 MIGRATIONS: dict[int, Any] = {}
 

@@ -79,15 +79,24 @@ def test_a_bucket_keeps_its_partitions_as_lines_and_decodes_only_what_is_asked()
         engine.process(parse_event(json.loads(line), i))
     entries = {f"{r.topic}-{r.partition}": codec.bucket_entry_out(r, 5, 2) for r in engine.partitions.values()}
     text = codec.bucket_text(entries)
-    assert text.splitlines()[0] == codec.BUCKET_HEADER
+    assert text.splitlines()[0] == codec.BUCKET_HEADER == "bucket-v2"
     assert codec.bucket_entries(text) == entries
     assert codec.bucket_text(dict(reversed(entries.items()))) == text  # same state, same bytes
     for key, entry in codec.bucket_entries(text).items():
         record, seq_cause, seq_next = codec.bucket_entry_in(entry)
         assert (f"{record.topic}-{record.partition}", seq_cause, seq_next) == (key, 5, 2)
+    # stored compressed: the lines' own text is not in the state
+    lines = "\n".join(f"{k}\t{entries[k]}" for k in sorted(entries))
+    assert len(text) < len(lines) / 2 and entries["orders-0"] not in text
+    # a checkpoint of layout 1 (the lines as text) is read as it was written
+    assert codec.bucket_entries("bucket-v1\n" + lines) == entries
     assert codec.bucket_entries(None) == {} and codec.bucket_entries("") == {}
+    # a bucket whose partitions were all deleted holds none, in either layout
+    assert codec.bucket_entries(codec.bucket_text({})) == {} and codec.bucket_entries("bucket-v1") == {}
     with pytest.raises(ValueError, match="layout"):
         codec.bucket_entries('{"orders-0": []}')
+    with pytest.raises(ValueError, match="layout 'bucket-v3'"):
+        codec.bucket_entries("bucket-v3\n12\nAAAA")
 
 
 def test_documents_carry_their_version_and_a_newer_one_is_refused() -> None:
