@@ -42,7 +42,7 @@ from .versions import (
 
 __all__ = ["BUCKET_HEADER", "COMPACT_VERSION", "CONTRACT_VERSION", "MIGRATIONS", "SCHEMA_VERSION", "VERSIONS",
            "UnknownEncoding", "check_compact", "dumps", "loads", "bucket_entries", "bucket_entry_in",
-           "bucket_entry_out", "bucket_text", "DirectoryRecord"]
+           "bucket_entry_out", "bucket_entry_seq", "bucket_text", "DirectoryRecord"]
 
 DirectoryRecord = Union[directory.ControllerRecord, directory.BrokerRecord, directory.TopicRecord]
 PartitionRecordType = partition.PartitionRecord
@@ -333,6 +333,11 @@ def bucket_entry_in(entry: str) -> tuple[Any, int, int]:
 
 def bucket_entry_out(record: Any, seq_cause: int, seq_next: int) -> str:
     return f"{seq_cause}\t{seq_next}\t{dumps(record)}"
+
+
+def bucket_entry_seq(entry: str, seq_cause: int, seq_next: int) -> str:
+    """`entry` with other sequence numbers, its record's text as it was."""
+    return f"{seq_cause}\t{seq_next}\t{entry.split(chr(9), 2)[2]}"
 
 
 def bucket_text(entries: dict[str, str]) -> str:

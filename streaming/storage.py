@@ -59,16 +59,19 @@ class PerPartition:
         return target
 
     def fold(self, state: GroupStateLike, work: list[Work], config: ControllerConfig) -> list[OutputRow]:
-        slot = PartitionSlot(None)
+        slot = before = PartitionSlot(None)
+        text = ""
         if state.exists:
-            record, seq_cause, seq_next = state.get
-            slot = PartitionSlot(codec.loads(record, codec.PartitionRecordType), int(seq_cause), int(seq_next))
+            text, seq_cause, seq_next = state.get
+            slot = before = PartitionSlot(codec.loads(text, codec.PartitionRecordType), int(seq_cause), int(seq_next))
         slot, out = partition_stage_rows(slot, work, config)
         if slot.record is None:
             if state.exists:
                 state.remove()
         else:
-            state.update((codec.dumps(slot.record), slot.seq_cause, slot.seq_next))
+            # a record the batch left as it was (the same object: records are immutable)
+            # keeps its text rather than being encoded again
+            state.update((text if slot.record is before.record else codec.dumps(slot.record), slot.seq_cause, slot.seq_next))
         return out
 
     @staticmethod
@@ -95,11 +98,17 @@ class Buckets:
         entries = codec.bucket_entries(state.get[0] if state.exists else None)
         touched = {w.target for w in work}
         slots = {k: PartitionSlot(*codec.bucket_entry_in(entries[k])) for k in touched if k in entries}
+        before = {k: sl.record for k, sl in slots.items()}
         out = bucket_stage(slots, work, config)
         for k in touched:
             if k in slots:
                 sl = slots[k]
-                entries[k] = codec.bucket_entry_out(sl.record, sl.seq_cause, sl.seq_next)
+                if sl.record is before.get(k):
+                    # the batch left the record as it was (the same object: records are
+                    # immutable): its text is kept, only the sequence numbers are written
+                    entries[k] = codec.bucket_entry_seq(entries[k], sl.seq_cause, sl.seq_next)
+                else:
+                    entries[k] = codec.bucket_entry_out(sl.record, sl.seq_cause, sl.seq_next)
             else:
                 entries.pop(k, None)
         state.update((codec.bucket_text(entries),))
