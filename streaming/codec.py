@@ -42,7 +42,7 @@ from .versions import (
 
 __all__ = ["BUCKET_HEADER", "COMPACT_VERSION", "CONTRACT_VERSION", "MIGRATIONS", "SCHEMA_VERSION", "VERSIONS",
            "UnknownEncoding", "check_compact", "dumps", "loads", "bucket_entries", "bucket_entry_in",
-           "bucket_entry_out", "bucket_entry_seq", "bucket_text", "DirectoryRecord"]
+           "bucket_entry_out", "bucket_entry_seq", "bucket_text", "compressed", "decompressed", "DirectoryRecord"]
 
 DirectoryRecord = Union[directory.ControllerRecord, directory.BrokerRecord, directory.TopicRecord]
 PartitionRecordType = partition.PartitionRecord
@@ -306,14 +306,27 @@ def loads(text: str, hint: Any) -> Any:
 _ZSTD = pyarrow.Codec("zstd", compression_level=1)
 
 
+def compressed(text: str) -> str:
+    """`text` as `<its length in UTF-8 bytes> \\n <base64 of its zstd frame>` (`decompressed`
+    reads it); the directory's chunks are kept the same way (`directory_store`)."""
+    raw = text.encode()
+    return f"{len(raw)}\n{base64.b64encode(_ZSTD.compress(raw, asbytes=True)).decode('ascii')}"
+
+
+def decompressed(packed: str) -> str:
+    size, _, data = packed.partition("\n")
+    if not int(size):
+        return ""
+    return _ZSTD.decompress(base64.b64decode(data), decompressed_size=int(size), asbytes=True).decode()
+
+
 def bucket_entries(text: str | None) -> dict[str, str]:
     """{gkey: encoded line tail} of a bucket's state."""
     if not text:
         return {}
     header, _, body = text.partition("\n")
     if header == BUCKET_HEADER:
-        size, _, packed = body.partition("\n")
-        body = _ZSTD.decompress(base64.b64decode(packed), decompressed_size=int(size), asbytes=True).decode() if int(size) else ""
+        body = decompressed(body)
     elif header != BUCKET_HEADER_V1:
         raise UnknownEncoding(f"bucket state in layout {header[:20]!r}; this build reads {BUCKET_HEADER!r} "
                               f"and {BUCKET_HEADER_V1!r}")
@@ -343,6 +356,5 @@ def bucket_entry_seq(entry: str, seq_cause: int, seq_next: int) -> str:
 def bucket_text(entries: dict[str, str]) -> str:
     """A bucket's state: its lines in key order, compressed (the same state is the same
     bytes, for one build of zstd)."""
-    lines = "\n".join([f"{k}\t{entries[k]}" for k in sorted(entries)]).encode()
-    packed = base64.b64encode(_ZSTD.compress(lines, asbytes=True)).decode("ascii")
-    return f"{BUCKET_HEADER}\n{len(lines)}\n{packed}"
+    lines = "\n".join([f"{k}\t{entries[k]}" for k in sorted(entries)])
+    return f"{BUCKET_HEADER}\n{compressed(lines)}"

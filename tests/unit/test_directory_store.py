@@ -49,7 +49,10 @@ def test_a_directory_written_in_chunks_reads_back_whole_in_a_fresh_worker(seed: 
     assert loaded == directory and former == []
     # every line is the record's own text
     for key, rec in directory.items():
-        assert f"{key}\t{codec.dumps(rec)}" in store[directory_store.chunk_of(key)].split("\n")
+        assert f"{key}\t{codec.dumps(rec)}" in directory_store.chunk_lines(store[directory_store.chunk_of(key)])
+    # stored compressed: no record's text is in the store as such
+    assert all(store[k].startswith(directory_store.COMPRESSED) for k in store if k != STAMP_KEY)
+    assert not any(codec.dumps(rec) in value for rec in directory.values() for value in store.values())
 
 
 def test_a_batch_rewrites_only_the_chunks_of_the_records_it_changed_and_drops_emptied_ones(monkeypatch) -> None:
@@ -101,3 +104,13 @@ def test_a_worker_decodes_a_changed_text_again() -> None:
 def test_a_key_that_cannot_be_a_line_is_refused() -> None:
     with pytest.raises(InvariantViolation):
         directory_store.chunk_text([("topic-a\tb", "[]")])
+
+
+def test_chunks_of_lines_as_text_the_layout_before_compression_are_read(monkeypatch) -> None:
+    directory = a_directory(0)
+    store = {STAMP_KEY: "s1"}
+    apply(store, *writes(directory, directory))
+    plain = {k: v if k == STAMP_KEY else "\n".join(directory_store.chunk_lines(v)) for k, v in store.items()}
+    assert not any(v.startswith(directory_store.COMPRESSED) for v in plain.values())
+    fresh_worker(monkeypatch)
+    assert load(entries(plain)) == (directory, [])
