@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.engine_bench import cluster_log  # noqa: E402
 from bench.record import RESULTS_DIR, commit, record  # noqa: E402
-from bench.usage import Parser  # noqa: E402
+from tools.cli import Parser  # noqa: E402
 from state_machines.engine import Engine  # noqa: E402
 from state_machines.events import parse_event  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402

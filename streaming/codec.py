@@ -316,10 +316,9 @@ def compressed(text: str) -> str:
 
 
 def decompressed(packed: str) -> str:
-    size, _, data = packed.partition("\n")
-    if not int(size):
-        return ""
-    return _ZSTD.decompress(base64.b64decode(data), decompressed_size=int(size), asbytes=True).decode()
+    head, _, data = packed.partition("\n")
+    size = int(head)
+    return _ZSTD.decompress(base64.b64decode(data), decompressed_size=size, asbytes=True).decode() if size else ""
 
 
 def bucket_entries(text: str | None) -> dict[str, str]:
