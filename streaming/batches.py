@@ -71,44 +71,66 @@ def _order(d: dict[str, Any]) -> tuple[int, str, int]:
     return (d["cause_offset"], contract_key(d), d["seq"])
 
 
+class Batches:
+    """The job's state between micro-batches, kept in memory: the directory, each group's
+    state, and what the sequencer holds. `run` goes on from where the last call stopped, so
+    a test can look at a group's state between two runs (`states`, keyed by `storage.group`)."""
+
+    def __init__(self, config: ControllerConfig = ControllerConfig(), buckets: int = 0) -> None:
+        self.config = config
+        self.storage = partition_storage(buckets, shuffle_partitions=1)
+        self.directory: dict[str, Any] = {}
+        self.states: dict[str, MemoryState] = {}
+        self.pending: Pending | None = None
+        self.buffer: list[RawEvent] = []
+        self.offset = 0
+        self.batches = 0
+
+    def run(self, lines: Sequence[bytes], batch_size: int, parts_base: str | None = None,
+            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """`lines` in micro-batches of `batch_size` events, then the batches their feedback
+        leads to: (decisions, dlq records). With `parts_base`, the sink is file output's:
+        three tasks write the decision runs to parts there (`decision_parts.py`) and the
+        batch's file is merged from them."""
+        feedback: list[str] = []
+        decisions: list[dict[str, Any]] = []
+        dlq: list[dict[str, Any]] = []
+        position = 0
+        while True:
+            chunk = [RawEvent(self.offset + i, lines[i], f"line:{self.offset + i}")
+                     for i in range(position, min(position + batch_size, len(lines)))]
+            position += len(chunk)
+            if not chunk and not feedback:
+                if self.pending is not None or self.buffer:
+                    raise InvariantViolation("the sequencer waits for deletion reports that no command will send")
+                break
+            seq = Sequencer(self.directory, self.config)
+            self.pending, self.buffer = seq.run(self.pending, self.buffer, chunk, *read_feedback(feedback))
+            packed: list[str] = []
+            for grp, texts in pack_groups(seq.work, self.storage.group).items():
+                work = unpack_work(texts)  # as they cross Spark
+                state = self.states.setdefault(grp, MemoryState())
+                packed.extend(pack_outputs(fold_group(self.storage, grp, state, work, self.config)))
+            if parts_base is None:
+                batch = assemble_batch(unpack_outputs(packed))
+                decisions.extend(json.loads(payload) for _, payload in batch.decisions)
+                dlq.extend(batch.assembled.dlq)
+                feedback = batch.assembled.reports
+            else:
+                feedback = []
+                decisions.extend(_through_parts(packed, parts_base, self.batches, dlq, feedback))
+            self.batches += 1
+        self.offset += len(lines)
+        decisions.sort(key=_order)
+        return decisions, dlq
+
+
 def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfig = ControllerConfig(),
                 buckets: int = 0, parts_base: str | None = None,
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """Replay lines in micro-batches of `batch_size` events as the Spark job does (feedback
     included, everything packed as it crosses Spark). Returns (decisions, dlq records,
-    number of micro-batches). With `parts_base`, the sink is file output's: three tasks
-    write the decision runs to parts there (`decision_parts.py`) and the batch's file is
-    merged from them."""
-    storage = partition_storage(buckets, shuffle_partitions=1)
-    directory: dict[str, Any] = {}
-    states: dict[str, MemoryState] = {}
-    pending: Pending | None = None
-    buffer: list[RawEvent] = []
-    feedback: list[str] = []
-    decisions: list[dict[str, Any]] = []
-    dlq: list[dict[str, Any]] = []
-    position, batches = 0, 0
-    while True:
-        chunk = [RawEvent(i, lines[i], f"line:{i}") for i in range(position, min(position + batch_size, len(lines)))]
-        position += len(chunk)
-        if not chunk and not feedback:
-            if pending is not None or buffer:
-                raise InvariantViolation("the sequencer waits for deletion reports that no command will send")
-            break
-        seq = Sequencer(directory, config)
-        pending, buffer = seq.run(pending, buffer, chunk, *read_feedback(feedback))
-        packed: list[str] = []
-        for grp, texts in pack_groups(seq.work, storage.group).items():
-            work = unpack_work(texts)  # as they cross Spark
-            packed.extend(pack_outputs(fold_group(storage, grp, states.setdefault(grp, MemoryState()), work, config)))
-        if parts_base is None:
-            batch = assemble_batch(unpack_outputs(packed))
-            decisions.extend(json.loads(payload) for _, payload in batch.decisions)
-            dlq.extend(batch.assembled.dlq)
-            feedback = batch.assembled.reports
-        else:
-            feedback = []
-            decisions.extend(_through_parts(packed, parts_base, batches, dlq, feedback))
-        batches += 1
-    decisions.sort(key=_order)
-    return decisions, dlq, batches
+    number of micro-batches); `Batches.run` says what `parts_base` does."""
+    batches = Batches(config, buckets)
+    decisions, dlq = batches.run(lines, batch_size, parts_base)
+    return decisions, dlq, batches.batches

@@ -7,13 +7,8 @@ import json
 
 import pytest
 
-from state_machines.loop import RawEvent, Sequencer
-from state_machines.model import ControllerConfig
 from streaming import codec
-from streaming.batches import MemoryState
-from streaming.pipeline import pack_groups, read_feedback, unpack_work, pack_outputs, unpack_outputs
-from streaming.assemble import assemble_batch
-from streaming.storage import Buckets, PerPartition, fold_group
+from streaming.batches import Batches
 
 START = [
     {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": 100 + b, "id": f"b{b}"} for b in (1, 2, 3)
@@ -26,35 +21,6 @@ PREFERRED = {"v": 1, "type": "ReplicaLeaderElection", "election_type": "PREFERRE
 FAILURE = {"v": 1, "type": "BrokerFailure", "broker_id": 1, "id": "b1-crash"}
 
 
-class Job:
-    """The job's stages over a list of events, as `batches.run_batches` chains them, with
-    the groups' states at hand."""
-
-    def __init__(self, storage: Buckets | PerPartition) -> None:
-        self.storage = storage
-        self.config = ControllerConfig()
-        self.directory: dict = {}
-        self.states: dict[str, MemoryState] = {}
-        self.pending, self.buffer, self.offset = None, [], 0
-
-    def run(self, events: list[dict]) -> list[dict]:
-        chunk = [RawEvent(self.offset + i, json.dumps(e).encode(), "test") for i, e in enumerate(events)]
-        self.offset += len(events)
-        feedback: list[str] = []
-        decisions: list[dict] = []
-        while chunk or feedback:
-            seq = Sequencer(self.directory, self.config)
-            self.pending, self.buffer = seq.run(self.pending, self.buffer, chunk, *read_feedback(feedback))
-            packed: list[str] = []
-            for grp, texts in pack_groups(seq.work, self.storage.group).items():
-                state = self.states.setdefault(grp, MemoryState())
-                packed.extend(pack_outputs(fold_group(self.storage, grp, state, unpack_work(texts), self.config)))
-            batch = assemble_batch(unpack_outputs(packed))
-            decisions.extend(json.loads(payload) for _, payload in batch.decisions)
-            feedback, chunk = batch.assembled.reports, []
-        return decisions
-
-
 def _older_text(text: str) -> str:
     """The same record as a build that always wrote the trailing offline dirs would have
     written it: other bytes, the same record."""
@@ -64,8 +30,12 @@ def _older_text(text: str) -> str:
 
 @pytest.mark.parametrize("layout", ["buckets", "per-partition"])
 def test_a_record_the_batch_leaves_as_it_was_keeps_its_text_and_a_changed_one_is_written_anew(layout: str) -> None:
-    job = Job(Buckets(2, 1) if layout == "buckets" else PerPartition())
-    job.run(START)
+    job = Batches(buckets=2 if layout == "buckets" else 0)
+
+    def run(events: list[dict]) -> list[dict]:
+        return job.run([json.dumps(e).encode() for e in events], batch_size=10)[0]
+
+    run(START)
     group = job.storage.group("orders-0")
     state = job.states[group]
 
@@ -86,13 +56,13 @@ def test_a_record_the_batch_leaves_as_it_was_keeps_its_text_and_a_changed_one_is
         state.update((older, *state.get[1:]))
 
     # broker 1, the preferred replica, already leads: the election fails and the record stays
-    decisions = job.run([PREFERRED])
+    decisions = run([PREFERRED])
     assert [d["type"] for d in decisions if d.get("topic") == "orders"] == ["ElectionResult"]
     kept, new_cause, _ = stored()
     assert kept == older and new_cause > seq_cause  # the sequence moved on, the text did not
 
     # broker 1 fails: the record changes, and is written in this build's layout
-    job.run([FAILURE])
+    run([FAILURE])
     written, _, _ = stored()
     assert written != older and written == codec.dumps(codec.loads(written, codec.PartitionRecordType))
     assert json.loads(written)[7][0] != 1  # another leader
