@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from state_machines.fold import Decision, merge_shutdown_shares
@@ -43,8 +44,8 @@ def may_be_safety(text: str) -> bool:
 Run = tuple[int, str, int, str]  # cause_offset, key, first seq, the documents joined by newlines
 
 
-def run_order(run: Run) -> tuple[int, str, int]:
-    return run[0], run[1], run[2]
+# a run's place, (cause_offset, key, first seq), read without a Python call per run
+run_order = itemgetter(0, 1, 2)
 
 
 @dataclass(frozen=True, slots=True)
