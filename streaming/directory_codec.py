@@ -96,20 +96,37 @@ DIRECTORY_TYPES = (directory.TopicRecord, directory.BrokerRecord, directory.Cont
 # A topic's record holds every partition's brokers and summary: the sequencer writes every
 # topic a batch's summaries touched, ten thousand records at a million partitions. The same
 # bytes as `compact_json(directory_out(rec))`, written directly, each distinct summary once.
-_SUMMARY_TEXT: dict[commands.PartitionSummary, str] = {}
+# Both caches are keyed by the object's id and hold the object, so that an entry is never
+# another object's (its id cannot be reused while the entry holds it): a summary's own hash
+# is a Python call, and a topic's partitions are the same tuple until they change.
+_SUMMARY_TEXT: dict[int, tuple[commands.PartitionSummary, str]] = {}
+_PARTITIONS_TEXT: dict[int, tuple[tuple[tuple[int, tuple[int, ...]], ...], str]] = {}
 
 
 def _summary_text(m: commands.PartitionSummary) -> str:
-    text = _SUMMARY_TEXT.get(m)
-    if text is None:
-        if len(_SUMMARY_TEXT) >= 65536:
-            _SUMMARY_TEXT.clear()
-        text = _SUMMARY_TEXT[m] = compact_json(_summary_out(0, m)[1:])[1:-1]
+    kept = _SUMMARY_TEXT.get(id(m))
+    if kept is not None and kept[0] is m:
+        return kept[1]
+    if len(_SUMMARY_TEXT) >= 65536:
+        _SUMMARY_TEXT.clear()
+    text = compact_json(_summary_out(0, m)[1:])[1:-1]
+    _SUMMARY_TEXT[id(m)] = (m, text)
+    return text
+
+
+def _partitions_text(partitions: tuple[tuple[int, tuple[int, ...]], ...]) -> str:
+    kept = _PARTITIONS_TEXT.get(id(partitions))
+    if kept is not None and kept[0] is partitions:
+        return kept[1]
+    if len(_PARTITIONS_TEXT) >= 65536:
+        _PARTITIONS_TEXT.clear()
+    text = ",".join([f"[{p},{json_ints(b)}]" for p, b in partitions])
+    _PARTITIONS_TEXT[id(partitions)] = (partitions, text)
     return text
 
 
 def topic_text(rec: directory.TopicRecord) -> str:
-    partitions = ",".join([f"[{p},{json_ints(b)}]" for p, b in rec.partitions])
+    partitions = _partitions_text(rec.partitions)
     rest = compact_json([[list(kv) for kv in rec.configs], rec.queued, rec.started, rec.ineligible,
                          [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
                           for p, m in rec.mirror]])[1:-1]
