@@ -268,11 +268,43 @@ def dumps(value: Any) -> str:
     return canonical_json({"v": SCHEMA_VERSION, "d": to_jsonable(value)})
 
 
+# A partition's record as text is its topic and number, then a tail (the assignment, the
+# states, the leadership, the replica states, the broker view and the reassignment's
+# fields) that many partitions of a cluster share: the tails of a million partitions take
+# a few thousand values. Each distinct tail is decoded once into the record's fields,
+# which the records that share it then share (they are immutable). A topic name holds no
+# quote or backslash (Kafka's legal characters), so the topic ends at the first quote;
+# any other text is decoded whole.
+_RECORD_HEAD = f'[{COMPACT_VERSION},"'
+_TAILS: dict[str, tuple] = {}
+
+
+def _record_from_text(text: str) -> partition.PartitionRecord:
+    start = len(_RECORD_HEAD)
+    if text.startswith(_RECORD_HEAD):
+        topic_end = text.find('"', start)
+        number_end = text.find(",", topic_end + 2)
+        if topic_end > 0 and text[topic_end + 1] == "," and number_end > 0 and "\\" not in text[start:topic_end]:
+            tail = text[number_end + 1:]
+            fields = _TAILS.get(tail)
+            if fields is not None:
+                return _Rec(text[start:topic_end], int(text[topic_end + 2:number_end]), *fields)
+            rec = _record_in(json.loads(text))
+            if len(_TAILS) >= 65536:
+                _TAILS.clear()
+            _TAILS[tail] = (rec.assignment, rec.state, rec.leadership, rec.replica_states, rec.brokers,
+                            rec.being_reassigned, rec.offline_dirs, rec.reassignment_started)
+            return rec
+    return _record_in(json.loads(text))
+
+
 def loads(text: str, hint: Any) -> Any:
     """The value of type `hint` that `dumps` wrote as `text` (a generic document of an
     older schema version is migrated first)."""
     if hint is _Cmd:
         return _command_from_text(text)
+    if hint is _Rec and text.startswith("["):
+        return _record_from_text(text)
     if text.startswith("["):
         doc = json.loads(text)
         if hint is _Rec:

@@ -220,3 +220,24 @@ def test_the_templated_records_are_the_contract_bytes_for_every_optional_field(r
     for cause_id in (None, "req-\"1\""):
         expected = json.dumps(to_contract(record, 42, cause_id, 3), separators=(",", ":"))
         assert decision_json(record, 42, cause_id, 3) == expected
+
+
+def test_records_that_share_their_tail_decode_to_the_full_decoding_and_share_its_fields() -> None:
+    """A record's text after its topic and number is decoded once per distinct text
+    (`codec._record_from_text`); a record read through that path equals its full decoding."""
+    from state_machines.model import BrokerFact, LeaderAndIsr, ReplicaAssignment
+    from state_machines.states import PartitionState, ReplicaState
+
+    fact = BrokerFact(True, False, 101)
+    def record(topic: str, p: int) -> PartitionRecord:
+        return PartitionRecord(topic, p, ReplicaAssignment((1, 2, 3)), PartitionState.OnlinePartition,
+                               LeaderAndIsr(1, 4, (1, 2), 5), ((1, ReplicaState.OnlineReplica),), ((1, fact),),
+                               False, (2,), (17, None))
+
+    codec._TAILS.clear()
+    first, second = record("a.b_c-1", 0), record("x", 123)
+    decoded = [codec.loads(codec.dumps(r), PartitionRecord) for r in (first, second, first)]
+    assert decoded == [first, second, first]
+    assert len(codec._TAILS) == 1
+    assert decoded[1].leadership is decoded[0].leadership and decoded[1].brokers is decoded[0].brokers
+    assert decoded[2] is not decoded[0]  # each partition still gets its own record
