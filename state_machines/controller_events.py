@@ -60,11 +60,14 @@ def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continua
             if rec is not None:
                 d.put(topic_key(t), replace(rec, queued=False, started=False, ineligible=False, mirror=()))
         d.put(CONTROLLER_KEY, replace(d.controller, queued_topics=frozenset()))
+    # one op for every partition (ops are immutable): the job's codec writes a run of
+    # commands sharing their op and context once
+    op = Failover()
     for t in sorted(d.controller.topics):
         rec = d.topic(t)
         assert rec is not None
         for p, brokers in rec.partitions:
-            d.send(t, p, Failover(), brokers)
+            d.send(t, p, op, brokers)
     return Continuation(failover_init=True, resume=True)
 
 
@@ -93,8 +96,9 @@ def _broker_startup(d: DirectoryView, e: ev.BrokerStartup) -> tuple[Continuation
     targets = _with_retries(d, hosted)
     if d.config.emit_update_metadata:
         targets = sorted({*targets, *_partitions_with_leaders(d)})
+    started = BrokersStarted((e.broker_id,))
     for t, p in targets:
-        d.send(t, p, BrokersStarted((e.broker_id,)), (e.broker_id,))
+        d.send(t, p, started, (e.broker_id,))
     queued = frozenset(t for t, _ in hosted if t in d.controller.queued_topics)
     return (Continuation(resume_topics=queued) if queued else None), ()
 
@@ -115,8 +119,9 @@ def _broker_failure(d: DirectoryView, e: ev.BrokerFailure) -> Continuation | Non
     for b in sorted(d.controller.brokers):
         if d.fact(b).registered and d.fact(b).shutting_down:
             targets.extend(d.hosted(b))
+    failed = BrokersFailed((e.broker_id,))
     for t, p in _with_retries(d, targets):
-        d.send(t, p, BrokersFailed((e.broker_id,)), (e.broker_id,))
+        d.send(t, p, failed, (e.broker_id,))
     # onReplicasBecomeOffline: when no partition changed leader or ISR (every election failed
     # and no replica outside a queued topic went offline), UpdateMetadata on its own
     d.update_metadata(site=5, unless_sites=(2, 3))
@@ -167,15 +172,19 @@ def _controlled_shutdown(d: DirectoryView, e: ev.ControlledShutdown) -> None:
     d.put_broker(e.broker_id, replace(rec, fact=replace(rec.fact, shutting_down=True)))
     # the result's partitions_remaining is filled from the partitions' StillLeads
     d.outputs.append(ControlledShutdownResultRecord(e.broker_id, (), None))
+    shutdown = ShutdownBroker(e.broker_id)
     for t, p in d.hosted(e.broker_id):
-        d.send(t, p, ShutdownBroker(e.broker_id), (e.broker_id,))
+        d.send(t, p, shutdown, (e.broker_id,))
 
 
 def _new_partitions(d: DirectoryView, topic: str, partitions: tuple[tuple[int, tuple[int, ...]], ...]) -> None:
     active = d.controller.active
     d.remember_partitions(topic, partitions)
+    ops: dict[tuple[int, ...], Op] = {}  # one op per assignment: partitions share it
     for p, replicas in partitions:
-        op: Op = CreatePartition(replicas) if active else LoadPartition(ReplicaAssignment(replicas))
+        op = ops.get(replicas)
+        if op is None:
+            op = ops[replicas] = CreatePartition(replicas) if active else LoadPartition(ReplicaAssignment(replicas))
         d.send(topic, p, op, replicas)
 
 

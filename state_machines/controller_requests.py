@@ -85,6 +85,7 @@ def replica_leader_election(d: DirectoryView, e: ev.ReplicaLeaderElection) -> No
     # Kafka allows an unclean election without reading the topic config only when an admin
     # asked for it (AdminClientTriggered).
     allow_unclean = e.election_type == "UNCLEAN" and e.trigger == "admin"
+    elect = Elect(e.election_type, allow_unclean)  # one op for every partition (ops are immutable)
     known: dict[str, frozenset[int]] = {}  # each topic's partitions, read once (not once a partition)
     for t, p in wanted:
         rec = d.topic(t)
@@ -95,4 +96,4 @@ def replica_leader_election(d: DirectoryView, e: ev.ReplicaLeaderElection) -> No
         elif rec.queued:
             d.outputs.append(ElectionResultRecord(t, p, e.election_type, "INVALID_TOPIC_EXCEPTION", None))
         else:
-            d.send(t, p, Elect(e.election_type, allow_unclean))
+            d.send(t, p, elect)

@@ -133,9 +133,10 @@ def _check_and_trigger(d: DirectoryView) -> bool:
         summaries.extend((topic, p, s) for p, s in rec.summaries)
     percentage = d.config.leader_imbalance_per_broker_percentage
     sent = False
+    op = AutoRebalance()
     for broker in imbalance(summaries):
         if broker.over(percentage):
             for t, p in broker.not_preferred:
-                d.send(t, p, AutoRebalance())
+                d.send(t, p, op)
                 sent = True
     return sent
