@@ -197,7 +197,8 @@ def _command_text(c: commands.Command) -> str:
     if type(c.ctx) is not commands.PartitionContext:
         return _generic_command_text(c)
     last = _last_shared
-    if not (last[0] is c.ctx and last[2] == c.cause_offset and last[3] == c.cause_id and last[1] == c.op):
+    if not (last[0] is c.ctx and last[2] == c.cause_offset and last[3] == c.cause_id
+            and (last[1] is c.op or last[1] == c.op)):
         key = (id(c.ctx), id(c.op), c.cause_offset, c.cause_id)
         kept = _SHARED_TEXT.get(key)
         if kept is not None and kept[0] is c.ctx and kept[1] is c.op:
@@ -212,6 +213,10 @@ def _command_text(c: commands.Command) -> str:
             _SHARED_TEXT[key] = (c.ctx, c.op, text)
         last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
     return f"{c.topic}\t{c.partition}\t{last[4]}"
+
+
+# `dumps` of a command, without its dispatch (the sequencer's packer calls it a million times)
+command_text = _command_text
 
 
 def _generic_command_text(c: commands.Command) -> str:

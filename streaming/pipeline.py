@@ -140,11 +140,16 @@ def pack_groups(work: Sequence[Work], group: Callable[[str], str],
     million partitions, packing a creation's work took 9.5 s instead of 4.5)."""
     ids: dict[str | None, str] = {}
     entries: dict[str, list[str]] = {}
+    command_text = codec.command_text
     for w in work:
         cid = ids.get(w.cause_id)
         if cid is None:
             cid = ids[w.cause_id] = json.dumps(w.cause_id)
-        kind, payload = _encode_item(w.item, dlq_max_value_bytes)
+        item = w.item
+        if type(item) is Command:  # a fan-out's million: no dispatch
+            kind, payload = "cmd", command_text(item)
+        else:
+            kind, payload = _encode_item(item, dlq_max_value_bytes)
         grp = group(w.target)
         into = entries.get(grp)
         if into is None:
