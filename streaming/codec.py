@@ -193,7 +193,8 @@ def _context_text(x: commands.PartitionContext) -> str:
     return kept[1]
 
 
-def _command_text(c: commands.Command) -> str:
+def command_text(c: commands.Command) -> str:
+    """`dumps` of a command (the sequencer's packer calls it once per command of a fan-out)."""
     if type(c.ctx) is not commands.PartitionContext:
         return _generic_command_text(c)
     last = _last_shared
@@ -213,10 +214,6 @@ def _command_text(c: commands.Command) -> str:
             _SHARED_TEXT[key] = (c.ctx, c.op, text)
         last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
     return f"{c.topic}\t{c.partition}\t{last[4]}"
-
-
-# `dumps` of a command, without its dispatch (the sequencer's packer calls it a million times)
-command_text = _command_text
 
 
 def _generic_command_text(c: commands.Command) -> str:
@@ -263,7 +260,7 @@ def dumps(value: Any) -> str:
     """`value` in its encoding: compact for a command, a partition record and a directory
     record, the versioned generic document for anything else."""
     if isinstance(value, _Cmd):
-        return _command_text(value)
+        return command_text(value)
     if isinstance(value, _Rec):
         return _record_text(value)
     if type(value) is directory.TopicRecord:
@@ -281,11 +278,12 @@ def dumps(value: Any) -> str:
 # quote or backslash (Kafka's legal characters), so the topic ends at the first quote;
 # any other text is decoded whole.
 _RECORD_HEAD = f'[{COMPACT_VERSION},"'
+_TOPIC_START = len(_RECORD_HEAD)
 _TAILS: dict[str, tuple] = {}
 
 
 def _record_from_text(text: str) -> partition.PartitionRecord:
-    start = len(_RECORD_HEAD)
+    start = _TOPIC_START
     if text.startswith(_RECORD_HEAD):
         topic_end = text.find('"', start)
         number_end = text.find(",", topic_end + 2)
@@ -312,8 +310,6 @@ def loads(text: str, hint: Any) -> Any:
         return _record_from_text(text)
     if text.startswith("["):
         doc = json.loads(text)
-        if hint is _Rec:
-            return _record_in(doc)
         if hint is DirectoryRecord or hint in _DIRECTORY_TYPES:
             return _directory_in(doc)
         raise TypeError(f"no compact decoding for {hint!r}")

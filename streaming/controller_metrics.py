@@ -49,9 +49,7 @@ The values cross Spark as one JSON line (`encode`), from the sequencer to the si
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
-from operator import itemgetter
 from typing import Any
 
 from state_machines.commands import PartitionSummary
@@ -107,21 +105,6 @@ def replica_metrics(s: PartitionSummary, min_isr: int) -> tuple[bool, bool, bool
 _SHARES: dict[str, tuple[Any, int, bool, Any, tuple[int, ...]]] = {}
 
 
-def _distinct(summaries: tuple[tuple[int, PartitionSummary], ...]) -> list[tuple[PartitionSummary, int]]:
-    """Each summary object of a topic's partitions, with how many partitions hold it. The
-    core interns summaries (`partition_summaries.interned_summary`), so a topic has a few:
-    its share is counted once per object, and the pass over its partitions runs in C (by
-    identity: a summary's own hash is a Python call). Equal summaries held as two objects
-    are two entries, counted alike."""
-    objects = list(map(_SECOND, summaries))
-    ids = list(map(id, objects))
-    first = dict(zip(ids, objects))
-    return [(first[i], n) for i, n in Counter(ids).items()]
-
-
-_SECOND = itemgetter(1)
-
-
 def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
     """(GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
     TopicsToDeleteCount, ReplicasToDeleteCount, TopicsIneligibleToDeleteCount,
@@ -132,19 +115,19 @@ def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
     partitions = offline = imbalanced = under = under_min = at_min = 0
     count_imbalance = active and not rec.queued
     offline_state = PartitionState.OfflinePartition
-    for s, n in _distinct(rec.summaries):
+    for _, s in rec.summaries:
         leader = s.leader
         if leader is not None:
-            partitions += n
+            partitions += 1
             if leader >= 0 and not started:
                 u, b, a = replica_metrics(s, min_isr)
-                under += u * n
-                under_min += b * n
-                at_min += a * n
+                under += u
+                under_min += b
+                at_min += a
             if count_imbalance and led_by_another(s):
-                imbalanced += n
+                imbalanced += 1
         if s.state is offline_state and not started:
-            offline += n
+            offline += 1
     to_delete = ineligible_replicas = 0
     if rec.queued:
         for _, mirror in rec.mirror:
@@ -160,16 +143,16 @@ def _kraft_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...
     """(GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
     UnderReplicated, UnderMinIsr, AtMinIsr) of one topic, as `kraft_metrics` counts them."""
     partitions = offline = imbalanced = under = under_min = at_min = 0
-    for s, n in _distinct(rec.summaries):
-        partitions += n
+    for _, s in rec.summaries:
+        partitions += 1
         leader = s.leader
-        offline += (leader == -1) * n
-        imbalanced += (leader != s.preferred) * n
+        offline += leader == -1
+        imbalanced += leader != s.preferred
         if leader is not None and leader >= 0:
             u, b, a = replica_metrics(s, min_isr)
-            under += u * n
-            under_min += b * n
-            at_min += a * n
+            under += u
+            under_min += b
+            at_min += a
     return (partitions, offline, imbalanced, under, under_min, at_min)
 
 
