@@ -10,6 +10,7 @@ partitions, is written directly by `topic_text`, the same bytes.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from state_machines import commands, directory, model
@@ -134,3 +135,90 @@ def topic_text(rec: directory.TopicRecord) -> str:
         summaries = ",".join([f"[{p},{_summary_text(m)}]" for p, m in rec.summaries])
         return f'["T",{COMPACT_VERSION},[{partitions}],{rest},[{summaries}]]'
     return f'["T",{COMPACT_VERSION},[{partitions}],{rest}]'
+
+
+# ---------------------------------------------------------------------------------------
+# A topic's record read back from its text, when a worker reads the directory it did not
+# write last (`directory_store.load`): at a million partitions, ten thousand records of a
+# hundred summaries each, which `json.loads` and `directory_in` took 1 s or more to decode.
+# A record whose text `topic_text` wrote is read in pieces: its partitions kept from the
+# worker's last copy of the record if their text is the same, its other fields but the
+# summaries by the JSON decoder, and its summaries split as text, each distinct summary's
+# text decoded once. A text that is not in that layout (another version, a field added
+# after the summaries, a summary that is not a flat array) gives None, and the caller
+# decodes it whole: the result is the same record either way (tests/unit/test_directory_codec.py).
+
+_TOPIC_START = f'["T",{COMPACT_VERSION},'
+_NO_PARTITIONS = "[]"
+_decode_value = json.JSONDecoder().raw_decode
+_SUMMARY_OF_TEXT: dict[str, commands.PartitionSummary] = {}
+
+
+def topic_from_text(text: str, previous: tuple[str, Any] | None = None) -> directory.TopicRecord | None:
+    """The topic record `text` holds, read as `topic_text` writes it, or None for a text
+    in another layout or one that does not decode (the caller's whole decoding then says
+    why). `previous`, the text and record this worker last held under the same key, lends
+    its partitions when their text is unchanged."""
+    if not text.startswith(_TOPIC_START) or not text.endswith("]"):
+        return None
+    try:
+        return _topic_from_text(text, previous)
+    except (ValueError, IndexError, KeyError, TypeError):
+        return None
+
+
+def _topic_from_text(text: str, previous: tuple[str, Any] | None) -> directory.TopicRecord | None:
+    start = len(_TOPIC_START)
+    # the partitions hold only numbers: their array ends at the first "]]]", or is empty
+    end = start + 2 if text.startswith(_NO_PARTITIONS, start) else text.index("]]]", start) + 3
+    partitions = None
+    if previous is not None and isinstance(previous[1], directory.TopicRecord):
+        before = previous[0]
+        if before.startswith(_TOPIC_START) and before[start:end] == text[start:end] and before[end:end + 1] == ",":
+            partitions = previous[1].partitions
+    if partitions is None:
+        partitions = tuple((p, tuple(b)) for p, b in json.loads(text[start:end]))
+    fields = []
+    at = end
+    for _ in range(5):  # configs, queued, started, ineligible, the deletion mirror
+        if text[at] != ",":
+            return None
+        value, at = _decode_value(text, at + 1)
+        fields.append(value)
+    configs, queued, started, ineligible, mirror = fields
+    summaries: tuple[tuple[int, commands.PartitionSummary], ...] | None = ()
+    if at != len(text) - 1:
+        if text[at] != ",":
+            return None
+        summaries = _summaries_from_text(text[at + 1:-1])
+        if summaries is None:
+            return None
+    return directory.TopicRecord(
+        partitions, tuple((k, v) for k, v in configs), queued, started, ineligible,
+        tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
+              for p, r, st, moving in mirror),
+        summaries)
+
+
+def _summaries_from_text(text: str) -> tuple[tuple[int, commands.PartitionSummary], ...] | None:
+    """`[[p,state,preferred,leader,...],...]` as (partition, summary) pairs, or None if
+    `text` is not a list of flat arrays."""
+    if text == "[]":
+        return ()
+    if not (text.startswith("[[") and text.endswith("]]")):
+        return None
+    pieces = text[2:-2].split("],[")
+    # flat arrays only: the brackets are exactly the list's and each summary's
+    if text.count("[") != len(pieces) + 1 or text.count("]") != len(pieces) + 1:
+        return None
+    out = []
+    known = _SUMMARY_OF_TEXT.get
+    for piece in pieces:
+        partition, _, rest = piece.partition(",")
+        summary = known(rest)
+        if summary is None:
+            if len(_SUMMARY_OF_TEXT) >= 65536:
+                _SUMMARY_OF_TEXT.clear()
+            summary = _SUMMARY_OF_TEXT[rest] = summary_of(*json.loads(f"[{rest}]"))
+        out.append((int(partition), summary))
+    return tuple(out)

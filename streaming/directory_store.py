@@ -32,6 +32,7 @@ from typing import Any
 from state_machines.errors import InvariantViolation
 
 from . import codec
+from .directory_codec import topic_from_text
 
 CHUNKS = 64
 # keys no record has: a topic name cannot hold "~"
@@ -90,7 +91,8 @@ def load(entries: Iterator[tuple[tuple[str], tuple[str]]]) -> tuple[dict[str, An
     for key, text in texts.items():
         cached = _TEXTS.get(key)
         if cached is None or cached[0] != text:
-            cached = _TEXTS[key] = (text, codec.loads(text, codec.DirectoryRecord))
+            rec = topic_from_text(text, cached)
+            cached = _TEXTS[key] = (text, codec.loads(text, codec.DirectoryRecord) if rec is None else rec)
         directory[key] = cached[1]
     for key in _TEXTS.keys() - texts.keys():
         del _TEXTS[key]
