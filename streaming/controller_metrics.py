@@ -49,7 +49,9 @@ The values cross Spark as one JSON line (`encode`), from the sequencer to the si
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 from state_machines.commands import PartitionSummary
@@ -99,23 +101,23 @@ def replica_metrics(s: PartitionSummary, min_isr: int) -> tuple[bool, bool, bool
 # Each topic's share of the gauges, kept with the record it was counted from: a record is
 # immutable, so a topic whose record (and effective min ISR, and the controller's activity)
 # is the one counted last time adds its share again without a pass over its partitions.
-# A batch that changes a few topics of a million partitions recounts those topics only;
-# a fresh worker, or a tool, counts every topic once. Only the shares of the topics of
-# the last call are kept.
+# A batch that changes a few topics of a million partitions recounts those topics only,
+# and of a topic whose record changed only in some summaries (a batch of the partitions'
+# summaries after a broker event changes every topic's, a tenth of each with 30 brokers)
+# only those summaries (`_changed_summaries`). A fresh worker, or a tool, counts every
+# topic once. Only the shares of the topics of the last call are kept.
 _SHARES: dict[str, tuple[Any, int, bool, Any, tuple[int, ...]]] = {}
 
 
-def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
+def _zk_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: int, started: bool,
+                       count_imbalance: bool) -> tuple[int, int, int, int, int, int]:
     """(GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
-    TopicsToDeleteCount, ReplicasToDeleteCount, TopicsIneligibleToDeleteCount,
-    ReplicasIneligibleToDeleteCount, UnderReplicated, UnderMinIsr, AtMinIsr) of one topic.
+    UnderReplicated, UnderMinIsr, AtMinIsr) of these (partition, summary) pairs of a topic.
     The imbalance counts the partitions `leader_balance.imbalance` lists as not preferred
     (`led_by_another`), of topics not queued for deletion."""
-    started = rec.queued and rec.started
     partitions = offline = imbalanced = under = under_min = at_min = 0
-    count_imbalance = active and not rec.queued
     offline_state = PartitionState.OfflinePartition
-    for _, s in rec.summaries:
+    for _, s in pairs:
         leader = s.leader
         if leader is not None:
             partitions += 1
@@ -128,6 +130,15 @@ def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
                 imbalanced += 1
         if s.state is offline_state and not started:
             offline += 1
+    return partitions, offline, imbalanced, under, under_min, at_min
+
+
+def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
+    """(GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
+    TopicsToDeleteCount, ReplicasToDeleteCount, TopicsIneligibleToDeleteCount,
+    ReplicasIneligibleToDeleteCount, UnderReplicated, UnderMinIsr, AtMinIsr) of one topic."""
+    partitions, offline, imbalanced, under, under_min, at_min = _zk_summary_counts(
+        rec.summaries, min_isr, rec.queued and rec.started, active and not rec.queued)
     to_delete = ineligible_replicas = 0
     if rec.queued:
         for _, mirror in rec.mirror:
@@ -139,11 +150,27 @@ def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
             ineligible_replicas, under, under_min, at_min)
 
 
+def _zk_changed(before: tuple[int, ...], gone: list, came: list, rec: TopicRecord, min_isr: int,
+                active: bool) -> tuple[int, ...]:
+    """`_zk_share` of `rec` from the share `before` of a record that differed from it only
+    in the pairs `gone`, which `rec` holds as `came` (`_changed_summaries`)."""
+    started, count_imbalance = rec.queued and rec.started, active and not rec.queued
+    minus = _zk_summary_counts(gone, min_isr, started, count_imbalance)
+    plus = _zk_summary_counts(came, min_isr, started, count_imbalance)
+    partitions, offline, imbalanced, under, under_min, at_min = (
+        b - m + p for b, m, p in zip(before[:3] + before[7:], minus, plus))
+    return (partitions, offline, imbalanced, *before[3:7], under, under_min, at_min)
+
+
 def _kraft_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
     """(GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
     UnderReplicated, UnderMinIsr, AtMinIsr) of one topic, as `kraft_metrics` counts them."""
+    return _kraft_summary_counts(rec.summaries, min_isr)
+
+
+def _kraft_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: int) -> tuple[int, ...]:
     partitions = offline = imbalanced = under = under_min = at_min = 0
-    for _, s in rec.summaries:
+    for _, s in pairs:
         partitions += 1
         leader = s.leader
         offline += leader == -1
@@ -154,6 +181,33 @@ def _kraft_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...
             under_min += b
             at_min += a
     return (partitions, offline, imbalanced, under, under_min, at_min)
+
+
+def _kraft_changed(before: tuple[int, ...], gone: list, came: list, rec: TopicRecord, min_isr: int,
+                   active: bool) -> tuple[int, ...]:
+    minus, plus = _kraft_summary_counts(gone, min_isr), _kraft_summary_counts(came, min_isr)
+    return tuple(b - m + p for b, m, p in zip(before, minus, plus))
+
+
+# for each share, its count from the share of a record that differed only in some summaries
+_CHANGED: dict[Any, Any] = {_zk_share: _zk_changed, _kraft_share: _kraft_changed}
+
+
+def _changed_summaries(before: TopicRecord, rec: TopicRecord) -> tuple[list, list] | None:
+    """The (partition, summary) pairs `before` held and `rec` holds instead, if the two
+    records differ only there: the same partitions in the same order, and the same other
+    fields the shares read. None otherwise, or if more than half the pairs changed (a
+    whole count is then the cheaper)."""
+    old, new = before.summaries, rec.summaries
+    if (len(old) != len(new) or before.queued != rec.queued or before.started != rec.started
+            or before.ineligible != rec.ineligible or before.mirror != rec.mirror):
+        return None
+    # a batch's summaries keep the pairs they did not report (`apply_summaries`)
+    moved = list(map(is_not, old, new))
+    gone, came = list(compress(old, moved)), list(compress(new, moved))
+    if 2 * len(gone) > len(new) or [p for p, _ in gone] != [p for p, _ in came]:
+        return None
+    return gone, came
 
 
 def _topic_shares(directory: Mapping[str, Any], c: ControllerRecord, config: ControllerConfig, share: Any,
@@ -170,9 +224,16 @@ def _topic_shares(directory: Mapping[str, Any], c: ControllerRecord, config: Con
             continue
         min_isr = config.min_isr_for(rec.configs, c.dynamic_configs)[0]
         last = kept.get(topic)
-        if last is not None and last[0] is rec and last[1] == min_isr and last[2] == active and last[3] is share:
-            counts = last[4]
-        else:
+        counts = None
+        if last is not None and last[1] == min_isr and last[2] == active and last[3] is share:
+            if last[0] is rec:
+                counts = last[4]
+            else:
+                # a batch that moved some leaders: count only the summaries it changed
+                changed = _changed_summaries(last[0], rec)
+                if changed is not None:
+                    counts = _CHANGED[share](last[4], *changed, rec, min_isr, active)
+        if counts is None:
             counts = share(rec, min_isr, active)
         shares[topic] = (rec, min_isr, active, share, counts)
         totals = list(counts) if totals is None else [t + n for t, n in zip(totals, counts)]
