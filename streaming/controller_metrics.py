@@ -185,6 +185,7 @@ def _kraft_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr
 
 def _kraft_changed(before: tuple[int, ...], gone: list, came: list, rec: TopicRecord, min_isr: int,
                    active: bool) -> tuple[int, ...]:
+    """`_kraft_share` of `rec` from the share `before`, as `_zk_changed`."""
     minus, plus = _kraft_summary_counts(gone, min_isr), _kraft_summary_counts(came, min_isr)
     return tuple(b - m + p for b, m, p in zip(before, minus, plus))
 

@@ -52,11 +52,8 @@ def directory_in(a: list) -> Any:
     kind, version = a[0], a[1]
     check_compact("directory record", version)
     if kind == "T":
-        return directory.TopicRecord(
-            tuple((p, tuple(b)) for p, b in a[2]), tuple((k, v) for k, v in a[3]), a[4], a[5], a[6],
-            tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
-                  for p, r, st, moving in a[7]),
-            tuple((m[0], summary_of(*m[1:])) for m in a[8]) if len(a) > 8 else ())
+        return _topic_record(_partitions_in(a[2]), a[3], a[4], a[5], a[6], a[7],
+                             tuple((m[0], summary_of(*m[1:])) for m in a[8]) if len(a) > 8 else ())
     if kind == "B":
         # a[3], the per-broker topic index of earlier builds, is no longer kept
         dirs = tuple((t, p) for t, p in a[4]) if len(a) > 4 else ()
@@ -66,6 +63,22 @@ def directory_in(a: list) -> Any:
         return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]),
                                           dynamic, due, a[10] if len(a) > 10 else None)
     raise UnknownEncoding(f"unknown directory record kind {kind!r}")
+
+
+def _partitions_in(partitions: list) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    return tuple((p, tuple(b)) for p, b in partitions)
+
+
+def _topic_record(partitions: tuple[tuple[int, tuple[int, ...]], ...], configs: list, queued: bool, started: bool,
+                  ineligible: bool, mirror: list,
+                  summaries: tuple[tuple[int, commands.PartitionSummary], ...]) -> directory.TopicRecord:
+    """A topic's record from its partitions and summaries, decoded, and its other fields as
+    the JSON decoder reads them."""
+    return directory.TopicRecord(
+        partitions, tuple((k, v) for k, v in configs), queued, started, ineligible,
+        tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
+              for p, r, st, moving in mirror),
+        summaries)
 
 
 def _summary_out(p: int, m: commands.PartitionSummary) -> list:
@@ -148,7 +161,7 @@ def topic_text(rec: directory.TopicRecord) -> str:
 # after the summaries, a summary that is not a flat array) gives None, and the caller
 # decodes it whole: the result is the same record either way (tests/unit/test_directory_codec.py).
 
-_TOPIC_START = f'["T",{COMPACT_VERSION},'
+_TOPIC_HEAD = f'["T",{COMPACT_VERSION},'
 _NO_PARTITIONS = "[]"
 _decode_value = json.JSONDecoder().raw_decode
 _SUMMARY_OF_TEXT: dict[str, commands.PartitionSummary] = {}
@@ -159,7 +172,7 @@ def topic_from_text(text: str, previous: tuple[str, Any] | None = None) -> direc
     in another layout or one that does not decode (the caller's whole decoding then says
     why). `previous`, the text and record this worker last held under the same key, lends
     its partitions when their text is unchanged."""
-    if not text.startswith(_TOPIC_START) or not text.endswith("]"):
+    if not text.startswith(_TOPIC_HEAD) or not text.endswith("]"):
         return None
     try:
         return _topic_from_text(text, previous)
@@ -168,16 +181,16 @@ def topic_from_text(text: str, previous: tuple[str, Any] | None = None) -> direc
 
 
 def _topic_from_text(text: str, previous: tuple[str, Any] | None) -> directory.TopicRecord | None:
-    start = len(_TOPIC_START)
+    start = len(_TOPIC_HEAD)
     # the partitions hold only numbers: their array ends at the first "]]]", or is empty
     end = start + 2 if text.startswith(_NO_PARTITIONS, start) else text.index("]]]", start) + 3
     partitions = None
     if previous is not None and isinstance(previous[1], directory.TopicRecord):
         before = previous[0]
-        if before.startswith(_TOPIC_START) and before[start:end] == text[start:end] and before[end:end + 1] == ",":
+        if before.startswith(_TOPIC_HEAD) and before[start:end] == text[start:end] and before[end:end + 1] == ",":
             partitions = previous[1].partitions
     if partitions is None:
-        partitions = tuple((p, tuple(b)) for p, b in json.loads(text[start:end]))
+        partitions = _partitions_in(json.loads(text[start:end]))
     fields = []
     at = end
     for _ in range(5):  # configs, queued, started, ineligible, the deletion mirror
@@ -193,11 +206,7 @@ def _topic_from_text(text: str, previous: tuple[str, Any] | None) -> directory.T
         summaries = _summaries_from_text(text[at + 1:-1])
         if summaries is None:
             return None
-    return directory.TopicRecord(
-        partitions, tuple((k, v) for k, v in configs), queued, started, ineligible,
-        tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
-              for p, r, st, moving in mirror),
-        summaries)
+    return _topic_record(partitions, configs, queued, started, ineligible, mirror, summaries)
 
 
 def _summaries_from_text(text: str) -> tuple[tuple[int, commands.PartitionSummary], ...] | None:
