@@ -194,9 +194,15 @@ def _context_text(x: commands.PartitionContext) -> str:
 
 
 def command_text(c: commands.Command) -> str:
-    """`dumps` of a command (the sequencer's packer calls it once per command of a fan-out)."""
+    """`dumps` of a command."""
+    return f"{c.topic}\t{c.partition}\t{command_shared(c)}"
+
+
+def command_shared(c: commands.Command) -> str:
+    """The shared part of a command's text (the sequencer's packer calls it once per
+    command of a fan-out, and writes a run of commands that share it once)."""
     if type(c.ctx) is not commands.PartitionContext:
-        return _generic_command_text(c)
+        return _generic_shared_text(c)
     last = _last_shared
     if not (last[0] is c.ctx and last[2] == c.cause_offset and last[3] == c.cause_id
             and (last[1] is c.op or last[1] == c.op)):
@@ -213,10 +219,10 @@ def command_text(c: commands.Command) -> str:
                 _SHARED_TEXT.clear()
             _SHARED_TEXT[key] = (c.ctx, c.op, text)
         last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
-    return f"{c.topic}\t{c.partition}\t{last[4]}"
+    return last[4]
 
 
-def _generic_command_text(c: commands.Command) -> str:
+def _generic_shared_text(c: commands.Command) -> str:
     """A command of another rule set (kraft mode's contexts and ops): the generic document
     of its shared part, which the decoder tells from the compact array by its "{"."""
     last = _last_shared
@@ -224,7 +230,7 @@ def _generic_command_text(c: commands.Command) -> str:
         text = canonical_json({"v": SCHEMA_VERSION, "d": [c.cause_offset, c.cause_id, to_jsonable(c.ctx),
                                                           to_jsonable(c.op)]})
         last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
-    return f"{c.topic}\t{c.partition}\t{last[4]}"
+    return last[4]
 
 
 def _generic_shared(shared: str) -> tuple:
@@ -237,6 +243,12 @@ def _generic_shared(shared: str) -> tuple:
 
 def _command_from_text(text: str) -> commands.Command:
     topic, partition, shared = text.split("\t", 2)
+    return commands.Command(topic, int(partition), *shared_parts(shared))
+
+
+def shared_parts(shared: str) -> tuple:
+    """The cause offset, cause id, context and op that `command_shared` wrote as `shared`
+    (each distinct text decoded once: the values are immutable, and shared)."""
     parts = _SHARED.get(shared)
     if parts is None and shared.startswith("{"):
         parts = _generic_shared(shared)
@@ -251,7 +263,7 @@ def _command_from_text(text: str) -> commands.Command:
         if len(_SHARED) >= 4096:
             _SHARED.clear()
         _SHARED[shared] = parts
-    return commands.Command(topic, int(partition), *parts)
+    return parts
 
 
 # -- dumps and loads: the encoding by type --------------------------------------------------

@@ -38,6 +38,8 @@ from .decision_json import decision_json, metadata_state_json
 from .directory_codec import summary_of
 from .json_text import canonical_json, compact_json, json_str
 
+_new_tuple = tuple.__new__
+
 __all__ = [
     "bucket_stage", "dead_letter", "direct_stage", "metadata_rows", "pack_groups", "pack_outputs",
     "partition_stage_rows", "read_feedback", "unpack_outputs", "unpack_work",
@@ -134,27 +136,70 @@ def pack_groups(work: Sequence[Work], group: Callable[[str], str],
 
     Each item is written in the sequencer's order, before it is sorted into its group: a
     fan-out's commands come topic by topic, and the codec writes a run of commands that
-    share their context and op once (`codec.command_text`); sorted into 256 buckets first,
+    share their context and op once (`codec.command_shared`); sorted into 256 buckets first,
     the commands of 10,000 topics interleave and each was written on its own (at a
-    million partitions, packing a creation's work took 9.5 s instead of 4.5)."""
+    million partitions, packing a creation's work took 9.5 s instead of 4.5).
+
+    Commands that follow each other in a group with the same cause, round and shared part
+    travel as one `cmds` entry: the shared part once, then each command's topic, partition
+    and index (`_run_text`). A preferred election of every partition, or a broker's
+    return, sends every partition of a bucket the same context and op."""
     ids: dict[str | None, str] = {}
-    entries: dict[str, list[str]] = {}
-    command_text = codec.command_text
+    entries: dict[str, list[Any]] = {}
+    # each group's last command written on its own, (shared, its work, its place + 1): the
+    # head of a run if the next one matches
+    heads: dict[str, tuple[str, Work, int]] = {}
+    command_shared = codec.command_shared
     for w in work:
         cid = ids.get(w.cause_id)
         if cid is None:
             cid = ids[w.cause_id] = json.dumps(w.cause_id)
         item = w.item
-        if type(item) is Command:  # a fan-out's million: no dispatch
-            kind, payload = "cmd", command_text(item)
-        else:
-            kind, payload = _encode_item(item, dlq_max_value_bytes)
         grp = group(w.target)
         into = entries.get(grp)
         if into is None:
             into = entries[grp] = []
+        if type(item) is Command:  # a fan-out's million: no dispatch
+            # the same text object: `command_shared` returns one for a run of equal commands
+            shared = command_shared(item)
+            topic, partition = item.topic, item.partition
+            if into:
+                last = into[-1]
+                if type(last) is list:
+                    if (last[0] is shared and last[1] == w.cause_offset and last[2] == w.round and last[3] is cid
+                            and len(last) < _RUN_MAX and w.target == f"{topic}-{partition}"):
+                        last.append(f"{topic}\t{partition}\t{w.idx}")
+                        continue
+                else:
+                    head = heads.get(grp)
+                    if head is not None and head[0] is shared and head[2] == len(into):
+                        h = head[1]
+                        if (h.cause_offset == w.cause_offset and h.round == w.round and h.cause_id == w.cause_id
+                                and w.target == f"{topic}-{partition}"
+                                and h.target == f"{h.item.topic}-{h.item.partition}"):  # always, from the loop
+                            into[-1] = [shared, w.cause_offset, w.round, cid,
+                                        f"{h.item.topic}\t{h.item.partition}\t{h.idx}", f"{topic}\t{partition}\t{w.idx}"]
+                            continue
+            into.append(f"{w.target}{US}{w.cause_offset}{US}{w.round}{US}{w.idx}{US}cmd{US}{cid}{US}"
+                        f"{topic}\t{partition}\t{shared}")
+            heads[grp] = (shared, w, len(into))
+            continue
+        kind, payload = _encode_item(item, dlq_max_value_bytes)
         into.append(f"{w.target}{US}{w.cause_offset}{US}{w.round}{US}{w.idx}{US}{kind}{US}{cid}{US}{payload}")
-    return {grp: _pack(texts) for grp, texts in entries.items()}
+    return {grp: _pack([e if type(e) is str else _run_text(e) for e in texts]) for grp, texts in entries.items()}
+
+
+# a run's list: shared, cause_offset, round, cid, then each command's `topic \t partition
+# \t idx`; at most this long (a few kilobytes)
+_RUN_MAX = 4 + 256
+
+
+def _run_text(run: list[Any]) -> str:
+    """A run as a `cmds` entry: `US cause US round US US cmds US cid US shared`, then
+    `\n topic \t partition \t idx` for each command (a topic name holds neither character,
+    and the shared part's JSON no newline)."""
+    shared, cause, round_, cid = run[:4]
+    return f"{US}{cause}{US}{round_}{US}{US}cmds{US}{cid}{US}{shared}\n" + "\n".join(run[4:])
 
 
 def pack_metrics(text: str) -> str:
@@ -164,6 +209,7 @@ def pack_metrics(text: str) -> str:
 
 def unpack_work(packed: Iterable[str]) -> list[Work]:
     ids: dict[str, str | None] = {}
+    shared_parts = codec.shared_parts
     work = []
     for text in packed:
         for entry in text.split(RS):
@@ -175,6 +221,15 @@ def unpack_work(packed: Iterable[str]) -> list[Work]:
             item: Any
             if kind == "cmd":
                 item = codec.loads(payload, Command)
+            elif kind == "cmds":  # a run of commands (pack_groups)
+                shared, *members = payload.split("\n")
+                parts = shared_parts(shared)
+                c, r = int(cause), int(round_)
+                for member in members:
+                    topic, partition, i = member.split("\t")
+                    work.append(_new_tuple(Work, (f"{topic}-{partition}", c, r, int(i),
+                                                  Command(topic, int(partition), *parts), cause_id)))
+                continue
             elif kind == "dlq":
                 item = LetterText(payload)
             elif kind == "wake":

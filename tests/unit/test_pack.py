@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import state_machines.engine as engine_module
+from bench.engine_bench import cluster_log
+from state_machines.commands import Command
 from state_machines.events import parse_event
-from streaming.pipeline import pack_groups, unpack_work
-from streaming.storage import Buckets
+from state_machines.loop import RawEvent, Sequencer
+from state_machines.model import ControllerConfig
+from streaming.assemble import assemble_batch
+from streaming.batches import MemoryState
+from streaming.pipeline import RS, pack_groups, pack_outputs, read_feedback, unpack_outputs, unpack_work
+from streaming.storage import Buckets, fold_group, partition_storage
 from tests.property.generator import generate_log
 
 
@@ -42,3 +50,36 @@ def test_work_packed_in_the_sequencers_order_is_each_groups_own_packing(seed: in
             assert unpack_work(packed[grp]) == items
             checked += len(items)
     assert checked > 100
+
+
+def test_a_fan_out_travels_in_runs_and_unpacks_to_the_same_work() -> None:
+    """The benchmark's scale story at a small size: every step's work, packed into 8
+    buckets, unpacks to the sequencer's items group by group; the fan-outs that send a
+    bucket's partitions the same context and op (a broker's failure and return, the
+    preferred election of every partition) travel as runs, a few entries per group."""
+    config, storage = ControllerConfig(), partition_storage(8, 2)
+    directory: dict = {}
+    states: dict = {}
+    pending, buffer, feedback, offset = None, [], [], 0
+    entries_per_command: dict[str, float] = {}
+    for name, events in cluster_log(4, 400, 3, 50, full=True).items():
+        chunk = [RawEvent(offset + i, json.dumps(e).encode(), f"line:{offset + i}") for i, e in enumerate(events)]
+        offset += len(events)
+        while chunk or feedback:
+            seq = Sequencer(directory, config)
+            pending, buffer = seq.run(pending, buffer, chunk, *read_feedback(feedback))
+            packed = pack_groups(seq.work, storage.group)
+            commands = sum(1 for w in seq.work if isinstance(w.item, Command))
+            if commands:
+                entries_per_command[name] = sum(t.count(RS) + 1 for g in packed.values() for t in g) / commands
+            outputs = []
+            for grp, texts in packed.items():
+                work = unpack_work(texts)
+                assert work == [w for w in seq.work if storage.group(w.target) == grp]
+                outputs.extend(pack_outputs(fold_group(storage, grp, states.setdefault(grp, MemoryState()), work, config)))
+            feedback = assemble_batch(unpack_outputs(outputs)).assembled.reports
+            chunk = []
+    assert entries_per_command["broker 1 returns"] < 0.05
+    assert entries_per_command["preferred election (all)"] < 0.05
+    # a creation sends each partition its own replicas: no runs
+    assert entries_per_command["create 400 partitions"] > 0.9
