@@ -193,6 +193,20 @@ def _context_text(x: commands.PartitionContext) -> str:
     return kept[1]
 
 
+# Ops by value: a creation sends each partition an op of its own, and a cluster's replica
+# sets are few. (Every op is a frozen dataclass of tuples and scalars: hashable.)
+_OP_TEXT: dict[Any, str] = {}
+
+
+def _op_text(op: Any) -> str:
+    text = _OP_TEXT.get(op)
+    if text is None:
+        if len(_OP_TEXT) >= 4096:
+            _OP_TEXT.clear()
+        text = _OP_TEXT[op] = compact_json(_op_out(op))
+    return text
+
+
 def command_text(c: commands.Command) -> str:
     """`dumps` of a command."""
     return f"{c.topic}\t{c.partition}\t{command_shared(c)}"
@@ -214,7 +228,7 @@ def command_shared(c: commands.Command) -> str:
             # compact_json([COMPACT_VERSION, cause_offset, cause_id, ctx, op]), the context's
             # part written once per context (a creation sends each partition its own op)
             text = (f"[{COMPACT_VERSION},{c.cause_offset},{'null' if c.cause_id is None else json_str(c.cause_id)},"
-                    f"{_context_text(c.ctx)},{compact_json(_op_out(c.op))}]")
+                    f"{_context_text(c.ctx)},{_op_text(c.op)}]")
             if len(_SHARED_TEXT) >= 4096:
                 _SHARED_TEXT.clear()
             _SHARED_TEXT[key] = (c.ctx, c.op, text)
@@ -250,6 +264,12 @@ def shared_parts(shared: str) -> tuple:
     """The cause offset, cause id, context and op that `command_shared` wrote as `shared`
     (each distinct text decoded once: the values are immutable, and shared)."""
     parts = _SHARED.get(shared)
+    if parts is None and shared.startswith(_SHARED_HEAD):
+        parts = _compact_shared(shared)
+        if parts is not None:
+            if len(_SHARED) >= 4096:
+                _SHARED.clear()
+            _SHARED[shared] = parts
     if parts is None and shared.startswith("{"):
         parts = _generic_shared(shared)
         if len(_SHARED) >= 4096:
@@ -264,6 +284,56 @@ def shared_parts(shared: str) -> tuple:
             _SHARED.clear()
         _SHARED[shared] = parts
     return parts
+
+
+# A creation sends each partition its own op (its replicas), and a fan-out's shared parts
+# name their cause: at a million partitions a bucket meets most shared texts once. Their
+# contexts and ops are few (one per replica set), so a compact shared part is read in
+# pieces, `[version,cause,cause id,context,op]`, and each distinct context's and op's text is
+# decoded once. A context holds no string, so the op, an array whose first value is its
+# name, starts at the first `,["` after the cause id. Any other text is decoded whole.
+_SHARED_HEAD = f"[{COMPACT_VERSION},"
+_CONTEXTS_IN: dict[str, commands.PartitionContext] = {}
+_OPS_IN: dict[str, Any] = {}
+_scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+def _compact_shared(shared: str) -> tuple | None:
+    cause_end = shared.find(",", len(_SHARED_HEAD))
+    if cause_end < 0 or not shared.endswith("]"):
+        return None
+    cause_text = shared[len(_SHARED_HEAD):cause_end]
+    if not cause_text.isdigit():
+        return None
+    if shared.startswith("null,", cause_end + 1):
+        cause_id, ctx_start = None, cause_end + 6
+    elif shared.startswith('"', cause_end + 1):
+        try:
+            cause_id, id_end = _scan_string(shared, cause_end + 2)
+        except ValueError:
+            return None
+        if not shared.startswith(",", id_end):
+            return None
+        ctx_start = id_end + 1
+    else:
+        return None
+    op_start = shared.find(',["', ctx_start)
+    if op_start < 0 or not shared.startswith("[", ctx_start):
+        return None
+    ctx_text, op_text = shared[ctx_start:op_start], shared[op_start + 1:-1]
+    ctx = _CONTEXTS_IN.get(ctx_text)
+    op = _OPS_IN.get(op_text)
+    if ctx is None or op is None:
+        try:
+            x, y = json.loads(ctx_text), json.loads(op_text)
+        except ValueError:
+            return None  # the whole decoding says what is wrong
+        if len(_CONTEXTS_IN) >= 4096 or len(_OPS_IN) >= 4096:
+            _CONTEXTS_IN.clear()
+            _OPS_IN.clear()
+        ctx = _CONTEXTS_IN[ctx_text] = commands.PartitionContext(x[0], x[1], x[2], x[3], _brokers_in(x[4]))
+        op = _OPS_IN[op_text] = _op_in(y)
+    return (int(cause_text), cause_id, ctx, op)
 
 
 # -- dumps and loads: the encoding by type --------------------------------------------------

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import state_machines.engine as engine_module
-from state_machines.commands import Command, DeletionReport
+from state_machines.commands import Command, DeletionReport, PartitionContext
 from state_machines.directory import Continuation
 from state_machines.events import parse_event
 from state_machines.outputs import (
@@ -241,3 +241,44 @@ def test_records_that_share_their_tail_decode_to_the_full_decoding_and_share_its
     assert len(codec._TAILS) == 1
     assert decoded[1].leadership is decoded[0].leadership and decoded[1].brokers is decoded[0].brokers
     assert decoded[2] is not decoded[0]  # each partition still gets its own record
+
+
+def _whole_shared(text: str) -> tuple:
+    a = json.loads(text)
+    x = a[3]
+    return (a[1], a[2], PartitionContext(x[0], x[1], x[2], x[3], codec._brokers_in(x[4])), codec._op_in(a[4]))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_commands_shared_part_read_in_pieces_is_its_whole_decoding(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every compact shared part of a generated log's commands, read in pieces (context
+    and op each decoded once), equals the whole text's decoding; so do cause ids that
+    hold quotes, escapes and the op's opening `,["`."""
+    texts: set[str] = set()
+    original = partition_module.partition_step
+
+    def seen(state, cmd, config):
+        texts.add(codec.command_shared(cmd))
+        for cause_id in ('a,["b', 'q"uote\\\\', "\u00e9\u2028", ""):
+            texts.add(codec.command_shared(Command(cmd.topic, cmd.partition, cmd.cause_offset, cause_id, cmd.ctx, cmd.op)))
+        return original(state, cmd, config)
+
+    monkeypatch.setattr(partition_module, "partition_step", seen)
+    engine = engine_module.Engine()
+    for i, event in enumerate(generate_log(seed, n_events=60)):
+        engine.process(parse_event(event, i))
+    assert len(texts) > 50
+    for text in texts:
+        assert codec._compact_shared(text) == _whole_shared(text), text
+
+
+def test_a_shared_part_not_in_the_compact_layout_is_left_to_the_whole_decoding() -> None:
+    ctx = '[true,1,false,false,[[1,true,false,101]]]'
+    for text in (
+        f'[1,-3,null,{ctx},["Failover"]]',          # not an offset
+        f'[1,7,"unterminated,{ctx},["Failover"]]',  # a cause id that does not end
+        f'[1,7,5,{ctx},["Failover"]]',              # a cause id that is neither null nor a string
+        f'[1,7,null,{ctx}]',                        # no op
+        f'[1,7,null,{ctx},["Failover"]',            # no closing bracket
+    ):
+        assert codec._compact_shared(text) is None, text
