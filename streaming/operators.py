@@ -16,7 +16,7 @@ stage hands its `GroupState` to the storage strategy, `storage.py`).
 
 Both decode state, run the core, encode state and yield packed rows (`pipeline.py`);
 nothing else happens here. Each first sets the worker's collector thresholds
-(`collect_less`) and runs the core with the cyclic collector paused (`paused`). The
+(`collect_less`) and runs its batch with the cyclic collector paused (`paused`). The
 sequencer keeps the directory it last wrote (`LastDirectory`). The thresholds and the
 directory pay off when Spark reuses its Python workers between micro-batches, and neither
 is needed for correctness: a fresh worker sets the thresholds again and reads the
@@ -92,6 +92,13 @@ class SequencerProcessor(StatefulProcessor):
 
     def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
         collect_less()
+        # the whole batch without cyclic collection: its passes walked what the batch
+        # decodes and sends (collector.py)
+        with paused():
+            packed = self._batch(rows)
+        yield pd.DataFrame(packed, columns=["grp", "rows"])
+
+    def _batch(self, rows: Iterator[pd.DataFrame]) -> list[tuple[str, str]]:
         events: list[RawEvent] = []
         feedback: list[str] = []
         for pdf in rows:
@@ -110,8 +117,7 @@ class SequencerProcessor(StatefulProcessor):
         pending = codec.loads(self.pending.get()[0], Pending) if self.pending.exists() else None
         buffered = [RawEvent(int(o), None if v is None else bytes(v), s) for o, v, s in self.buffer.get()] if self.buffer.exists() else []
         seq = Sequencer(directory, self.config, self.limits)
-        with paused():
-            pending, rest = seq.run(pending, buffered, events, reports, summaries)
+        pending, rest = seq.run(pending, buffered, events, reports, summaries)
         updates, removals = directory_store.writes(directory, seq.changed, former)
         for k in removals:
             self.records.removeKey((k,))
@@ -129,13 +135,12 @@ class SequencerProcessor(StatefulProcessor):
             self.buffer.put([(e.offset, e.value, e.source) for e in rest])
         else:
             self.buffer.clear()
-        with paused():
-            groups = pack_groups(seq.work, self.storage.group, self.dlq_max_value_bytes)
-            packed = [(grp, text) for grp, texts in groups.items() for text in texts]
+        groups = pack_groups(seq.work, self.storage.group, self.dlq_max_value_bytes)
+        packed = [(grp, text) for grp, texts in groups.items() for text in texts]
         # the controller's gauges as this batch leaves them, to the sink (controller_metrics)
         gauges = controller_metrics.controller_metrics(directory, pending, self.config)
         packed.append((DIRECT, pack_metrics(controller_metrics.encode(gauges))))
-        yield pd.DataFrame(packed, columns=["grp", "rows"])
+        return packed
 
     def close(self) -> None:
         pass
