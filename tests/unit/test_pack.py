@@ -12,8 +12,11 @@ from state_machines.commands import Command
 from state_machines.events import parse_event
 from state_machines.loop import RawEvent, Sequencer
 from state_machines.model import ControllerConfig
+from state_machines.update_metadata import UpdateMetadataSend, gather
+from streaming import pipeline
 from streaming.assemble import assemble_batch
 from streaming.batches import MemoryState
+from streaming.decision_json import metadata_state_json
 from streaming.pipeline import RS, pack_groups, pack_outputs, read_feedback, unpack_outputs, unpack_work
 from streaming.storage import Buckets, fold_group, partition_storage
 from tests.property.generator import generate_log
@@ -83,3 +86,35 @@ def test_a_fan_out_travels_in_runs_and_unpacks_to_the_same_work() -> None:
     assert entries_per_command["preferred election (all)"] < 0.05
     # a creation sends each partition its own replicas: no runs
     assert entries_per_command["create 400 partitions"] > 0.9
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_sink_joins_the_tasks_update_metadata_rows_as_the_engine_gathers_its_pieces(seed: int, monkeypatch) -> None:
+    """Each cause's UpdateMetadata pieces, gathered per task (partitions spread over three
+    tasks by their key, the directory's sends in a fourth, a task's rows cut every few
+    lines) and joined by the sink (`read_metadata`), are the rounds the engine gathers
+    from all of them at once."""
+    monkeypatch.setattr(pipeline, "METADATA_LINES_PER_ROW", 3)
+    batches: list[list] = []
+    original = engine_module.merge_update_metadata
+
+    def merge(pieces):
+        pieces = list(pieces)
+        batches.append(pieces)
+        return original(pieces)
+
+    monkeypatch.setattr(engine_module, "merge_update_metadata", merge)
+    engine = engine_module.Engine()
+    for i, event in enumerate(generate_log(seed, n_events=60)):
+        engine.process(parse_event(event, i))
+    joined = 0
+    for pieces in batches:
+        tasks: dict[int, list] = {}
+        for p in pieces:
+            task = 3 if isinstance(p.item, UpdateMetadataSend) else hash((p.item.topic, p.item.partition)) % 3
+            tasks.setdefault(task, []).append(p)
+        rows = [(cause, round_, payload) for task in tasks.values()
+                for _, cause, _, round_, payload in pipeline.metadata_rows(task)]
+        assert pipeline.read_metadata(rows) == gather(pieces, metadata_state_json)
+        joined += len(rows)
+    assert joined > 20
