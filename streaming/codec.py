@@ -183,6 +183,10 @@ _SHARED_TEXT: dict[tuple[int, int, int, str | None], tuple[Any, Any, str]] = {}
 _CONTEXT_TEXT: dict[int, tuple[commands.PartitionContext, str]] = {}
 
 
+def _context_in(x: list) -> commands.PartitionContext:
+    return commands.PartitionContext(x[0], x[1], x[2], x[3], _brokers_in(x[4]))
+
+
 def _context_text(x: commands.PartitionContext) -> str:
     kept = _CONTEXT_TEXT.get(id(x))
     if kept is None or kept[0] is not x:
@@ -279,7 +283,7 @@ def shared_parts(shared: str) -> tuple:
         a = json.loads(shared)
         check_compact("command", a[0])
         x = a[3]
-        parts = (a[1], a[2], commands.PartitionContext(x[0], x[1], x[2], x[3], _brokers_in(x[4])), _op_in(a[4]))
+        parts = (a[1], a[2], _context_in(x), _op_in(a[4]))
         if len(_SHARED) >= 4096:
             _SHARED.clear()
         _SHARED[shared] = parts
@@ -331,7 +335,7 @@ def _compact_shared(shared: str) -> tuple | None:
         if len(_CONTEXTS_IN) >= 4096 or len(_OPS_IN) >= 4096:
             _CONTEXTS_IN.clear()
             _OPS_IN.clear()
-        ctx = _CONTEXTS_IN[ctx_text] = commands.PartitionContext(x[0], x[1], x[2], x[3], _brokers_in(x[4]))
+        ctx = _CONTEXTS_IN[ctx_text] = _context_in(x)
         op = _OPS_IN[op_text] = _op_in(y)
     return (int(cause_text), cause_id, ctx, op)
 
