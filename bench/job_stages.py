@@ -37,7 +37,8 @@ from state_machines.model import ControllerConfig  # noqa: E402
 from streaming.assemble import assemble_batch  # noqa: E402
 from streaming.batches import MemoryState  # noqa: E402
 from streaming.collector import collect_less, paused  # noqa: E402
-from streaming.pipeline import pack_groups, pack_outputs, read_feedback, unpack_outputs, unpack_work  # noqa: E402
+from streaming.packing import pack_groups, pack_outputs, unpack_outputs, unpack_work  # noqa: E402
+from streaming.pipeline import read_feedback  # noqa: E402
 from streaming.storage import fold_group, partition_storage  # noqa: E402
 
 PIECES = ("sequencer", "pack work", "unpack work", "partition stage", "pack outputs", "assemble")

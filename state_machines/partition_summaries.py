@@ -63,7 +63,7 @@ def interned_summary(state: PartitionState | None, preferred: int, leader: int |
     key = (state, preferred, leader, isr_size, replication_factor, replica_count)
     summary = _SUMMARIES.get(key)
     if summary is None:
-        if len(_SUMMARIES) > 65536:  # as streaming/codec.py's cache: bounded for any cluster
+        if len(_SUMMARIES) > 65536:  # as streaming/record_codec.py's cache: bounded for any cluster
             _SUMMARIES.clear()
         summary = _SUMMARIES[key] = PartitionSummary(*key)
     return summary

@@ -29,7 +29,8 @@ from state_machines.update_metadata import chunks
 from . import codec
 from .controller_metrics import decode as decode_metrics
 from .decision_json import decision_json, update_metadata_json
-from .pipeline import WAKE_LINE, OutputRow, read_metadata
+from .packing import OutputRow
+from .pipeline import WAKE_LINE, read_metadata
 
 # a LeaderAndIsr decision of an unclean election (contract: `election`), as decision_json writes it
 UNCLEAN_ELECTION = '"election":"unclean"'

@@ -1,7 +1,7 @@
 """The job's micro-batches without Spark, for tests: `run_batches` chains the sequencer,
 the partition stage and the batch sink as the query does, on the same code.
 
-Work and outputs are packed and unpacked as they cross Spark (`pipeline.py`), each
+Work and outputs are packed and unpacked as they cross Spark (`packing.py`), each
 group's partition state goes through the storage strategy (`storage.py`) into a
 `MemoryState` shaped like Spark's `GroupState`, and deletion reports come back in the
 next batch with the partitions' summaries, as through the feedback files. So a difference between `run_batches` and the
@@ -22,7 +22,8 @@ from state_machines.outputs import contract_key
 
 from . import decision_parts as parts
 from .assemble import assemble_batch
-from .pipeline import pack_groups, pack_outputs, read_feedback, unpack_outputs, unpack_work
+from .packing import pack_groups, pack_outputs, unpack_outputs, unpack_work
+from .pipeline import read_feedback
 from .storage import fold_group, partition_storage
 
 

@@ -38,7 +38,7 @@ import pyarrow
 from state_machines.errors import ShadowControllerError
 
 from .assemble import UNCLEAN_ELECTION, Assembled, Run, assemble_runs, may_be_safety, run_order
-from .pipeline import US, OutputRow, pack_outputs, unpack_outputs
+from .packing import US, OutputRow, pack_outputs, unpack_outputs
 
 PARTS_DIR = "_parts"
 

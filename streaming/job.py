@@ -42,7 +42,7 @@ def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controlle
         builder = builder.master(master or os.environ.get("SPARK_MASTER", "local[2]"))
     conf = {
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
-        # Arrow batches of 1,000 packed rows (16 MiB at most, pipeline.PACK_CHARS) instead of
+        # Arrow batches of 1,000 packed rows (16 MiB at most, packing.PACK_CHARS) instead of
         # Spark's 10,000: every Python stage holds one batch at a time, and at a million
         # partitions the workers' resident memory at one moment went from 5.0 to 3.7 GiB
         # (bench/job_bench.py --spark-conf, one run each), with no step slower

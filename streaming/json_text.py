@@ -1,5 +1,5 @@
 """The JSON writers the encodings share: two encoders built once, and the pieces the
-templates of the hot paths write by hand (codec.py, decision_json.py).
+templates of the hot paths write by hand (record_codec.py, command_codec.py, decision_json.py).
 
 `json.dumps` builds an encoder per call when given options, so the compact writer (as the
 contract writes records) and the canonical one (the same, keys sorted, so that one value

@@ -14,8 +14,8 @@ stage hands its `GroupState` to the storage strategy, `storage.py`).
   the directory's own records are numbered in the group `DIRECT`; every other group is
   folded by the storage strategy, which holds its partitions' state.
 
-Both decode state, run the core, encode state and yield packed rows (`pipeline.py`);
-nothing else happens here. Each first sets the worker's collector thresholds
+Both decode state, run the core, encode state and yield packed rows (`pipeline.py`,
+`packing.py`); nothing else happens here. Each first sets the worker's collector thresholds
 (`collect_less`) and runs its batch with the cyclic collector paused (`paused`). The
 sequencer keeps the directory it last wrote (`LastDirectory`). The thresholds and the
 directory pay off when Spark reuses its Python workers between micro-batches, and neither
@@ -40,10 +40,11 @@ from state_machines.model import ControllerConfig
 
 from . import codec, controller_metrics, directory_store
 from .collector import collect_less, paused
-from .pipeline import pack_groups, pack_metrics, pack_outputs, read_feedback, unpack_work
+from .packing import pack_groups, pack_metrics, pack_outputs, unpack_work
+from .pipeline import read_feedback
 from .storage import PartitionStorage, fold_group
 
-# work and outputs between the operators are packed (pipeline.pack_groups, pack_outputs)
+# work and outputs between the operators are packed (packing.pack_groups, pack_outputs)
 SEQUENCER_OUT = "grp string, rows string"
 PARTITION_OUT = "rows string"
 SEQUENCER_KEY = "controller"

@@ -34,7 +34,7 @@ from .assemble import Assembled, assemble_batch, may_be_safety
 from .file_source import feedback_file
 from .json_text import compact_json
 from .collector import collect_less
-from .pipeline import unpack_outputs
+from .packing import unpack_outputs
 from .settings.schema import JobSettings
 
 log = logging.getLogger("shadow_controller.job")
@@ -174,7 +174,7 @@ def _collect(df: DataFrame) -> list[tuple[str, int, str, int, str]]:
 
 
 # what the executors return after writing their parts, in Arrow batches of at most
-# this many packed rows (`pipeline.PACK_CHARS` each): small enough for the JVM's direct memory
+# this many packed rows (`packing.PACK_CHARS` each): small enough for the JVM's direct memory
 ROWS_PER_ARROW_BATCH = 1024
 
 

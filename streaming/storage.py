@@ -34,7 +34,8 @@ from state_machines.model import ControllerConfig
 from state_machines.partition import PartitionRecord
 
 from . import codec
-from .pipeline import OutputRow, bucket_stage, direct_stage, partition_stage_rows
+from .packing import OutputRow
+from .pipeline import bucket_stage, direct_stage, partition_stage_rows
 from .spark_hash import balanced_labels
 
 

@@ -8,7 +8,7 @@ import logging
 import threading
 from typing import Any
 
-from ..pipeline import truncated
+from ..packing import truncated
 from ..settings.schema import JobSettings
 from .client import quiet
 from .outage import clear_outage, outage_file_for, report_outage

@@ -16,7 +16,7 @@ from state_machines.outputs import (
 )
 from state_machines import partition as partition_module
 from state_machines.partition import PartitionRecord
-from streaming import codec
+from streaming import codec, command_codec, record_codec
 from streaming.decision_json import decision_json
 from streaming.directory_codec import directory_out
 from tests.property.generator import generate_log
@@ -34,7 +34,7 @@ def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch:
         if state is not None:
             assert codec.loads(codec.dumps(state), PartitionRecord) == state
             # the record's text is written directly; it is the JSON encoder's bytes
-            assert codec.dumps(state) == json.dumps(codec._record_out(state), separators=(",", ":"))
+            assert codec.dumps(state) == json.dumps(record_codec.record_out(state), separators=(",", ":"))
             assert codec.bucket_entry_in(codec.bucket_entry_out(state, cmd.cause_offset, 7)) == (state, cmd.cause_offset, 7)
             seen["records"] += 1
         result = original(state, cmd, config)
@@ -224,7 +224,7 @@ def test_the_templated_records_are_the_contract_bytes_for_every_optional_field(r
 
 def test_records_that_share_their_tail_decode_to_the_full_decoding_and_share_its_fields() -> None:
     """A record's text after its topic and number is decoded once per distinct text
-    (`codec._record_from_text`); a record read through that path equals its full decoding."""
+    (`record_codec.record_from_text`); a record read through that path equals its full decoding."""
     from state_machines.model import BrokerFact, LeaderAndIsr, ReplicaAssignment
     from state_machines.states import PartitionState, ReplicaState
 
@@ -234,11 +234,11 @@ def test_records_that_share_their_tail_decode_to_the_full_decoding_and_share_its
                                LeaderAndIsr(1, 4, (1, 2), 5), ((1, ReplicaState.OnlineReplica),), ((1, fact),),
                                False, (2,), (17, None))
 
-    codec._TAILS.clear()
+    record_codec._TAILS.clear()
     first, second = record("a.b_c-1", 0), record("x", 123)
     decoded = [codec.loads(codec.dumps(r), PartitionRecord) for r in (first, second, first)]
     assert decoded == [first, second, first]
-    assert len(codec._TAILS) == 1
+    assert len(record_codec._TAILS) == 1
     assert decoded[1].leadership is decoded[0].leadership and decoded[1].brokers is decoded[0].brokers
     assert decoded[2] is not decoded[0]  # each partition still gets its own record
 
@@ -246,7 +246,7 @@ def test_records_that_share_their_tail_decode_to_the_full_decoding_and_share_its
 def _whole_shared(text: str) -> tuple:
     a = json.loads(text)
     x = a[3]
-    return (a[1], a[2], PartitionContext(x[0], x[1], x[2], x[3], codec._brokers_in(x[4])), codec._op_in(a[4]))
+    return (a[1], a[2], PartitionContext(x[0], x[1], x[2], x[3], record_codec.brokers_in(x[4])), command_codec._op_in(a[4]))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -258,9 +258,9 @@ def test_a_commands_shared_part_read_in_pieces_is_its_whole_decoding(seed: int, 
     original = partition_module.partition_step
 
     def seen(state, cmd, config):
-        texts.add(codec.command_shared(cmd))
+        texts.add(command_codec.command_shared(cmd))
         for cause_id in ('a,["b', 'q"uote\\\\', "\u00e9\u2028", ""):
-            texts.add(codec.command_shared(Command(cmd.topic, cmd.partition, cmd.cause_offset, cause_id, cmd.ctx, cmd.op)))
+            texts.add(command_codec.command_shared(Command(cmd.topic, cmd.partition, cmd.cause_offset, cause_id, cmd.ctx, cmd.op)))
         return original(state, cmd, config)
 
     monkeypatch.setattr(partition_module, "partition_step", seen)
@@ -269,7 +269,7 @@ def test_a_commands_shared_part_read_in_pieces_is_its_whole_decoding(seed: int, 
         engine.process(parse_event(event, i))
     assert len(texts) > 50
     for text in texts:
-        assert codec._compact_shared(text) == _whole_shared(text), text
+        assert command_codec._compact_shared(text) == _whole_shared(text), text
 
 
 def test_a_shared_part_not_in_the_compact_layout_is_left_to_the_whole_decoding() -> None:
@@ -281,4 +281,4 @@ def test_a_shared_part_not_in_the_compact_layout_is_left_to_the_whole_decoding()
         f'[1,7,null,{ctx}]',                        # no op
         f'[1,7,null,{ctx},["Failover"]',            # no closing bracket
     ):
-        assert codec._compact_shared(text) is None, text
+        assert command_codec._compact_shared(text) is None, text

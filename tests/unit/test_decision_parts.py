@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from streaming import decision_parts as parts
-from streaming.pipeline import pack_outputs, unpack_outputs
+from streaming.packing import pack_outputs, unpack_outputs
 
 
 def _decision(cause: int, key: str, seq: int, n: int = 1) -> tuple[str, int, str, int, str]:
@@ -59,7 +59,7 @@ def test_safety_divergences_come_back_to_the_driver_to_be_logged(tmp_path: Path)
 def test_packed_rows_are_bounded_in_size_so_spark_cuts_small_arrow_batches() -> None:
     """Spark's Python stages cut Arrow batches by rows (10,000), so a packed row must stay
     small: at most PACK_CHARS characters, unless one entry alone is longer."""
-    from streaming.pipeline import PACK_CHARS
+    from streaming.packing import PACK_CHARS
 
     rows = [_decision(i, f"t-{i}", 0, 20) for i in range(2000)] + [("dlq", 5, "", 0, "x" * (3 * PACK_CHARS))]
     packed = pack_outputs(rows)

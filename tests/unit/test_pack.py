@@ -1,4 +1,4 @@
-"""The sequencer's work as it crosses Spark: packed per group (`pipeline.pack_groups`)."""
+"""The sequencer's work as it crosses Spark: packed per group (`packing.pack_groups`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from streaming import pipeline
 from streaming.assemble import assemble_batch
 from streaming.batches import MemoryState
 from streaming.decision_json import metadata_state_json
-from streaming.pipeline import RS, pack_groups, pack_outputs, read_feedback, unpack_outputs, unpack_work
+from streaming.packing import RS, pack_groups, pack_outputs, unpack_outputs, unpack_work
+from streaming.pipeline import read_feedback
 from streaming.storage import Buckets, fold_group, partition_storage
 from tests.property.generator import generate_log
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from streaming import codec
+from streaming import codec, record_codec
 from streaming.batches import Batches
 
 START = [
@@ -24,7 +24,7 @@ FAILURE = {"v": 1, "type": "BrokerFailure", "broker_id": 1, "id": "b1-crash"}
 def _older_text(text: str) -> str:
     """The same record as a build that always wrote the trailing offline dirs would have
     written it: other bytes, the same record."""
-    assert text.endswith("]") and codec._record_in(json.loads(text[:-1] + ",[]]")) == codec._record_in(json.loads(text))
+    assert text.endswith("]") and record_codec.record_in(json.loads(text[:-1] + ",[]]")) == record_codec.record_in(json.loads(text))
     return text[:-1] + ",[]]"
 
 
