@@ -19,7 +19,7 @@ and shares its partition state (`UpdateMetadataShare`); the directory states, pe
 cause, the live or shutting-down brokers and its own explicit sends (`UpdateMetadataSend`).
 `merge` joins them, with the round, into one `UpdateMetadataRecord` per send: the engine
 after each cause. The Spark job gathers each task's pieces there (`gather`, the states as
-their JSON) and joins the tasks' rounds in its sink (`Round.join`, then `chunks`, as
+their JSON) and joins the tasks' rounds in its sink (`Round.join_head`, then `chunks`, as
 `merge` does). The record is keyed by its place, `update-metadata-<round>[-<scope>]-<site>`,
 so that a cause spread over micro-batches numbers its sends the same way.
 """
@@ -85,7 +85,8 @@ class Round(Generic[S]):
     site) each partition's state (a later share of the same partition replaces the earlier).
     `S` is what a state is to the gatherer: the `MetadataState` itself, or its JSON for the
     job, whose tasks gather their own partitions and whose sink joins the tasks' rounds
-    (`join`; a partition folds in one task, so the tasks' partitions never meet)."""
+    (`join_head`, the shares added as they are read: a partition folds in one task, so
+    the tasks' partitions never meet)."""
 
     cause_id: str | None
     live: tuple[int, ...] = ()
@@ -104,13 +105,14 @@ class Round(Generic[S]):
         if not item.mark:
             self.shares.setdefault((item.scope, item.site), {})[(item.topic, item.partition)] = state
 
-    def join(self, other: Round[S]) -> None:
-        if other.live:
-            self.live = other.live
-        self.explicit.update(other.explicit)
-        self.shared_sites |= other.shared_sites
-        for place, states in other.shares.items():
-            self.shares.setdefault(place, {}).update(states)
+    def join_head(self, live: tuple[int, ...], explicit: dict[int, UpdateMetadataSend], shared_sites: set[int]) -> None:
+        """Another task's part of this round, but its shares (which the joiner adds to
+        `shares` as it reads them): its live brokers if it saw them, its explicit sends
+        and the sites its partitions shared at."""
+        if live:
+            self.live = live
+        self.explicit.update(explicit)
+        self.shared_sites |= shared_sites
 
 
 def gather(pieces: Iterable[Piece], state: Callable[[MetadataState], S]) -> dict[tuple[int, int], Round[S]]:

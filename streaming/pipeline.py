@@ -155,7 +155,7 @@ def metadata_rows(pieces: Iterable[Piece]) -> list[OutputRow]:
 
 
 def read_metadata(rows: Iterable[tuple[int, int, str]]) -> dict[tuple[int, int], Round[str]]:
-    """The tasks' rounds of (cause, round, payload) rows, joined as `Round.join` joins them.
+    """The tasks' rounds of (cause, round, payload) rows, joined (`Round.join_head`).
 
     A creation of 10,000 topics at a million partitions sends about a million rows (each
     topic's round from each bucket that holds one of its partitions), whose heads are a few
@@ -173,11 +173,8 @@ def read_metadata(rows: Iterable[tuple[int, int, str]]) -> dict[tuple[int, int],
         r = rounds.get((cause, round_))
         if r is None:
             r = rounds[(cause, round_)] = Round(decoded[0], decoded[1], dict(decoded[2]), set(decoded[3]))
-        else:  # Round.join
-            if decoded[1]:
-                r.live = decoded[1]
-            r.explicit.update(decoded[2])
-            r.shared_sites |= decoded[3]
+        else:
+            r.join_head(decoded[1], decoded[2], decoded[3])
         shares = r.shares
         for line in lines:
             site, scope, topic, partition, state = line.split("\t", 4)
