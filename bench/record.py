@@ -8,7 +8,8 @@ A record (format 1):
     {"format": 1, "recorded_at": "2026-11-23T22:40:00Z",
      "commit": {"sha": "...", "dirty": false},
      "machine": {"cpus": 2, "cpu_model": "...", "memory_gib": 23.4, "load_avg_1m": 0.4,
-                 "python": "3.11.9", "java": "17.0.13", "spark": "4.3.0"},
+                 "python": "3.11.9", "java": "17.0.13", "spark": "4.3.0",
+                 "python_work_s": {"start": 0.62, "end": 0.63}},
      "args": {... job_bench's arguments ...},
      "peak_memory_mib": {"driver": 812, "file": 2950,
                          "file_at_once": {"total": 2410, "driver": 310, "jvm": 1500, "workers": 600}},
@@ -66,6 +67,26 @@ def _proc_field(path: str, name: str) -> str | None:
     return None
 
 
+def python_work() -> float:
+    """Seconds this machine takes now for a fixed piece of pure-Python work, the fastest of
+    three. A shared VM runs the same code up to twice as slowly from one hour to the next
+    with nothing in `load_avg_1m` to show it (measured here: the engine's creation of a
+    million partitions in 45 s one day and 107 s another), so a run's figures are set
+    against another's through this one: measured as the run starts and as it ends."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        seen: dict[tuple[int, int], str] = {}
+        for i in range(1_000_000):
+            key = (i % 997, i % 13)
+            text = seen.get(key)
+            if text is None:
+                text = seen[key] = f"{key[0]}-{key[1]}"
+            seen[key] = text if len(text) < 16 else text[:8]
+        best = min(best, time.perf_counter() - start)
+    return round(best, 3)
+
+
 def machine() -> dict[str, Any]:
     import pyspark
 
@@ -105,15 +126,16 @@ def steps(results: dict[str, list[dict]]) -> list[dict[str, Any]]:
 
 def record(args: dict[str, Any], results: dict[str, list[dict]], driver_peak_mib: float,
            spark_peak_mib: dict[str, Any], started: float, head: dict[str, Any],
-           directory: Path = RESULTS_DIR) -> Path:
+           work: dict[str, float], directory: Path = RESULTS_DIR) -> Path:
     """Write the run's record; return its path (named by time, size and commit, so records
     sort by time and never overwrite each other). `head` is `commit()` as the run started:
-    the tree may change while a long run goes on."""
+    the tree may change while a long run goes on. `work` is `python_work()` at the run's
+    start and end."""
     doc = {
         "format": FORMAT,
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "commit": head,
-        "machine": machine(),
+        "machine": {**machine(), "python_work_s": work},
         "args": {k: v for k, v in args.items() if k not in ("record", "results_dir", "json")},
         "peak_memory_mib": {"driver": round(driver_peak_mib),
                             **{m: v for m, v in spark_peak_mib.items() if v is not None}},

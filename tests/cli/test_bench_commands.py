@@ -38,6 +38,9 @@ def test_a_recorded_run_holds_the_commit_the_machine_and_each_steps_figures_and_
     assert doc["commit"]["sha"] == head and isinstance(doc["commit"]["dirty"], bool)
     assert doc["machine"]["cpus"] >= 1 and doc["machine"]["python"].startswith("3.11")
     assert doc["machine"]["java"] and doc["machine"]["spark"]
+    work = doc["machine"]["python_work_s"]
+    assert set(work) == {"start", "end"} and all(0 < v < 60 for v in work.values())
+    assert f"{work['start']:.3f} s at the start, {work['end']:.3f} s at the end" in done.stdout
     assert doc["args"]["partitions"] == 300 and doc["args"]["modes"] == "engine"
     steps = {s["step"]: s for s in doc["steps"]}
     assert steps["create 300 partitions"]["decisions"] > 0
