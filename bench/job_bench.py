@@ -9,6 +9,9 @@ checked delivery), so the figure is the job's, not Spark's start-up.
 
 `--repeat N` runs each mode N times; each step reports its median run and every run's batch time.
 `--record` keeps the run on record in `bench/results/` (`record.py`; `chart.py` draws them).
+`work s` is the seconds a fixed piece of Python work took just before and just after the
+step (`record.python_work`): this shared machine's speed changes from minute to minute,
+and a step's ratio to the engine says most when its figures and the engine's agree.
 """
 
 from __future__ import annotations
@@ -145,11 +148,14 @@ def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
         for e in events:
             envs.append(parse_event(e, offset))
             offset += 1
+        speed = python_work(passes=1)
         start = time.perf_counter()
         decisions = 0
         for env in envs:
             decisions += len(process_settled(engine, env))
-        rows.append({"step": name, "events": len(events), "decisions": decisions, "seconds": time.perf_counter() - start})
+        seconds = time.perf_counter() - start
+        rows.append({"step": name, "events": len(events), "decisions": decisions, "seconds": seconds,
+                     "python_work_s": [speed, python_work(passes=1)]})
     return rows
 
 
@@ -194,6 +200,7 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
         for n, (name, events) in enumerate(phases.items()):
             sampler.step = name
             batches_before = set(sink.stats)
+            speed = python_work(passes=1)
             start_t = time.perf_counter()
             if mode == "file":
                 tmp = work / f".{n:04d}.tmp"
@@ -213,9 +220,11 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
             batch_seconds = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
             rows.append({"step": name, "events": len(events), "decisions": sum(s["decisions"] for s in new),
                          "seconds": seconds, "batch_seconds": batch_seconds, "micro_batches": len(new),
+                         "python_work_s": [speed, python_work(passes=1)],
                          "progress": [{k: p.get(k) for k in ("batchId", "durationMs", "stateOperators")} for p in progress]})
             print(f"  {mode:5} {name:34} {seconds:8.2f} s  batch time {batch_seconds:6.2f} s  "
-                  f"{rows[-1]['decisions']:>8} decisions", flush=True)
+                  f"{rows[-1]['decisions']:>8} decisions  (fixed Python work {speed:.3f} -> "
+                  f"{rows[-1]['python_work_s'][1]:.3f} s)", flush=True)
         peak_children = descendants_peak_rss_mib()
         rows.append({"step": "_memory", "events": 0, "decisions": 0, "seconds": 0.0,
                      "descendants_peak_rss_mib": round(peak_children), "simultaneous_peak_mib": sampler.stop()})
@@ -356,7 +365,7 @@ def main() -> int:
           + f"; the machine's fixed Python work (bench/record.py): {work['start']:.3f} s at the start, "
             f"{work['end']:.3f} s at the end")
     print(f"{'mode':7} {'step':34} {'events':>7} {'decisions':>10} {'seconds':>9} {'batch s':>8} {'events/s':>10} "
-          f"{'decisions/s':>12} {'x engine':>9}" + (f" {'batch s, all runs':>20}" if args.repeat > 1 else ""))
+          f"{'decisions/s':>12} {'x engine':>9} {'work s':>11}" + (f" {'batch s, all runs':>20}" if args.repeat > 1 else ""))
     for mode, rows in results.items():
         for i, r in enumerate(rows):
             base = results.get("engine", [None] * len(rows))[i]
@@ -364,7 +373,8 @@ def main() -> int:
             spread = " ".join(f"{v:.2f}" for v in r["batch_seconds_all"]) if args.repeat > 1 else ""
             print(f"{mode:7} {r['step']:34} {r['events']:>7} {r['decisions']:>10} {r['seconds']:>9.2f} "
                   f"{r.get('batch_seconds', r['seconds']):>8.2f} "
-                  f"{r['events'] / r['seconds']:>10.1f} {r['decisions'] / r['seconds']:>12.1f} {ratio:>9} {spread:>20}")
+                  f"{r['events'] / r['seconds']:>10.1f} {r['decisions'] / r['seconds']:>12.1f} {ratio:>9} "
+                  f"{'/'.join(f'{w:.2f}' for w in r.get('python_work_s', ())):>11} {spread:>20}")
         ev = sum(r["events"] for r in rows)
         de = sum(r["decisions"] for r in rows)
         sec = sum(r["seconds"] for r in rows)

@@ -14,9 +14,13 @@ A record (format 1):
      "peak_memory_mib": {"driver": 812, "file": 2950,
                          "file_at_once": {"total": 2410, "driver": 310, "jvm": 1500, "workers": 600}},
      "steps": [{"step": "create 10000 partitions", "events": 101, "decisions": 90000,
-                "engine": {"seconds": 1.2},
+                "engine": {"seconds": 1.2, "python_work_s": [0.31, 0.30]},
                 "file": {"seconds": 3.1, "batch_seconds": 2.9, "batch_seconds_all": [2.9],
-                         "micro_batches": 1, "x_engine": 2.58}}, ...]}
+                         "micro_batches": 1, "x_engine": 2.58, "python_work_s": [0.30, 0.32]}}, ...]}
+
+`python_work_s` in a step: `python_work(passes=1)` just before and just after the step, in
+the process that ran it; a ratio to the engine means most when the two modes' figures
+agree.
 """
 
 from __future__ import annotations
@@ -67,14 +71,15 @@ def _proc_field(path: str, name: str) -> str | None:
     return None
 
 
-def python_work() -> float:
+def python_work(passes: int = 3) -> float:
     """Seconds this machine takes now for a fixed piece of pure-Python work, the fastest of
-    three. A shared VM runs the same code up to twice as slowly from one hour to the next
-    with nothing in `load_avg_1m` to show it (measured here: the engine's creation of a
-    million partitions in 45 s one day and 107 s another), so a run's figures are set
-    against another's through this one: measured as the run starts and as it ends."""
+    `passes`. A shared VM runs the same code up to twice as slowly from one hour to the
+    next, and by half again from one minute to the next, with nothing in `load_avg_1m` to
+    show it (measured here: the engine's creation of a million partitions in 45 s one day
+    and 107 s another), so a run's figures are set against another's through this one:
+    measured as the run starts and as it ends, and once before and after each step."""
     best = float("inf")
-    for _ in range(3):
+    for _ in range(passes):
         start = time.perf_counter()
         seen: dict[tuple[int, int], str] = {}
         for i in range(1_000_000):
@@ -113,6 +118,8 @@ def steps(results: dict[str, list[dict]]) -> list[dict[str, Any]]:
         for mode in modes:
             r = results[mode][i]
             fig: dict[str, Any] = {"seconds": round(r["seconds"], 3)}
+            if "python_work_s" in r:
+                fig["python_work_s"] = r["python_work_s"]
             if "batch_seconds" in r:
                 fig["batch_seconds"] = round(r["batch_seconds"], 3)
                 fig["batch_seconds_all"] = r.get("batch_seconds_all")

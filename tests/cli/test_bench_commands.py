@@ -45,6 +45,7 @@ def test_a_recorded_run_holds_the_commit_the_machine_and_each_steps_figures_and_
     steps = {s["step"]: s for s in doc["steps"]}
     assert steps["create 300 partitions"]["decisions"] > 0
     assert all(s["engine"]["seconds"] >= 0 for s in doc["steps"])
+    assert all(len(s["engine"]["python_work_s"]) == 2 and min(s["engine"]["python_work_s"]) > 0 for s in doc["steps"])
     assert doc["peak_memory_mib"]["driver"] > 0
 
     png = tmp_path / "steps.png"
