@@ -319,7 +319,7 @@ def main() -> int:
     phases = cluster_log(args.brokers, args.partitions, 3, args.partitions_per_topic, full=True,
                          shutdown_broker=args.shutdown_broker)
     head = commit() if args.record else {}
-    work = {"start": python_work()}
+    machine_work = {"start": python_work()}
     if len(modes) == 1 and args.repeat == 1:
         results, memory, peak = measure(phases, modes[0], args.buckets)
     else:
@@ -360,10 +360,10 @@ def main() -> int:
                 if at_once and at_once["total"] > memory.get(f"{mode}_at_once", {}).get("total", 0):
                     memory[f"{mode}_at_once"] = at_once
         results = {mode: _median_rows(mode_runs) for mode, mode_runs in runs.items()}
-    work["end"] = python_work()
+    machine_work["end"] = python_work()
     print(f"\n{args.partitions} partitions, RF 3, {args.brokers} brokers" + (f", {args.buckets} buckets" if args.buckets else "")
-          + f"; the machine's fixed Python work (bench/record.py): {work['start']:.3f} s at the start, "
-            f"{work['end']:.3f} s at the end")
+          + f"; the machine's fixed Python work (bench/record.py): {machine_work['start']:.3f} s at the start, "
+            f"{machine_work['end']:.3f} s at the end")
     print(f"{'mode':7} {'step':34} {'events':>7} {'decisions':>10} {'seconds':>9} {'batch s':>8} {'events/s':>10} "
           f"{'decisions/s':>12} {'x engine':>9} {'work s':>11}" + (f" {'batch s, all runs':>20}" if args.repeat > 1 else ""))
     for mode, rows in results.items():
@@ -393,7 +393,7 @@ def main() -> int:
         Path(args.json).write_text(json.dumps({"args": vars(args), "results": results,
                                                "peak_rss_mib": peak, "spark_peak_rss_mib": memory}, indent=2))
     if args.record:
-        print(f"recorded {record(vars(args), results, peak, memory, started, head, work, Path(args.results_dir))}")
+        print(f"recorded {record(vars(args), results, peak, memory, started, head, machine_work, Path(args.results_dir))}")
     return 0
 
 
