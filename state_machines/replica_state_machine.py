@@ -9,10 +9,10 @@ Theory of operation
 
 `handle_state_changes` is `handleStateChanges`: it opens one request batch, runs the
 transition of each named replica in order, and sends the batch at the end. A transition
-(`doHandleStateChanges`, one case per target state) is a pure function of the partition as
-the previous transitions left it: it returns the replica's new state, the stored
-leader-and-ISR and assignment after it, its requests, or why it failed. The machine alone
-applies what it returns and batches the requests.
+(`doHandleStateChanges`, one case per target state) reads the partition as the previous
+transitions left it and adds its requests to the open batch, as Kafka's cases do; it
+returns the replica's new state, the stored leader-and-ISR and assignment after it, or why
+it failed. The machine alone applies what it returns.
 
 What Kafka only logs becomes a record: `StateChangeFailed` for an invalid transition or a
 failed one, `ReplicaStateChange` for a transition that changes the state (a transition to
@@ -29,9 +29,7 @@ from collections.abc import Sequence
 from .model import NO_LEADER, LeaderAndIsr, ReplicaAssignment
 from .outputs import Output, ReplicaStateChangeRecord, StateChangeFailedRecord
 from .partition_record import Facts, PartitionRecord, Step
-from .requests import (
-    UPDATE_METADATA, LeaderAndIsrPartitionState, LeaderAndIsrRequest, Request, RequestBatch, StopReplicaRequest,
-)
+from .requests import LeaderAndIsrPartitionState, RequestBatch
 from .states import VALID_PREVIOUS_REPLICA_STATES, ReplicaState
 
 R = ReplicaState
@@ -54,11 +52,12 @@ def _pair(broker: int, state: ReplicaState) -> tuple[int, ReplicaState]:
 
 
 # One replica's transition: its new state (None: the replica is forgotten), the stored
-# leader-and-ISR and the assignment after it, its requests, and why it failed (then the
-# state is unchanged). A plain tuple: a fan-out makes one per replica, and a named tuple
-# costs several times as much to build.
-Transition = tuple[ReplicaState | None, LeaderAndIsr | None, ReplicaAssignment, tuple[Request, ...], str | None]
-_NO_REQUESTS: tuple[Request, ...] = ()
+# leader-and-ISR and the assignment after it, and why it failed (then the state is
+# unchanged). Its requests go into the machine call's open batch, as Kafka's cases call
+# `controllerBrokerRequestBatch.add...` (a failed transition may have added some). A plain
+# tuple: a fan-out makes one per replica, and a named tuple costs several times as much to
+# build.
+Transition = tuple[ReplicaState | None, LeaderAndIsr | None, ReplicaAssignment, str | None]
 
 # The last partition state built, by identity of its inputs: the transitions of one machine
 # call usually send the same leadership and assignment, and equal states that are the same
@@ -85,9 +84,10 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
     topic, partition = rec.topic, rec.partition
     states = dict(rec.replica_states)
     added = False
+    changed = False  # a replica's state: unchanged with the rest, the record is reused
     leadership, assignment = rec.leadership, rec.assignment
     out: list[Output] = []
-    batch: RequestBatch | None = None  # opened by the first request (most transitions send none)
+    batch = RequestBatch()
     transition = _TRANSITIONS[target]
     valid = VALID_PREVIOUS_REPLICA_STATES[target]  # target.valid_previous_states
     name = _NAME
@@ -101,12 +101,7 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
             out.append(StateChangeFailedRecord(topic, partition, broker, target.value,
                                                f"invalid transition from {current.value}"))
             continue
-        new_state, leadership, assignment, requests, failure = transition(broker, current, leadership, assignment,
-                                                                          facts)
-        if requests:
-            if batch is None:
-                batch = RequestBatch()
-            batch.add_all(requests)
+        new_state, leadership, assignment, failure = transition(broker, current, leadership, assignment, facts, batch)
         if failure is not None:
             # ZkReplicaStateMachine.doHandleStateChanges logs a refused NewReplica naming
             # OfflineReplica as the target state (logFailedStateChange(..., OfflineReplica, ...)).
@@ -114,55 +109,61 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
             out.append(StateChangeFailedRecord(topic, partition, broker, logged, failure))
         elif new_state is None:
             del states[broker]
+            changed = True
             out.append(ReplicaStateChangeRecord(topic, partition, broker, name[current], name[R.NonExistentReplica]))
-        else:
+        elif current is not new_state:
             states[broker] = new_state
-            if current is not new_state:
-                out.append(ReplicaStateChangeRecord(topic, partition, broker, name[current], name[new_state]))
-    if batch is not None:
+            changed = True
+            out.append(ReplicaStateChangeRecord(topic, partition, broker, name[current], name[new_state]))
+    if batch.leader_and_isr or batch.stop_replica:
         out.extend(batch.records(topic, partition, facts.is_registered))
+    if not (added or changed) and leadership is rec.leadership and assignment is rec.assignment:
+        # Online -> Online at failover, or every transition refused: the same record
+        return _new_tuple(Step, (rec, out, batch.update_metadata))
     pairs = _PAIRS
     items = sorted(states.items()) if added else states.items()
     replica_states = tuple([pairs[s].get(b) or _pair(b, s) for b, s in items])
     new = PartitionRecord(topic, partition, assignment, rec.state, leadership, replica_states, rec.brokers,
                           rec.being_reassigned, rec.offline_dirs, rec.reassignment_started)
     # Step(new, out, ...), without the named tuple's Python-level __new__
-    return _new_tuple(Step, (new, out, batch is not None and batch.update_metadata))
+    return _new_tuple(Step, (new, out, batch.update_metadata))
 
 
 # -- transitions: doHandleStateChanges, one case per target state --------------------------
 
 
 def _to_new(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-            facts: Facts) -> Transition:
+            facts: Facts, batch: RequestBatch) -> Transition:
     if la is None:
-        return R.NewReplica, la, a, _NO_REQUESTS, None
+        return R.NewReplica, la, a, None
     if la.leader == broker:
-        return current, la, a, _NO_REQUESTS, "replica is being requested to become leader"
-    return R.NewReplica, la, a, (LeaderAndIsrRequest((broker,), partition_state_for(la, a), True),), None
+        return current, la, a, "replica is being requested to become leader"
+    batch.add_leader_and_isr((broker,), partition_state_for(la, a), True)
+    return R.NewReplica, la, a, None
 
 
 def _to_online(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-               facts: Facts) -> Transition:
+               facts: Facts, batch: RequestBatch) -> Transition:
     if current is R.NewReplica:
         if broker not in a.replicas:
             # Kafka logs an error and appends the replica to the assignment.
             a = ReplicaAssignment(a.replicas + (broker,), a.adding_replicas, a.removing_replicas)
-        return R.OnlineReplica, la, a, _NO_REQUESTS, None
-    if la is None:
-        return R.OnlineReplica, la, a, _NO_REQUESTS, None
-    return R.OnlineReplica, la, a, (LeaderAndIsrRequest((broker,), partition_state_for(la, a), False),), None
+        return R.OnlineReplica, la, a, None
+    if la is not None:
+        batch.add_leader_and_isr((broker,), partition_state_for(la, a), False)
+    return R.OnlineReplica, la, a, None
 
 
 def _to_offline(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-                facts: Facts) -> Transition:
-    stop = StopReplicaRequest(broker, False, facts.stop_replica_epoch(la))
+                facts: Facts, batch: RequestBatch) -> Transition:
+    batch.add_stop_replica(broker, False, facts.stop_replica_epoch(la))
     if la is None:
         # replicasWithoutLeadershipInfo: UpdateMetadata for the partition all the same
         # (ZkReplicaStateMachine.doHandleStateChanges, OfflineReplica)
-        return R.OfflineReplica, la, a, (stop, UPDATE_METADATA), None
+        batch.update_metadata = True
+        return R.OfflineReplica, la, a, None
     if facts.newer_controller_wrote(la):
-        return current, la, a, (stop,), "leader and isr path written by a newer controller"
+        return current, la, a, "leader and isr path written by a newer controller"
     if broker in la.isr:
         # removeReplicasFromIsr: the ISR is never emptied (its last member stays) and the
         # write bumps the leader epoch (newLeaderAndIsr).
@@ -171,30 +172,31 @@ def _to_offline(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: 
         # la.new_leader_and_isr(leader, isr).written(facts.controller_epoch), built once
         la = LeaderAndIsr(leader, la.leader_epoch + 1, isr, la.partition_epoch + 1, la.leader_recovery_state,
                           facts.controller_epoch)
-    if facts.queued:
-        return R.OfflineReplica, la, a, (stop,), None
-    others = tuple([r for r in a.replicas if r != broker])
-    return R.OfflineReplica, la, a, (stop, LeaderAndIsrRequest(others, partition_state_for(la, a), False)), None
+    if not facts.queued:
+        others = tuple([r for r in a.replicas if r != broker])
+        batch.add_leader_and_isr(others, partition_state_for(la, a), False)
+    return R.OfflineReplica, la, a, None
 
 
 def _to_deletion_started(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-                         facts: Facts) -> Transition:
-    return R.ReplicaDeletionStarted, la, a, (StopReplicaRequest(broker, True, facts.stop_replica_epoch(la)),), None
+                         facts: Facts, batch: RequestBatch) -> Transition:
+    batch.add_stop_replica(broker, True, facts.stop_replica_epoch(la))
+    return R.ReplicaDeletionStarted, la, a, None
 
 
 def _to_deletion_successful(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-                            facts: Facts) -> Transition:
-    return R.ReplicaDeletionSuccessful, la, a, _NO_REQUESTS, None
+                            facts: Facts, batch: RequestBatch) -> Transition:
+    return R.ReplicaDeletionSuccessful, la, a, None
 
 
 def _to_deletion_ineligible(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-                            facts: Facts) -> Transition:
-    return R.ReplicaDeletionIneligible, la, a, _NO_REQUESTS, None
+                            facts: Facts, batch: RequestBatch) -> Transition:
+    return R.ReplicaDeletionIneligible, la, a, None
 
 
 def _to_nonexistent(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-                    facts: Facts) -> Transition:
-    return None, la, a.remove_replica(broker), _NO_REQUESTS, None
+                    facts: Facts, batch: RequestBatch) -> Transition:
+    return None, la, a.remove_replica(broker), None
 
 
 _TRANSITIONS = {

@@ -4,11 +4,9 @@ Theory of operation
 -------------------
 In Kafka a state transition does not send requests: it adds them to the open
 `ControllerBrokerRequestBatch` (ControllerChannelManager.scala), and whoever opened the
-batch sends it when the whole state change is done (`sendRequestsToBrokers`). Here a
-transition goes one step further and only returns its requests, as values
-(`LeaderAndIsrRequest`, `StopReplicaRequest`); the state machine that ran it adds them to a
-`RequestBatch` in order, and `RequestBatch.records` turns the sent batch into output
-records.
+batch sends it when the whole state change is done (`sendRequestsToBrokers`). Here too:
+a transition adds its requests to the `RequestBatch` its state machine call opened, and
+`RequestBatch.records` turns the sent batch into output records.
 
 The batch keeps Kafka's merge rules, restricted to one partition:
 
@@ -23,8 +21,8 @@ The batch keeps Kafka's merge rules, restricted to one partition:
 * `addLeaderAndIsrRequestForBrokers` ends with `addUpdateMetadataRequestForBrokers(
   liveOrShuttingDownBrokerIds, Set(partition))`, whatever its recipients: the batch then
   sends UpdateMetadata for this partition to every live or shutting-down broker. An
-  `UpdateMetadataRequest` asks for the same without a LeaderAndIsr (an OfflineReplica
-  transition of a partition with no leadership). The batch only notes that it was asked
+  OfflineReplica transition of a partition with no leadership asks for the same without a
+  LeaderAndIsr (it sets `update_metadata` itself). The batch only notes that it was asked
   (`update_metadata`): one UpdateMetadata request goes to every broker with the states of
   all the partitions of a Kafka batch, so the partitions' shares are merged across
   partitions (`flow.Run`, `update_metadata.py`).
@@ -57,36 +55,6 @@ class LeaderAndIsrPartitionState:
     election: str | None
 
 
-@quick_init
-@dataclass(frozen=True, slots=True)
-class LeaderAndIsrRequest:
-    """A LeaderAndIsr request to `brokers` (`addLeaderAndIsrRequestForBrokers`)."""
-
-    brokers: tuple[int, ...]
-    state: LeaderAndIsrPartitionState
-    is_new: bool
-
-
-@quick_init
-@dataclass(frozen=True, slots=True)
-class StopReplicaRequest:
-    """A StopReplica request to `broker` (`addStopReplicaRequestForBrokers`)."""
-
-    broker: int
-    delete_partition: bool
-    leader_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class UpdateMetadataRequest:
-    """`addUpdateMetadataRequestForBrokers(liveOrShuttingDownBrokerIds, Set(partition))`."""
-
-
-UPDATE_METADATA = UpdateMetadataRequest()
-
-Request = LeaderAndIsrRequest | StopReplicaRequest | UpdateMetadataRequest
-
-
 class RequestBatch:
     """One `ControllerBrokerRequestBatch`, restricted to one partition."""
 
@@ -97,17 +65,6 @@ class RequestBatch:
         self.stop_replica: dict[int, tuple[bool, int]] = {}
         # UpdateMetadata for this partition to every live or shutting-down broker
         self.update_metadata = False
-
-    def add_all(self, requests: Iterable[Request]) -> None:
-        """Each request, in order, by its kind's rule (the transitions' requests). The kinds
-        are final classes: told apart by identity, the most frequent first."""
-        for request in requests:
-            if type(request) is LeaderAndIsrRequest:
-                self.add_leader_and_isr(request.brokers, request.state, request.is_new)
-            elif type(request) is StopReplicaRequest:
-                self.add_stop_replica(request.broker, request.delete_partition, request.leader_epoch)
-            else:
-                self.update_metadata = True
 
     def add_leader_and_isr(self, brokers: Iterable[int], state: LeaderAndIsrPartitionState, is_new: bool) -> None:
         # brokerIds.filter(_ >= 0): the -1 of a leaderless ISR is never a recipient
