@@ -103,7 +103,8 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
                 # the internal outputs are final classes: told apart by identity
                 kind = type(o)
                 if kind is UpdateMetadataShare:
-                    replies.metadata.append(Piece(cause, cause_id, w.round, o))
+                    # Piece(...), without the named tuple's Python-level __new__
+                    replies.metadata.append(_new_tuple(Piece, (cause, cause_id, w.round, o)))
                 elif kind is StillLeads:
                     replies.still.append((cause, o))
                 elif kind is ObservationOutcome:

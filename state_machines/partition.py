@@ -50,30 +50,57 @@ class PartitionResult:
 
 def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig) -> Run:
     """A run over `rec` whose view of the brokers is updated by the command's."""
-    brokers = dict(rec.brokers)
-    changed = False
-    for b, fact in ctx.brokers:
-        known = brokers.get(b)
-        if known is not fact and known != fact:
-            brokers[b] = fact
-            changed = True
-    if changed:
-        view = []
-        for b, fact in sorted(brokers.items()):
-            pair = _BROKER_PAIRS.get(b)
-            if pair is None or pair[1] is not fact:
-                pair = _BROKER_PAIRS[b] = (b, fact)
-            view.append(pair)
+    old, told = rec.brokers, ctx.brokers
+    made = _VIEWS.get((id(old), id(told)))
+    if made is None or made[0] is not old or made[1] is not told:
+        made = _view(old, told)
+    view, brokers = made[2], made[3]
+    if view is not old:
         rec = PartitionRecord(rec.topic, rec.partition, rec.assignment, rec.state, rec.leadership,
-                              rec.replica_states, tuple(view), rec.being_reassigned, rec.offline_dirs,
+                              rec.replica_states, view, rec.being_reassigned, rec.offline_dirs,
                               rec.reassignment_started)
     return Run(rec, Facts(ctx, config, brokers, rec.offline_dirs))
+
+
+# A partition's view of the brokers updated by a command's facts, by identity of the two:
+# (view, facts, the new view, the new view as the dict `Facts` reads, never written to).
+# The partitions a fan-out reaches hold the same few views (one per context the directory
+# made, contexts being shared by replica set), so each update is worked out once and the
+# partitions share its result.
+_VIEWS: dict[tuple[int, int], tuple[tuple[tuple[int, BrokerFact], ...], tuple[tuple[int, BrokerFact], ...],
+                                   tuple[tuple[int, BrokerFact], ...], dict[int, BrokerFact]]] = {}
 
 
 # The (broker, fact) pairs of the partitions' broker views, the last one made for each
 # broker: the facts are the directory's own objects, so every partition that learns a
 # broker's fact shares one pair instead of holding a copy the cyclic collector must walk.
 _BROKER_PAIRS: dict[int, tuple[int, BrokerFact]] = {}
+
+
+def _view(old: tuple[tuple[int, BrokerFact], ...], told: tuple[tuple[int, BrokerFact], ...]
+          ) -> tuple[tuple[tuple[int, BrokerFact], ...], tuple[tuple[int, BrokerFact], ...],
+                     tuple[tuple[int, BrokerFact], ...], dict[int, BrokerFact]]:
+    brokers = dict(old)
+    changed = False
+    for b, fact in told:
+        known = brokers.get(b)
+        if known is not fact and known != fact:
+            brokers[b] = fact
+            changed = True
+    view = old
+    if changed:
+        pairs = []
+        for b, fact in sorted(brokers.items()):
+            pair = _BROKER_PAIRS.get(b)
+            if pair is None or pair[1] is not fact:
+                pair = _BROKER_PAIRS[b] = (b, fact)
+            pairs.append(pair)
+        view = tuple(pairs)
+    if len(_VIEWS) > 65536:
+        _VIEWS.clear()
+    # the entry holds `old` and `told`: their ids name no other object while it lives
+    made = _VIEWS[(id(old), id(told))] = (old, told, view, brokers)
+    return made
 
 
 def partition_step(state: PartitionRecord | None, cmd: Command, config: ControllerConfig) -> PartitionResult:

@@ -91,24 +91,30 @@ class RequestBatch:
         what was queued for any other broker is dropped, and a request left with no
         recipient is no record."""
         out: list[Output] = []
-        items = [(b, entry) for b, entry in self.leader_and_isr.items() if reachable(b)]
         groups: list[tuple[LeaderAndIsrPartitionState, bool, list[int]]] = []
-        if items:
-            # Usually every broker holds the same state object, and grouping by value
-            # (which hashes it) can be skipped (a loop: all() over a generator costs more).
-            first_state, first_new = items[0][1]
+        entries = self.leader_and_isr
+        if entries:
+            # Usually every recipient holds the same state object, and grouping by value
+            # (which hashes it) can be skipped: one pass finds whether any differs.
+            recipients: list[int] = []
+            first: tuple[LeaderAndIsrPartitionState, bool] | None = None
             same = True
-            for _, (s, n) in items:
-                if s is not first_state or n != first_new:
-                    same = False
-                    break
-            if same:
-                groups.append((first_state, first_new, [b for b, _ in items]))
+            for b, entry in entries.items():
+                if reachable(b):
+                    if first is None:
+                        first = entry
+                    elif entry is not first and (entry[0] is not first[0] or entry[1] != first[1]):
+                        same = False
+                    recipients.append(b)
+            if first is None:
+                pass
+            elif same:
+                groups.append((first[0], first[1], recipients))
             else:
                 by_value: dict[tuple[LeaderAndIsrPartitionState, bool], list[int]] = {}
-                for broker, key in items:
-                    by_value.setdefault(key, []).append(broker)
-                groups.extend((s, n, recipients) for (s, n), recipients in by_value.items())
+                for b in recipients:
+                    by_value.setdefault(entries[b], []).append(b)
+                groups.extend((s, n, brokers) for (s, n), brokers in by_value.items())
         for state, is_new, recipients in groups:
             la = state.leadership
             out.append(LeaderAndIsrRecord(
