@@ -54,8 +54,20 @@ def _fact(registered: bool, shutting_down: bool, epoch: int | None) -> model.Bro
     return fact
 
 
+# Partitions with the same replicas hold the same view of their brokers: decode each view
+# once and let them share it (the partition step works out a view's update once for all
+# the partitions that share it: state_machines/partition.py, `_begin`).
+_VIEWS: dict[tuple, tuple] = {}
+
+
 def brokers_in(a: list) -> tuple:
-    return tuple([(b, _fact(reg, sd, ep)) for b, reg, sd, ep in a])
+    key = tuple(map(tuple, a))
+    view = _VIEWS.get(key)
+    if view is None:
+        if len(_VIEWS) > 65536:
+            _VIEWS.clear()
+        view = _VIEWS[key] = tuple([(b, _fact(reg, sd, ep)) for b, reg, sd, ep in a])
+    return view
 
 
 def record_out(r: partition.PartitionRecord) -> list:
