@@ -102,3 +102,26 @@ def test_job_stages_times_the_jobs_python_work_of_one_step_piece_by_piece() -> N
 ])
 def test_job_stages_refuses_a_wrong_flag_in_one_line(argv: list[str], words: list[str]) -> None:
     assert_one_line_usage_error(bench("job_stages.py", *argv), "job_stages.py:", *words)
+
+
+def test_fold_steps_replays_each_steps_folds_with_a_digest_of_their_replies() -> None:
+    done = bench("fold_steps.py", "--partitions", "300", "--brokers", "5", "--repeat", "2")
+    assert done.returncode == 0, done.stderr
+    rows = {line[:44].strip(): line.split() for line in done.stdout.splitlines()}
+    assert list(rows) == ["create 300 partitions", "controller failover (300)", "broker 1 fails",
+                          "broker 3 controlled shutdown (leads 60)", "broker 1 returns", "preferred election (all)"]
+    create, failover = rows["create 300 partitions"], rows["controller failover (300)"]
+    assert create[-10:-6] == ["300", "folds", "2700", "decisions"]
+    assert failover[-10:-6] == ["300", "folds", "300", "decisions"]
+    assert all(float(r[-6]) > 0 and len(r[-1]) == 12 for r in rows.values())
+    assert len({r[-1] for r in rows.values()}) == 6
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--root", "/nowhere"], ["--root /nowhere: no state_machines/fold.py there"]),
+    (["--brokers", "2"], ["--brokers 2"]),
+    (["--repeat", "0"], ["--repeat must be at least 1"]),
+    (["--repeat", "x"], ["--repeat", "invalid int value"]),
+])
+def test_fold_steps_refuses_a_wrong_flag_in_one_line(argv: list[str], words: list[str]) -> None:
+    assert_one_line_usage_error(bench("fold_steps.py", *argv), "fold_steps.py:", *words)
