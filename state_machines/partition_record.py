@@ -106,7 +106,10 @@ class Facts:
     `is_live_broker` (`liveBrokerIds`: registered, not shutting down), `is_registered`
     (`liveOrShuttingDownBrokerIds`: where requests can go) and `is_online` /
     `is_online_or_shutting_down` (`isReplicaOnline`: the broker, and this partition's replica
-    on it, which a failed log dir takes offline)."""
+    on it, which a failed log dir takes offline).
+
+    `brokers` may be shared by every partition that holds the same view (`partition._VIEWS`):
+    it is read, never written to."""
 
     __slots__ = ("ctx", "config", "brokers", "offline_dirs")
 

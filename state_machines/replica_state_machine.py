@@ -84,7 +84,7 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
     topic, partition = rec.topic, rec.partition
     states = dict(rec.replica_states)
     added = False
-    changed = False  # a replica's state: unchanged with the rest, the record is reused
+    changed = False  # a replica's state changed (if none did, the record may be reused: below)
     leadership, assignment = rec.leadership, rec.assignment
     out: list[Output] = []
     batch = RequestBatch()
