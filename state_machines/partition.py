@@ -51,9 +51,8 @@ class PartitionResult:
 def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig) -> Run:
     """A run over `rec` whose view of the brokers is updated by the command's."""
     old, told = rec.brokers, ctx.brokers
-    made = _VIEWS.get((id(old), id(told)))
-    if made is None or made[0] is not old or made[1] is not told:
-        made = _view(old, told)
+    # an entry holds `old` and `told`, so while it lives no other object has their ids
+    made = _VIEWS.get((id(old), id(told))) or _view(old, told)
     view, brokers = made[2], made[3]
     if view is not old:
         rec = PartitionRecord(rec.topic, rec.partition, rec.assignment, rec.state, rec.leadership,
@@ -98,7 +97,6 @@ def _view(old: tuple[tuple[int, BrokerFact], ...], told: tuple[tuple[int, Broker
         view = tuple(pairs)
     if len(_VIEWS) > 65536:
         _VIEWS.clear()
-    # the entry holds `old` and `told`: their ids name no other object while it lives
     made = _VIEWS[(id(old), id(told))] = (old, told, view, brokers)
     return made
 

@@ -106,11 +106,9 @@ class RequestBatch:
                     elif entry is not first and (entry[0] is not first[0] or entry[1] != first[1]):
                         same = False
                     recipients.append(b)
-            if first is None:
-                pass
-            elif same:
+            if first is not None and same:
                 groups.append((first[0], first[1], recipients))
-            else:
+            elif recipients:
                 by_value: dict[tuple[LeaderAndIsrPartitionState, bool], list[int]] = {}
                 for b in recipients:
                     by_value.setdefault(entries[b], []).append(b)
