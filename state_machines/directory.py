@@ -39,6 +39,10 @@ from .states import ReplicaState
 CONTROLLER_KEY = "controller"
 
 
+# The contexts' broker facts by value (DirectoryView._broker_facts), bounded for any cluster.
+_BROKER_FACTS: dict[tuple[tuple[int, bool, bool, int | None], ...], tuple[tuple[int, BrokerFact], ...]] = {}
+
+
 def broker_key(broker_id: int) -> str:
     return f"broker-{broker_id}"
 
@@ -227,10 +231,23 @@ class DirectoryView:
         if made is None:
             c = self.controller
             made = self._shared_contexts[(*flags, replicas)] = PartitionContext(
-                c.active, c.controller_epoch, flags[0], flags[1],
-                tuple((b, self.fact(b)) for b in sorted(set(replicas)) if b >= 0),
+                c.active, c.controller_epoch, flags[0], flags[1], self._broker_facts(replicas),
             )
         return made
+
+    def _broker_facts(self, replicas: tuple[int, ...]) -> tuple[tuple[int, BrokerFact], ...]:
+        """A context's (broker, fact) pairs, one object for equal pairs: the contexts of
+        the same brokers in another order, of another topic or of another event share it,
+        and with it the partition step's update of the partitions' views (`partition._begin`
+        works each out once per pair of objects)."""
+        facts = [(b, self.fact(b)) for b in sorted(set(replicas)) if b >= 0]
+        key = tuple([(b, f.registered, f.shutting_down, f.broker_epoch) for b, f in facts])
+        pairs = _BROKER_FACTS.get(key)
+        if pairs is None:
+            if len(_BROKER_FACTS) > 65536:
+                _BROKER_FACTS.clear()
+            pairs = _BROKER_FACTS[key] = tuple(facts)
+        return pairs
 
     def send(self, topic: str, partition: int, op: Op, brokers: Iterable[int] = ()) -> None:
         self.commands.append(Command(topic, partition, self.offset, self.cause_id, self.ctx(topic, brokers), op))
