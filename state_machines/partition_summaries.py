@@ -111,12 +111,30 @@ def apply_summaries(view: Mapping[str, DirectoryRecord], reports: Iterable[Summa
             continue  # deleted since: its partitions' last reports do not matter
         # the topic's (partition, summary) pairs, with only the reported ones made anew
         reported = by_topic[topic]
-        pairs = [pair for pair in rec.summaries if pair[0] not in reported]
-        pairs.extend((partition, summary) for partition, summary in reported.items() if summary is not None)
-        merged = tuple(sorted(pairs))
+        merged = _replaced(rec.summaries, reported)
+        if merged is None:
+            pairs = [pair for pair in rec.summaries if pair[0] not in reported]
+            pairs.extend((partition, summary) for partition, summary in reported.items() if summary is not None)
+            merged = tuple(sorted(pairs))
         if merged != rec.summaries:
             d.put(topic_key(topic), replace(rec, summaries=merged))
     return d.result()
+
+
+def _replaced(summaries: tuple[tuple[int, PartitionSummary], ...], reported: dict[int, PartitionSummary | None]
+              ) -> tuple[tuple[int, PartitionSummary], ...] | None:
+    """The summaries with the reported ones in their places, when each reported partition
+    has a summary and holds the place of its number (a topic's partitions are numbered
+    from 0, so they do unless one has none): a fan-out reports a few partitions of each of
+    thousands of topics, and sorting every topic's summaries again would cost more than
+    the reports. None otherwise."""
+    merged = list(summaries)
+    n = len(merged)
+    for partition, summary in reported.items():
+        if summary is None or partition >= n or merged[partition][0] != partition:
+            return None
+        merged[partition] = (partition, summary)
+    return tuple(merged)
 
 
 def offline_partitions(d: DirectoryView) -> list[tuple[str, int]]:
