@@ -241,6 +241,7 @@ class DirectoryView:
         and with it the partition step's update of the partitions' views (`partition._begin`
         works each out once per pair of objects)."""
         facts = [(b, self.fact(b)) for b in sorted(set(replicas)) if b >= 0]
+        # every field of a BrokerFact (tests/unit/test_shared_views.py holds the list)
         key = tuple([(b, f.registered, f.shutting_down, f.broker_epoch) for b, f in facts])
         pairs = _BROKER_FACTS.get(key)
         if pairs is None:

@@ -5,8 +5,11 @@ what each broker's fact is now."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 from state_machines.engine import Engine
 from state_machines.events import parse_event
+from state_machines.model import BrokerFact
 
 
 def test_partitions_of_the_same_brokers_share_one_view_across_topics_orders_and_events() -> None:
@@ -33,3 +36,9 @@ def test_partitions_of_the_same_brokers_share_one_view_across_topics_orders_and_
     assert facts[2].shutting_down and facts[2].registered
     assert not facts[1].shutting_down and not facts[3].shutting_down
     assert dict(p[("b", 1)].brokers)[2].shutting_down
+
+
+def test_the_shared_facts_are_keyed_by_every_field_of_a_broker_fact() -> None:
+    """`DirectoryView._broker_facts` keys each broker by its id and these fields: a new
+    field of `BrokerFact` must join the key, or facts that differ in it would be shared."""
+    assert [f.name for f in fields(BrokerFact)] == ["registered", "shutting_down", "broker_epoch"]
