@@ -40,7 +40,7 @@ CONTROLLER_KEY = "controller"
 
 
 # The contexts' broker facts by value (DirectoryView._broker_facts), bounded for any cluster.
-_BROKER_FACTS: dict[tuple[tuple[int, bool, bool, int | None], ...], tuple[tuple[int, BrokerFact], ...]] = {}
+_BROKER_FACTS: dict[tuple[tuple[int, BrokerFact], ...], tuple[tuple[int, BrokerFact], ...]] = {}
 
 
 def broker_key(broker_id: int) -> str:
@@ -240,14 +240,12 @@ class DirectoryView:
         the same brokers in another order, of another topic or of another event share it,
         and with it the partition step's update of the partitions' views (`partition._begin`
         works each out once per pair of objects)."""
-        facts = [(b, self.fact(b)) for b in sorted(set(replicas)) if b >= 0]
-        # every field of a BrokerFact (tests/unit/test_shared_views.py holds the list)
-        key = tuple([(b, f.registered, f.shutting_down, f.broker_epoch) for b, f in facts])
-        pairs = _BROKER_FACTS.get(key)
+        facts = tuple([(b, self.fact(b)) for b in sorted(set(replicas)) if b >= 0])
+        pairs = _BROKER_FACTS.get(facts)  # by BrokerFact's own equality
         if pairs is None:
             if len(_BROKER_FACTS) > 65536:
                 _BROKER_FACTS.clear()
-            pairs = _BROKER_FACTS[key] = tuple(facts)
+            pairs = _BROKER_FACTS[facts] = facts
         return pairs
 
     def send(self, topic: str, partition: int, op: Op, brokers: Iterable[int] = ()) -> None:

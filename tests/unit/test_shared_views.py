@@ -5,11 +5,12 @@ what each broker's fact is now."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import replace
 
+from state_machines.directory import BrokerRecord, DirectoryView, broker_key
 from state_machines.engine import Engine
 from state_machines.events import parse_event
-from state_machines.model import BrokerFact
+from state_machines.model import BrokerFact, ControllerConfig
 
 
 def test_partitions_of_the_same_brokers_share_one_view_across_topics_orders_and_events() -> None:
@@ -38,7 +39,18 @@ def test_partitions_of_the_same_brokers_share_one_view_across_topics_orders_and_
     assert dict(p[("b", 1)].brokers)[2].shutting_down
 
 
-def test_the_shared_facts_are_keyed_by_every_field_of_a_broker_fact() -> None:
-    """`DirectoryView._broker_facts` keys each broker by its id and these fields: a new
-    field of `BrokerFact` must join the key, or facts that differ in it would be shared."""
-    assert [f.name for f in fields(BrokerFact)] == ["registered", "shutting_down", "broker_epoch"]
+def test_contexts_share_broker_facts_only_when_every_field_is_equal() -> None:
+    """Two directories whose broker 2 differs in one field of its fact (registered,
+    shutting down, epoch) give contexts that do not share facts; equal facts, in other
+    objects and another replica order, are shared."""
+    base = BrokerFact(True, False, 12)
+
+    def brokers(fact2: BrokerFact, order: tuple[int, ...] = (1, 2)) -> object:
+        view = {broker_key(1): BrokerRecord(BrokerFact(True, False, 11)), broker_key(2): BrokerRecord(fact2)}
+        return DirectoryView(view, ControllerConfig(), 0, None).ctx("t", order).brokers
+
+    shared = brokers(base)
+    assert brokers(BrokerFact(True, False, 12), (2, 1)) is shared
+    for changed in (replace(base, registered=False), replace(base, shutting_down=True), replace(base, broker_epoch=13)):
+        other = brokers(changed)
+        assert other is not shared and dict(other)[2] == changed
