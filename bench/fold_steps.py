@@ -44,11 +44,22 @@ def main() -> int:
         ap.error("--partitions and --repeat must be at least 1")
     if args.brokers < 3:
         ap.error(f"--brokers {args.brokers}: the log's topics have 3 replicas")
-    sys.path.insert(0, args.root)
+    root = Path(args.root).resolve()
+    sys.path.insert(0, str(root))
+    # The parser (tools.cli) has imported this tree's core already, and a package once
+    # imported is not looked up on the path again: forget it, or `--root` would replay
+    # this tree whatever it names.
+    for name in [m for m in sys.modules if m.partition(".")[0] in ("state_machines", "bench")]:
+        del sys.modules[name]
     from bench.engine_bench import cluster_log
     from state_machines import engine
     from state_machines.events import parse_event
     from state_machines.fold import Replies, fold_partition
+
+    replayed = Path(engine.__file__).resolve().parent
+    if replayed != root / "state_machines":
+        ap.error(f"--root {args.root}: its state_machines was not the one imported ({replayed})")
+    print(f"replaying {replayed}", flush=True)
 
     recorded: list = []
 

@@ -4,6 +4,7 @@ small) run on record, its chart, and every mistake as one line on stderr with ex
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -107,7 +108,9 @@ def test_job_stages_refuses_a_wrong_flag_in_one_line(argv: list[str], words: lis
 def test_fold_steps_replays_each_steps_folds_with_a_digest_of_their_replies() -> None:
     done = bench("fold_steps.py", "--partitions", "300", "--brokers", "5", "--repeat", "2")
     assert done.returncode == 0, done.stderr
-    rows = {line[:44].strip(): line.split() for line in done.stdout.splitlines()}
+    first, *lines = done.stdout.splitlines()
+    assert first == f"replaying {ROOT / 'state_machines'}"
+    rows = {line[:44].strip(): line.split() for line in lines}
     assert list(rows) == ["create 300 partitions", "controller failover (300)", "broker 1 fails",
                           "broker 3 controlled shutdown (leads 60)", "broker 1 returns", "preferred election (all)"]
     create, failover = rows["create 300 partitions"], rows["controller failover (300)"]
@@ -115,6 +118,24 @@ def test_fold_steps_replays_each_steps_folds_with_a_digest_of_their_replies() ->
     assert failover[-10:-6] == ["300", "folds", "300", "decisions"]
     assert all(float(r[-6]) > 0 and len(r[-1]) == 12 for r in rows.values())
     assert len({r[-1] for r in rows.values()}) == 6
+
+
+def test_fold_steps_replays_the_tree_its_root_names(tmp_path: Path) -> None:
+    # the parser imports this tree's core before --root is read: the other tree's must
+    # be the one replayed all the same, and its replies are its own
+    other = tmp_path / "other"
+    for part in ("state_machines", "bench"):
+        shutil.copytree(ROOT / part, other / part, ignore=shutil.ignore_patterns("__pycache__"))
+    fold = other / "state_machines" / "fold.py"
+    # the other tree's fold numbers a partition's decisions in twos
+    fold.write_text(fold.read_text().replace("seq_next += 1", "seq_next += 2"))
+    argv = ("--partitions", "300", "--brokers", "5", "--repeat", "1")
+    ours, theirs = bench("fold_steps.py", *argv), bench("fold_steps.py", "--root", str(other), *argv)
+    assert theirs.returncode == 0, theirs.stderr
+    assert theirs.stdout.splitlines()[0] == f"replaying {other / 'state_machines'}"
+    digests = [{line[:44]: line.split()[-1] for line in done.stdout.splitlines()[1:]} for done in (ours, theirs)]
+    assert digests[0].keys() == digests[1].keys()
+    assert digests[0]["create 300 partitions".ljust(44)] != digests[1]["create 300 partitions".ljust(44)]
 
 
 @pytest.mark.parametrize("argv, words", [
