@@ -1,6 +1,6 @@
 """Chart of the benchmark records: per scenario step, seconds against partitions (log x,
-10,000 to 1,000,000), the in-process engine beside the job (file mode, Kafka mode; scale
-mode's bucket count in the label), one PNG.
+10,000 to 1,000,000), the in-process engine beside the job (file mode, Kafka mode; the
+brokers and scale mode's bucket count in the label), one PNG.
 
     .venv/bin/python bench/chart.py                       # bench/results/*.json -> bench/results/steps.png
     .venv/bin/python bench/chart.py RUN.json DIR ... --out steps.png
@@ -8,7 +8,7 @@ mode's bucket count in the label), one PNG.
 It reads the records `job_bench.py --record` writes (`record.py`), and also the documents of
 `job_bench.py --json` and `engine_bench.py --full --json`. The time drawn is the step's wall
 time, from its events being available to its last decision written (the figure `x engine`
-divides). Several runs at one size give their median. A step or a mode with no run at some
+divides). Several runs at one size and shape give their median. A step or a mode with no run at some
 size has no point there; a step that no run has is left out.
 """
 
@@ -59,12 +59,17 @@ def load(paths: list[Path]) -> Series:
         try:
             doc = json.loads(path.read_text())
             partitions = int(doc["args"]["partitions"])
+            brokers = doc["args"].get("brokers")
             buckets = doc["args"].get("buckets") or 0
             rows = _rows(doc)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ChartError(f"{path}: not a benchmark record ({type(exc).__name__}: {exc})") from None
         for mode, step, seconds in rows:
-            label = f"{mode}, {buckets} buckets" if buckets and mode != "engine" else mode
+            # runs of other cluster shapes are other lines: with more brokers a broker event
+            # reaches fewer partitions, and one median of both would be neither
+            label = mode if brokers is None else f"{mode}, {brokers} brokers"
+            if buckets and mode != "engine":
+                label += f", {buckets} buckets"
             series.setdefault((label, _step(step, partitions)), {}).setdefault(partitions, []).append(seconds)
     return series
 
@@ -96,7 +101,7 @@ def draw(series: Series, out: Path) -> int:
     steps = sorted({step for _, step in series if "register" not in step and "(empty)" not in step})
     if not steps:
         raise ChartError("the results hold no scenario step to draw")
-    labels = sorted({label for label, _ in series}, key=lambda lb: (lb != "engine", lb))
+    labels = sorted({label for label, _ in series}, key=lambda lb: (not lb.startswith("engine"), lb))
     colours = {label: f"C{i}" for i, label in enumerate(labels)}
     cols = min(3, len(steps))
     rows = -(-len(steps) // cols)
@@ -108,7 +113,7 @@ def draw(series: Series, out: Path) -> int:
                             if statistics.median(ts) > 0)
             if points:
                 ax.plot([p for p, _ in points], [t for _, t in points], marker="o", color=colours[label],
-                        linestyle="--" if label == "engine" else "-", label=label)
+                        linestyle="--" if label.startswith("engine") else "-", label=label)
                 drawn += len(points)
         xs = [p for (_, s), by_size in series.items() if s == step for p in by_size]
         ax.set_xscale("log")

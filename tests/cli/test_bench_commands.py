@@ -68,6 +68,23 @@ def test_job_bench_refuses_a_wrong_flag_in_one_line(argv: list[str], words: list
     assert_one_line_usage_error(bench("job_bench.py", *argv), "job_bench.py:", *words)
 
 
+def test_chart_keeps_runs_of_other_broker_counts_apart(tmp_path: Path) -> None:
+    # a broker event at 100k with 10 brokers reaches three times the partitions it does
+    # with 30: two lines, not one median of both
+    from bench.chart import load
+    for name, brokers, seconds in (("a", 10, 3.0), ("b", 10, 5.0), ("c", 30, 1.0)):
+        (tmp_path / f"{name}.json").write_text(json.dumps({
+            "args": {"partitions": 100000, "brokers": brokers, "buckets": 64},
+            "steps": [{"step": "broker 1 fails", "engine": {"seconds": seconds}, "file": {"seconds": seconds * 2}}]}))
+    series = load(sorted(tmp_path.glob("*.json")))
+    assert series == {
+        ("engine, 10 brokers", "broker 1 fails"): {100000: [3.0, 5.0]},
+        ("file, 10 brokers, 64 buckets", "broker 1 fails"): {100000: [6.0, 10.0]},
+        ("engine, 30 brokers", "broker 1 fails"): {100000: [1.0]},
+        ("file, 30 brokers, 64 buckets", "broker 1 fails"): {100000: [2.0]},
+    }
+
+
 def test_chart_refuses_missing_empty_and_malformed_results_in_one_line(tmp_path: Path) -> None:
     assert_one_line_usage_error(bench("chart.py", "--bogus"), "unrecognized arguments: --bogus")
     assert_one_line_usage_error(bench("chart.py", str(tmp_path / "nowhere")), "no results in", "no such directory")
