@@ -8,8 +8,8 @@ brokers and scale mode's bucket count in the label), one PNG.
 It reads the records `job_bench.py --record` writes (`record.py`), and also the documents of
 `job_bench.py --json` and `engine_bench.py --full --json`. The time drawn is the step's wall
 time, from its events being available to its last decision written (the figure `x engine`
-divides). Several runs at one size and shape give their median. A step or a mode with no run at some
-size has no point there; a step that no run has is left out.
+divides). Several runs at one size and shape give their median. A step or a mode with no
+run at some size has no point there; a step that no run has is left out.
 """
 
 from __future__ import annotations
