@@ -56,10 +56,7 @@ def main() -> int:
     from state_machines.events import parse_event
     from state_machines.fold import Replies, fold_partition
 
-    replayed = Path(engine.__file__).resolve().parent
-    if replayed != root / "state_machines":
-        ap.error(f"--root {args.root}: its state_machines was not the one imported ({replayed})")
-    print(f"replaying {replayed}", flush=True)
+    print(f"replaying {Path(engine.__file__).resolve().parent}", flush=True)
 
     recorded: list = []
 
