@@ -49,9 +49,10 @@ The values cross Spark as one JSON line (`encode`), from the sequencer to the si
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from itertools import compress
-from operator import is_not
+from operator import is_not, itemgetter
 from typing import Any
 
 from state_machines.commands import PartitionSummary
@@ -117,20 +118,32 @@ def _zk_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: i
     (`led_by_another`), of topics not queued for deletion."""
     partitions = offline = imbalanced = under = under_min = at_min = 0
     offline_state = PartitionState.OfflinePartition
-    for _, s in pairs:
+    for s, n in _by_summary(pairs):
         leader = s.leader
         if leader is not None:
-            partitions += 1
+            partitions += n
             if leader >= 0 and not started:
                 u, b, a = replica_metrics(s, min_isr)
-                under += u
-                under_min += b
-                at_min += a
+                under += u * n
+                under_min += b * n
+                at_min += a * n
             if count_imbalance and led_by_another(s):
-                imbalanced += 1
+                imbalanced += n
         if s.state is offline_state and not started:
-            offline += 1
+            offline += n
     return partitions, offline, imbalanced, under, under_min, at_min
+
+
+def _by_summary(pairs: Iterable[tuple[int, PartitionSummary]]) -> list[tuple[PartitionSummary, int]]:
+    """Each summary object of these (partition, summary) pairs, with how many pairs hold it.
+    A partition's counts depend on its summary alone, and a cluster has few distinct ones,
+    which the sequencer holds as one object each (`directory_codec.summary_of`): the counts
+    then run once per summary rather than once per partition (a batch of summaries after a
+    broker event at a million partitions recounts 200,000 pairs), the pairs grouped without
+    a Python call each. Objects equal but distinct are counted apart: the same sums."""
+    summaries = list(map(itemgetter(1), pairs))
+    objects = dict(zip(map(id, summaries), summaries))
+    return [(objects[i], n) for i, n in Counter(map(id, summaries)).items()]
 
 
 def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
@@ -170,16 +183,16 @@ def _kraft_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...
 
 def _kraft_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: int) -> tuple[int, ...]:
     partitions = offline = imbalanced = under = under_min = at_min = 0
-    for _, s in pairs:
-        partitions += 1
+    for s, n in _by_summary(pairs):
+        partitions += n
         leader = s.leader
-        offline += leader == -1
-        imbalanced += leader != s.preferred
+        offline += (leader == -1) * n
+        imbalanced += (leader != s.preferred) * n
         if leader is not None and leader >= 0:
             u, b, a = replica_metrics(s, min_isr)
-            under += u
-            under_min += b
-            at_min += a
+            under += u * n
+            under_min += b * n
+            at_min += a * n
     return (partitions, offline, imbalanced, under, under_min, at_min)
 
 

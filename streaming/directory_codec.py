@@ -11,6 +11,8 @@ partitions, is written directly by `topic_text`, the same bytes.
 from __future__ import annotations
 
 import json
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 from state_machines import commands, directory, model
@@ -139,15 +141,47 @@ def _partitions_text(partitions: tuple[tuple[int, tuple[int, ...]], ...]) -> str
     return text
 
 
-def topic_text(rec: directory.TopicRecord) -> str:
+def topic_text(rec: directory.TopicRecord, previous: tuple[str, Any] | None = None) -> str:
+    """The record's text. `previous`, the text and record this worker last held under the
+    same key (`directory_store`), lends the text of the summaries `rec` kept (`_summaries_text`)."""
     partitions = _partitions_text(rec.partitions)
     rest = compact_json([[list(kv) for kv in rec.configs], rec.queued, rec.started, rec.ineligible,
                          [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
                           for p, m in rec.mirror]])[1:-1]
+    head = f'["T",{COMPACT_VERSION},[{partitions}],{rest}'
     if rec.summaries:
-        summaries = ",".join([f"[{p},{_summary_text(m)}]" for p, m in rec.summaries])
-        return f'["T",{COMPACT_VERSION},[{partitions}],{rest},[{summaries}]]'
-    return f'["T",{COMPACT_VERSION},[{partitions}],{rest}]'
+        return f"{head},[{_summaries_text(rec.summaries, head, previous)}]]"
+    return f"{head}]"
+
+
+def _summaries_text(summaries: tuple[tuple[int, commands.PartitionSummary], ...], head: str,
+                    previous: tuple[str, Any] | None) -> str:
+    """`[p,...],[p,...]`: each (partition, summary) pair as a flat array.
+
+    A batch of the partitions' summaries after a broker event changes every topic's record,
+    a tenth of each one's pairs with 30 brokers (`partition_summaries.apply_summaries` keeps
+    the pairs nobody reported, the same objects): at a million partitions, writing every
+    pair again took 0.4 s of the sequencer's batch. When the previous record holds as many
+    pairs, under the same head (partitions, configs and deletion fields), and at most half
+    of them changed, its text's pairs are split out (flat arrays: the brackets are only
+    theirs) and only the changed ones written; the same bytes either way
+    (tests/unit/test_directory_codec.py)."""
+    if previous is not None:
+        before_text, before = previous
+        n = len(summaries)
+        if (isinstance(before, directory.TopicRecord) and len(before.summaries) == n
+                and before_text.startswith(head) and before_text.startswith(",[[", len(head))
+                and before_text.endswith("]]]")):
+            moved = list(map(is_not, before.summaries, summaries))
+            changed = moved.count(True)
+            if 2 * changed <= n:
+                pieces = before_text[len(head) + 3:-3].split("],[")
+                if len(pieces) == n:
+                    for i in compress(range(n), moved):
+                        p, m = summaries[i]
+                        pieces[i] = f"{p},{_summary_text(m)}"
+                    return "[" + "],[".join(pieces) + "]"
+    return ",".join([f"[{p},{_summary_text(m)}]" for p, m in summaries])
 
 
 # ---------------------------------------------------------------------------------------

@@ -29,10 +29,11 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from state_machines.directory import TopicRecord
 from state_machines.errors import InvariantViolation
 
 from . import codec
-from .directory_codec import topic_from_text
+from .directory_codec import topic_from_text, topic_text
 
 CHUNKS = 64
 # keys no record has: a topic name cannot hold "~"
@@ -123,6 +124,7 @@ def _text_of(key: str, rec: Any) -> str:
     cached = _TEXTS.get(key)
     if cached is not None and cached[1] is rec:
         return cached[0]
-    text = codec.dumps(rec)
+    # a topic's record lends its text's unchanged summaries to the next (`topic_text`)
+    text = topic_text(rec, cached) if type(rec) is TopicRecord else codec.dumps(rec)
     _TEXTS[key] = (text, rec)
     return text

@@ -343,3 +343,36 @@ def test_gauges_counted_again_from_scratch_are_the_same(mode: str, seed: int) ->
         assert kept == controller_metrics(engine.directory, None, config), f"after event {i}: {e}"
         controller_metrics(engine.directory, None, config)  # warm again, from the fresh count
     assert recounted > 0
+
+
+@pytest.mark.parametrize("mode", ["zk", "kraft"])
+@pytest.mark.parametrize("seed", range(4))
+def test_gauges_of_shared_summary_objects_are_those_of_distinct_ones(mode: str, seed: int) -> None:
+    """A topic's summaries are counted once per summary object, times the pairs holding it
+    (`controller_metrics._by_summary`): the sequencer holds equal summaries as one object.
+    A directory whose topics hold every summary as one object, as the sequencer reads them,
+    has the gauges of the same directory whose every pair holds its own copy."""
+    import dataclasses
+
+    import streaming.controller_metrics as cm
+    from state_machines.directory import TopicRecord
+    from tests.property.generator import generate_log
+
+    config = ControllerConfig(mode=mode)
+    engine = Engine(config)
+    compared = 0
+    for i, e in enumerate(generate_log(seed, n_events=80, config=config, min_isr_configs=True)):
+        engine.process(parse_event({"v": 1, **e}, i))
+        one: dict = {}
+        shared = {k: dataclasses.replace(r, summaries=tuple((p, one.setdefault(s, s)) for p, s in r.summaries * 3))
+                  if isinstance(r, TopicRecord) else r for k, r in engine.directory.items()}
+        copied = {k: dataclasses.replace(r, summaries=tuple((p, dataclasses.replace(s)) for p, s in r.summaries))
+                  if isinstance(r, TopicRecord) else r for k, r in shared.items()}
+        cm._SHARES = {}
+        got = controller_metrics(shared, None, config)
+        cm._SHARES = {}
+        assert got == controller_metrics(copied, None, config), f"after event {i}: {e}"
+        # some summary object is held by more than one pair
+        compared += any(len(set(map(id, (s for _, s in r.summaries)))) < len(r.summaries)
+                        for r in shared.values() if isinstance(r, TopicRecord))
+    assert compared > 0

@@ -93,3 +93,56 @@ def test_a_worker_reading_a_directory_it_did_not_write_gets_the_stored_records(m
     loaded, _ = load(entries(store))
     assert loaded == after
     assert all(loaded[k].partitions is before[k].partitions for k in after if isinstance(after[k], directory.TopicRecord))
+
+
+
+def wide_topics(seed: int) -> list[directory.TopicRecord]:
+    """The log's topic records, each with twelve partitions' summaries drawn from every
+    topic's (the generated topics have one or two partitions)."""
+    records = topics(seed)
+    pool = [s for r in records for _, s in r.summaries]
+    assert pool
+    return [dataclasses.replace(r, summaries=tuple((p, pool[(p + i) % len(pool)]) for p in range(12)))
+            for i, r in enumerate(records)]
+
+
+def _with_summaries(rec: directory.TopicRecord, changed: set[int], **fields) -> directory.TopicRecord:
+    """`rec` with the summaries at the places `changed` made anew (the other pairs kept, the
+    same objects, as `apply_summaries` keeps them)."""
+    pairs = tuple((pair[0], dataclasses.replace(pair[1], leader=(pair[1].leader or 0) + 7)) if i in changed else pair
+                  for i, pair in enumerate(rec.summaries))
+    return dataclasses.replace(rec, summaries=pairs, **fields)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_record_written_from_its_previous_text_is_the_whole_encoding(seed: int) -> None:
+    for rec in topics(seed) + wide_topics(seed):
+        n = len(rec.summaries)
+        before = (codec.dumps(rec), rec)
+        variants = [
+            rec,                                                    # nothing changed
+            _with_summaries(rec, {0}),                              # one pair
+            _with_summaries(rec, set(range(0, n, 3))),              # a third
+            _with_summaries(rec, set(range(n // 2 + 1))),           # more than half (the whole encoding)
+            _with_summaries(rec, {0}, queued=not rec.queued),       # another head
+            dataclasses.replace(rec, summaries=rec.summaries[:-1]),  # fewer pairs
+            dataclasses.replace(rec, summaries=()),
+        ]
+        for after in variants:
+            assert directory_codec.topic_text(after, before) == codec.dumps(after)
+        # a previous text that is not the record's layout lends nothing
+        assert directory_codec.topic_text(rec, ("[]", rec)) == codec.dumps(rec)
+
+
+def test_the_pairs_the_record_kept_come_from_the_previous_text() -> None:
+    rec = wide_topics(0)[0]
+    text = codec.dumps(rec)
+    # the previous text's pairs are taken as they are: a marked one shows where they came from
+    at = text.rindex(",[[") + len(f",[[{rec.summaries[0][0]},")  # the summaries are last, flat
+    marked = text[:at] + "MARK" + text[at:]
+    assert "MARK" in directory_codec.topic_text(_with_summaries(rec, {1}), (marked, rec))
+    # the first pair made anew is written, not taken
+    assert "MARK" not in directory_codec.topic_text(_with_summaries(rec, {0}), (marked, rec))
+    # equal pairs that are other objects are written again: only identity lends a pair's text
+    copied = dataclasses.replace(rec, summaries=tuple((p, dataclasses.replace(s)) for p, s in rec.summaries))
+    assert "MARK" not in directory_codec.topic_text(_with_summaries(rec, {1}), (marked, copied))
