@@ -49,10 +49,9 @@ The values cross Spark as one JSON line (`encode`), from the sequencer to the si
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable, Mapping
-from itertools import compress
-from operator import is_not, itemgetter
+from itertools import compress, repeat
+from operator import is_, is_not, itemgetter
 from typing import Any
 
 from state_machines.commands import PartitionSummary
@@ -78,6 +77,7 @@ ZK_ONLY = ("TopicsToDeleteCount", "ReplicasToDeleteCount", "TopicsIneligibleToDe
            "ReplicasIneligibleToDeleteCount", "ControllerState")
 ALL = GAUGES + REPLICA_GAUGES + KRAFT_GAUGES
 IDLE, TOPIC_DELETION = 0, 4  # ControllerState.value (kafka/controller/ControllerState.scala)
+_second = itemgetter(1)
 
 
 def replica_metrics(s: PartitionSummary, min_isr: int) -> tuple[bool, bool, bool]:
@@ -111,39 +111,54 @@ _SHARES: dict[str, tuple[Any, int, bool, Any, tuple[int, ...]]] = {}
 
 
 def _zk_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: int, started: bool,
-                       count_imbalance: bool) -> tuple[int, int, int, int, int, int]:
+                       count_imbalance: bool) -> tuple[int, ...]:
     """(GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
     UnderReplicated, UnderMinIsr, AtMinIsr) of these (partition, summary) pairs of a topic.
     The imbalance counts the partitions `leader_balance.imbalance` lists as not preferred
     (`led_by_another`), of topics not queued for deletion."""
+    return _summed(pairs, ("zk", min_isr, started, count_imbalance), _zk_counts_of)
+
+
+def _zk_counts_of(s: PartitionSummary, min_isr: int, started: bool, count_imbalance: bool) -> tuple[int, ...]:
+    """`_zk_summary_counts` of one partition whose summary is `s`."""
     partitions = offline = imbalanced = under = under_min = at_min = 0
-    offline_state = PartitionState.OfflinePartition
-    for s, n in _by_summary(pairs):
-        leader = s.leader
-        if leader is not None:
-            partitions += n
-            if leader >= 0 and not started:
-                u, b, a = replica_metrics(s, min_isr)
-                under += u * n
-                under_min += b * n
-                at_min += a * n
-            if count_imbalance and led_by_another(s):
-                imbalanced += n
-        if s.state is offline_state and not started:
-            offline += n
-    return partitions, offline, imbalanced, under, under_min, at_min
+    leader = s.leader
+    if leader is not None:
+        partitions = 1
+        if leader >= 0 and not started:
+            under, under_min, at_min = replica_metrics(s, min_isr)
+        if count_imbalance and led_by_another(s):
+            imbalanced = 1
+    if s.state is PartitionState.OfflinePartition and not started:
+        offline = 1
+    return partitions, offline, imbalanced, int(under), int(under_min), int(at_min)
 
 
-def _by_summary(pairs: Iterable[tuple[int, PartitionSummary]]) -> list[tuple[PartitionSummary, int]]:
-    """Each summary object of these (partition, summary) pairs, with how many pairs hold it.
+# A summary's own counts, by the counting's arguments and the summary's id, with the
+# summary (held, so that its id is not another object's while the entry lives).
+_COUNTS_OF: dict[tuple, dict[int, tuple[PartitionSummary, tuple[int, ...]]]] = {}
+
+
+def _summed(pairs: Iterable[tuple[int, PartitionSummary]], args: tuple, counts_of: Any) -> tuple[int, ...]:
+    """The column sums of `counts_of(summary, *args[1:])` over the pairs' summaries.
+
     A partition's counts depend on its summary alone, and a cluster has few distinct ones,
-    which the sequencer holds as one object each (`directory_codec.summary_of`): the counts
-    then run once per summary rather than once per partition (a batch of summaries after a
-    broker event at a million partitions recounts 200,000 pairs), the pairs grouped without
-    a Python call each. Objects equal but distinct are counted apart: the same sums."""
-    summaries = list(map(itemgetter(1), pairs))
-    objects = dict(zip(map(id, summaries), summaries))
-    return [(objects[i], n) for i, n in Counter(map(id, summaries)).items()]
+    which the sequencer holds as one object each (`directory_codec.summary_of`): each
+    object is counted once, and its counts are found for each pair by its id, then summed,
+    without a Python step per partition (a worker that counts a million partitions from
+    scratch, or a batch of summaries after a broker event that recounts 200,000). Equal
+    summaries that are distinct objects are counted apart: the same sums."""
+    summaries = list(map(_second, pairs))
+    if not summaries:
+        return (0,) * 6
+    table = _COUNTS_OF.get(args)
+    if table is None or len(table) >= 65536:
+        table = _COUNTS_OF[args] = {}
+    kept = list(map(table.get, map(id, summaries)))
+    for i in compress(range(len(kept)), map(is_, kept, repeat(None))):
+        s = summaries[i]
+        kept[i] = table[id(s)] = (s, counts_of(s, *args[1:]))
+    return tuple(map(sum, zip(*map(_second, kept))))
 
 
 def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
@@ -182,18 +197,16 @@ def _kraft_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...
 
 
 def _kraft_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: int) -> tuple[int, ...]:
-    partitions = offline = imbalanced = under = under_min = at_min = 0
-    for s, n in _by_summary(pairs):
-        partitions += n
-        leader = s.leader
-        offline += (leader == -1) * n
-        imbalanced += (leader != s.preferred) * n
-        if leader is not None and leader >= 0:
-            u, b, a = replica_metrics(s, min_isr)
-            under += u * n
-            under_min += b * n
-            at_min += a * n
-    return (partitions, offline, imbalanced, under, under_min, at_min)
+    return _summed(pairs, ("kraft", min_isr), _kraft_counts_of)
+
+
+def _kraft_counts_of(s: PartitionSummary, min_isr: int) -> tuple[int, ...]:
+    """`_kraft_summary_counts` of one partition whose summary is `s`."""
+    leader = s.leader
+    under = under_min = at_min = False
+    if leader is not None and leader >= 0:
+        under, under_min, at_min = replica_metrics(s, min_isr)
+    return (1, int(leader == -1), int(leader != s.preferred), int(under), int(under_min), int(at_min))
 
 
 def _kraft_changed(before: tuple[int, ...], gone: list, came: list, rec: TopicRecord, min_isr: int,

@@ -348,8 +348,9 @@ def test_gauges_counted_again_from_scratch_are_the_same(mode: str, seed: int) ->
 @pytest.mark.parametrize("mode", ["zk", "kraft"])
 @pytest.mark.parametrize("seed", range(4))
 def test_gauges_of_shared_summary_objects_are_those_of_distinct_ones(mode: str, seed: int) -> None:
-    """A topic's summaries are counted once per summary object, times the pairs holding it
-    (`controller_metrics._by_summary`): the sequencer holds equal summaries as one object.
+    """Each summary object is counted once and its counts found again by its id for every
+    pair holding it (`controller_metrics._summed`): the sequencer holds equal summaries as
+    one object.
     A directory whose topics hold every summary as one object, as the sequencer reads them,
     has the gauges of the same directory whose every pair holds its own copy."""
     import dataclasses
