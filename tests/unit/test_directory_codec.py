@@ -146,3 +146,21 @@ def test_the_pairs_the_record_kept_come_from_the_previous_text() -> None:
     # equal pairs that are other objects are written again: only identity lends a pair's text
     copied = dataclasses.replace(rec, summaries=tuple((p, dataclasses.replace(s)) for p, s in rec.summaries))
     assert "MARK" not in directory_codec.topic_text(_with_summaries(rec, {1}), (marked, copied))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_previous_record_lends_the_summaries_whose_text_is_the_same(seed: int) -> None:
+    for rec in wide_topics(seed):
+        text = codec.dumps(rec)
+        n = len(rec.summaries)
+        for changed in ({1}, set(range(0, n, 3)), set(range(n // 2 + 1)), set()):
+            after = _with_summaries(rec, changed)
+            read = directory_codec.topic_from_text(codec.dumps(after), (text, rec))
+            assert read == whole(codec.dumps(after)) == after
+            lent = [i for i in range(n) if read.summaries[i] is rec.summaries[i]]
+            # under half changed: the others are the previous record's pairs; else none are
+            assert lent == ([i for i in range(n) if i not in changed] if 2 * len(changed) <= n else [])
+        # fewer pairs, or a previous record without summaries: nothing lent, the same record
+        for before in (dataclasses.replace(rec, summaries=rec.summaries[:-1]), dataclasses.replace(rec, summaries=())):
+            read = directory_codec.topic_from_text(text, (codec.dumps(before), before))
+            assert read == rec and not any(a is b for a, b in zip(read.summaries, before.summaries))
