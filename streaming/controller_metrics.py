@@ -116,7 +116,7 @@ def _zk_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: i
     UnderReplicated, UnderMinIsr, AtMinIsr) of these (partition, summary) pairs of a topic.
     The imbalance counts the partitions `leader_balance.imbalance` lists as not preferred
     (`led_by_another`), of topics not queued for deletion."""
-    return _summed(pairs, ("zk", min_isr, started, count_imbalance), _zk_counts_of)
+    return _summed(pairs, _zk_counts_of, min_isr, started, count_imbalance)
 
 
 def _zk_counts_of(s: PartitionSummary, min_isr: int, started: bool, count_imbalance: bool) -> tuple[int, ...]:
@@ -134,13 +134,13 @@ def _zk_counts_of(s: PartitionSummary, min_isr: int, started: bool, count_imbala
     return partitions, offline, imbalanced, int(under), int(under_min), int(at_min)
 
 
-# A summary's own counts, by the counting's arguments and the summary's id, with the
-# summary (held, so that its id is not another object's while the entry lives).
+# A summary's own counts, by the counting (its function and arguments) and the summary's
+# id, with the summary (held, so that its id is not another object's while the entry lives).
 _COUNTS_OF: dict[tuple, dict[int, tuple[PartitionSummary, tuple[int, ...]]]] = {}
 
 
-def _summed(pairs: Iterable[tuple[int, PartitionSummary]], args: tuple, counts_of: Any) -> tuple[int, ...]:
-    """The column sums of `counts_of(summary, *args[1:])` over the pairs' summaries.
+def _summed(pairs: Iterable[tuple[int, PartitionSummary]], counts_of: Any, *args: Any) -> tuple[int, ...]:
+    """The column sums of `counts_of(summary, *args)` over the pairs' summaries.
 
     A partition's counts depend on its summary alone, and a cluster has few distinct ones,
     which the sequencer holds as one object each (`directory_codec.summary_of`): each
@@ -151,13 +151,14 @@ def _summed(pairs: Iterable[tuple[int, PartitionSummary]], args: tuple, counts_o
     summaries = list(map(_second, pairs))
     if not summaries:
         return (0,) * 6
-    table = _COUNTS_OF.get(args)
+    counting = (counts_of, *args)
+    table = _COUNTS_OF.get(counting)
     if table is None or len(table) >= 65536:
-        table = _COUNTS_OF[args] = {}
+        table = _COUNTS_OF[counting] = {}
     kept = list(map(table.get, map(id, summaries)))
     for i in compress(range(len(kept)), map(is_, kept, repeat(None))):
         s = summaries[i]
-        kept[i] = table[id(s)] = (s, counts_of(s, *args[1:]))
+        kept[i] = table[id(s)] = (s, counts_of(s, *args))
     return tuple(map(sum, zip(*map(_second, kept))))
 
 
@@ -197,7 +198,7 @@ def _kraft_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...
 
 
 def _kraft_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: int) -> tuple[int, ...]:
-    return _summed(pairs, ("kraft", min_isr), _kraft_counts_of)
+    return _summed(pairs, _kraft_counts_of, min_isr)
 
 
 def _kraft_counts_of(s: PartitionSummary, min_isr: int) -> tuple[int, ...]:

@@ -170,13 +170,12 @@ def _summaries_text(summaries: tuple[tuple[int, commands.PartitionSummary], ...]
         before_text, before = previous
         n = len(summaries)
         if (isinstance(before, directory.TopicRecord) and len(before.summaries) == n
-                and before_text.startswith(head) and before_text.startswith(",[[", len(head))
-                and before_text.endswith("]]]")):
+                and before_text.startswith(head) and before_text.startswith(",[[", len(head))):
             moved = list(map(is_not, before.summaries, summaries))
             changed = moved.count(True)
             if 2 * changed <= n:
-                pieces = before_text[len(head) + 3:-3].split("],[")
-                if len(pieces) == n:
+                pieces = _summary_pieces(before_text)
+                if pieces is not None and len(pieces) == n:
                     for i in compress(range(n), moved):
                         p, m = summaries[i]
                         pieces[i] = f"{p},{_summary_text(m)}"
@@ -252,7 +251,7 @@ def _summaries_from_text(text: str, previous: tuple[str, Any] | None = None
         return ()
     if not (text.startswith("[[") and text.endswith("]]")):
         return None
-    pieces = text[2:-2].split("],[")
+    pieces = text[2:-2].split("],[")  # as `_summary_pieces` splits a record's text
     # flat arrays only: the brackets are exactly the list's and each summary's
     if text.count("[") != len(pieces) + 1 or text.count("]") != len(pieces) + 1:
         return None
@@ -276,11 +275,10 @@ def _lent_pairs(pieces: list[str], previous: tuple[str, Any] | None
         return None
     before_text, before = previous
     n = len(pieces)
-    if len(before.summaries) != n or not before_text.endswith("]]]"):
+    if len(before.summaries) != n:
         return None
-    # the summaries are the last field, flat arrays: the last ",[[" opens them
-    before_pieces = before_text[before_text.rindex(",[[") + 3:-3].split("],[")
-    if len(before_pieces) != n:
+    before_pieces = _summary_pieces(before_text)
+    if before_pieces is None or len(before_pieces) != n:
         return None
     differ = list(map(ne, pieces, before_pieces))
     if 2 * differ.count(True) > n:
@@ -289,6 +287,15 @@ def _lent_pairs(pieces: list[str], previous: tuple[str, Any] | None
     for i, pair in zip(compress(range(n), differ), _pairs_of(list(compress(pieces, differ)))):
         out[i] = pair
     return tuple(out)
+
+
+def _summary_pieces(text: str) -> list[str] | None:
+    """The `p,state,...` text of each summary of a topic record's text that holds summaries
+    (`topic_text` wrote it: they are the last field, flat arrays, so the last ",[[" opens
+    them), or None if the text does not end as such a record does."""
+    if not text.endswith("]]]"):
+        return None
+    return text[text.rindex(",[[") + 3:-3].split("],[")
 
 
 def _pairs_of(pieces: list[str]) -> tuple[tuple[int, commands.PartitionSummary], ...]:
