@@ -125,50 +125,60 @@ def pack_groups(work: Sequence[Work], group: Callable[[str], str],
 
     Commands that follow each other in a group with the same cause, round and shared part
     travel as one `cmds` entry: the shared part once, then each command's topic, partition
-    and index (`_run_text`). A preferred election of every partition, or a broker's
-    return, sends every partition of a bucket the same context and op."""
+    and index (`_run_text`); a command's target is its partition's key (`loop.Work`, which
+    the loop makes from the command), which `unpack_work` writes again. A preferred
+    election of every partition, or a broker's return, sends every partition of a bucket
+    the same context and op."""
     ids: dict[str | None, str] = {}
     entries: dict[str, list[Any]] = {}
     # each group's last command written on its own, (shared, its work, its place + 1): the
     # head of a run if the next one matches
     heads: dict[str, tuple[str, Work, int]] = {}
     command_shared = command_codec.command_shared
+    # the last command's context and op, and their shared text: a fan-out's commands
+    # share the objects, and the codec is asked once per change
+    last_ctx: Any = None
+    last_op: Any = None
+    last_cause = -1
+    last_id: str | None = None
+    shared = ""
     for w in work:
-        cid = ids.get(w.cause_id)
+        target, cause_offset, round_, idx, item, cause_id = w
+        cid = ids.get(cause_id)
         if cid is None:
-            cid = ids[w.cause_id] = json.dumps(w.cause_id)
-        item = w.item
-        grp = group(w.target)
+            cid = ids[cause_id] = json.dumps(cause_id)
+        grp = group(target)
         into = entries.get(grp)
         if into is None:
             into = entries[grp] = []
         if type(item) is Command:  # a fan-out's million: no dispatch
-            # the same text object: `command_shared` returns one for a run of equal commands
-            shared = command_shared(item)
-            topic, partition = item.topic, item.partition
+            topic, partition, ctx, op = item.topic, item.partition, item.ctx, item.op
+            c_cause, c_id = item.cause_offset, item.cause_id
+            if ctx is not last_ctx or op is not last_op or c_cause != last_cause or c_id != last_id:
+                # the same text object for a run of equal commands (`command_shared`)
+                shared = command_shared(item)
+                last_ctx, last_op, last_cause, last_id = ctx, op, c_cause, c_id
             if into:
                 last = into[-1]
                 if type(last) is list:
-                    if (last[0] is shared and last[1] == w.cause_offset and last[2] == w.round and last[3] is cid
-                            and len(last) < _RUN_MAX and w.target == f"{topic}-{partition}"):
-                        last.append(f"{topic}\t{partition}\t{w.idx}")
+                    if (last[0] is shared and last[1] == cause_offset and last[2] == round_ and last[3] is cid
+                            and len(last) < _RUN_MAX):
+                        last.append(f"{topic}\t{partition}\t{idx}")
                         continue
                 else:
                     head = heads.get(grp)
                     if head is not None and head[0] is shared and head[2] == len(into):
                         h = head[1]
-                        if (h.cause_offset == w.cause_offset and h.round == w.round and h.cause_id == w.cause_id
-                                and w.target == f"{topic}-{partition}"
-                                and h.target == f"{h.item.topic}-{h.item.partition}"):  # always, from the loop
-                            into[-1] = [shared, w.cause_offset, w.round, cid,
-                                        f"{h.item.topic}\t{h.item.partition}\t{h.idx}", f"{topic}\t{partition}\t{w.idx}"]
+                        if h.cause_offset == cause_offset and h.round == round_ and h.cause_id == cause_id:
+                            into[-1] = [shared, cause_offset, round_, cid,
+                                        f"{h.item.topic}\t{h.item.partition}\t{h.idx}", f"{topic}\t{partition}\t{idx}"]
                             continue
-            into.append(f"{w.target}{US}{w.cause_offset}{US}{w.round}{US}{w.idx}{US}cmd{US}{cid}{US}"
+            into.append(f"{target}{US}{cause_offset}{US}{round_}{US}{idx}{US}cmd{US}{cid}{US}"
                         f"{topic}\t{partition}\t{shared}")
             heads[grp] = (shared, w, len(into))
             continue
         kind, payload = _encode_item(item, dlq_max_value_bytes)
-        into.append(f"{w.target}{US}{w.cause_offset}{US}{w.round}{US}{w.idx}{US}{kind}{US}{cid}{US}{payload}")
+        into.append(f"{target}{US}{cause_offset}{US}{round_}{US}{idx}{US}{kind}{US}{cid}{US}{payload}")
     return {grp: _pack([e if type(e) is str else _run_text(e) for e in texts]) for grp, texts in entries.items()}
 
 
