@@ -83,12 +83,16 @@ def write_part(batches: Iterable[Sequence[str]], directory: str, task: str) -> l
                 os.makedirs(directory, exist_ok=True)
                 fh = open(path, "wb")
             segments.append(fh.tell())
-            fh.write(_SEGMENT_CODEC.compress(b"".join(_entries(runs)), asbytes=True))
-            for cause, key, _, payload in runs:
-                records += payload.count("\n") + 1
-                unclean += payload.count(UNCLEAN_ELECTION)
-                if may_be_safety(payload):
-                    small.extend(("safety", cause, key, 0, doc) for doc in payload.split("\n") if may_be_safety(doc))
+            text = _segment_text(runs)
+            fh.write(_SEGMENT_CODEC.compress(text.encode(), asbytes=True))
+            # counted over the segment's text at once: each run's header and documents end
+            # in a newline, and neither a header nor a key holds the unclean election's text
+            records += text.count("\n") - len(runs)
+            unclean += text.count(UNCLEAN_ELECTION)
+            if may_be_safety(text):
+                for cause, key, _, payload in runs:
+                    if may_be_safety(payload):
+                        small.extend(("safety", cause, key, 0, doc) for doc in payload.split("\n") if may_be_safety(doc))
         if fh is not None:
             # no fsync: a part lives for its batch only, and the driver reads it after the
             # task has closed it (close-to-open, on a shared filesystem too); a batch cut
@@ -133,15 +137,12 @@ class PartNotShared(ShadowControllerError):
     shared between them."""
 
 
-def _entries(runs: list[Run]) -> Iterator[bytes]:
+def _segment_text(runs: list[Run]) -> str:
     """A segment's entries: each run as a header line, `cause US key US seq US length`,
-    then its documents as UTF-8, `length` bytes, and a newline. The driver reads the
+    then its documents, `length` bytes in UTF-8, and a newline. The driver reads the
     header alone and copies the documents to the decisions file as they are."""
-    for cause, key, seq, payload in runs:
-        data = payload.encode()
-        yield f"{cause}{US}{key}{US}{seq}{US}{len(data)}\n".encode()
-        yield data
-        yield b"\n"
+    return "".join([f"{cause}{US}{key}{US}{seq}{US}{len(payload) if payload.isascii() else len(payload.encode())}\n"
+                    f"{payload}\n" for cause, key, seq, payload in runs])
 
 
 def _read_segment(path: str, start: int, end: int) -> Iterator[Entry]:

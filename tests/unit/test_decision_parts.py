@@ -56,6 +56,20 @@ def test_safety_divergences_come_back_to_the_driver_to_be_logged(tmp_path: Path)
     assert safety == [("t-0", doc)] and written[0].records == 2
 
 
+def test_a_part_counts_its_records_and_unclean_elections_and_keeps_documents_outside_ascii(tmp_path: Path) -> None:
+    """The counts the driver reports come from each segment's text at once; a run whose
+    documents hold characters outside ASCII is measured in bytes, and reads back whole."""
+    unclean = '{"type":"LeaderAndIsr","election":"unclean"}'
+    runs = [("decision", 1, "t-0", 0, f'{{"cause_id":"caf\u00e9 \u2603"}}\n{unclean}'),
+            ("decision", 1, "t-1", 0, unclean), _decision(2, "t-0", 0, 3)]
+    small = parts.write_part([pack_outputs(runs[:2]), pack_outputs(runs[2:])], str(tmp_path / "p"), "0")
+    _, written, _ = parts.split_parts(unpack_outputs(small))
+    assert [(p.records, p.unclean_elections, len(p.segments)) for p in written] == [(6, 2, 3)]
+    out = tmp_path / "decisions.jsonl"
+    parts.write_decisions(str(out), parts.merged_runs([], written))
+    assert out.read_text(encoding="utf-8").splitlines() == [line for r in runs for line in r[4].split("\n")]
+
+
 def test_packed_rows_are_bounded_in_size_so_spark_cuts_small_arrow_batches() -> None:
     """Spark's Python stages cut Arrow batches by rows (10,000), so a packed row must stay
     small: at most PACK_CHARS characters, unless one entry alone is longer."""
