@@ -57,10 +57,15 @@ def _batches(texts: list[str]) -> list[list[str]]:
 
 
 def _through_parts(packed: list[str], base: str, batch_id: int, dlq: list[dict[str, Any]],
-                   feedback: list[str]) -> list[dict[str, Any]]:
-    """File output's sink (`sink.BatchSink`): parts written by three tasks, merged."""
+                   feedback: list[str], written: bool) -> list[dict[str, Any]]:
+    """File output's sink (`sink.BatchSink`): parts written by three tasks (by the
+    partition stage already if `written`), merged."""
     directory = parts.parts_dir(base, batch_id)
-    small = [text for task in range(3) for text in parts.write_part(_batches(packed[task::3]), directory, f"{task:05d}-0")]
+    if written:
+        small = packed
+    else:
+        small = [text for task in range(3)
+                 for text in parts.write_part(_batches(packed[task::3]), directory, f"{task:05d}-0")]
     out = parts.write_batch(base, batch_id, unpack_outputs(small)).out
     dlq.extend(out.dlq)
     feedback.extend(out.reports)
@@ -79,6 +84,7 @@ class Batches:
 
     def __init__(self, config: ControllerConfig = ControllerConfig(), buckets: int = 0) -> None:
         self.config = config
+        self.buckets = buckets
         self.storage = partition_storage(buckets, shuffle_partitions=1)
         self.directory: dict[str, Any] = {}
         self.states: dict[str, MemoryState] = {}
@@ -91,8 +97,9 @@ class Batches:
             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """`lines` in micro-batches of `batch_size` events, then the batches their feedback
         leads to: (decisions, dlq records). With `parts_base`, the sink is file output's:
-        three tasks write the decision runs to parts there (`decision_parts.py`) and the
-        batch's file is merged from them."""
+        the decision runs go to parts there (`decision_parts.py`), written by the partition
+        stage in scale mode and by three tasks after it otherwise, and the batch's file is
+        merged from them."""
         feedback: list[str] = []
         decisions: list[dict[str, Any]] = []
         dlq: list[dict[str, Any]] = []
@@ -108,10 +115,18 @@ class Batches:
             seq = Sequencer(self.directory, self.config)
             self.pending, self.buffer = seq.run(self.pending, self.buffer, chunk, *read_feedback(feedback))
             packed: list[str] = []
-            for grp, texts in pack_groups(seq.work, self.storage.group).items():
+            groups = pack_groups(seq.work, self.storage.group)
+            # file output in scale mode: the partition stage writes the runs, the groups
+            # split between three tasks in turn
+            stage_parts = None if parts_base is None else parts.stage_parts_base(f"file:{parts_base}", self.buckets)
+            for i, (grp, texts) in enumerate(groups.items()):
                 work = unpack_work(texts)  # as they cross Spark
                 state = self.states.setdefault(grp, MemoryState())
-                packed.extend(pack_outputs(fold_group(self.storage, grp, state, work, self.config)))
+                out = fold_group(self.storage, grp, state, work, self.config)
+                if stage_parts is not None:
+                    task = f"{i * 3 // len(groups):05d}-0-{self.batches}"
+                    out = parts.write_group(out, parts.parts_dir(stage_parts, self.batches), task)
+                packed.extend(pack_outputs(out))
             if parts_base is None:
                 batch = assemble_batch(unpack_outputs(packed))
                 decisions.extend(json.loads(payload) for _, payload in batch.decisions)
@@ -119,7 +134,7 @@ class Batches:
                 feedback = batch.assembled.reports
             else:
                 feedback = []
-                decisions.extend(_through_parts(packed, parts_base, self.batches, dlq, feedback))
+                decisions.extend(_through_parts(packed, parts_base, self.batches, dlq, feedback, stage_parts is not None))
             self.batches += 1
         self.offset += len(lines)
         decisions.sort(key=_order)

@@ -6,13 +6,17 @@ driver through Arrow they need gigabytes of heap in the JVM and in Python at onc
 therefore runs one more step on the executors, in the same Spark job as the batch (one
 action, so the stateful operators run once):
 
-* **executors** (`write_part`): each task of the partition stage's output unpacks its
-  rows, one Arrow batch at a time, and writes each batch's decision runs, sorted in the
-  contract's order (cause_offset, key, seq), as a segment of a part file of its own under
-  `<output>/_parts/<batch id>/`, and passes on only what
-  the driver must see: the other kinds of row (summaries, deletion reports, dead letters,
-  the controlled-shutdown and UpdateMetadata shares, metrics, statistics), one `part` row
-  naming its file with its counts, and one `safety` row per safety divergence, to log;
+* **executors**: decision runs, sorted in the contract's order (cause_offset, key, seq),
+  are written as segments of a part file of each task's own under
+  `<output>/_parts/<batch id>/`, and only what the driver must see passes on: the other
+  kinds of row (summaries, deletion reports, dead letters, the controlled-shutdown and
+  UpdateMetadata shares, metrics, statistics), one `part` row naming a file's segments
+  with their counts, and one `safety` row per safety divergence, to log. In scale mode
+  the partition stage writes each group's runs as it folds them, a segment per group
+  (`write_group`): the runs never cross to the JVM. Keyed per partition, a task folds
+  thousands of groups, so the sink runs one more step after the stage instead
+  (`write_part`): each task unpacks the stage's rows, one Arrow batch at a time, and
+  writes each batch's runs as a segment;
 * **the driver** (`write_batch`): assembles the small rows as ever
   (`assemble.assemble_runs`: shares merged into their results), then merges its own few
   runs with the sorted segments into `decisions-<batch id>.jsonl`, streaming, and removes
@@ -63,15 +67,48 @@ def write_part(batches: Iterable[Sequence[str]], directory: str, task: str) -> l
     rows, as Spark hands them over) to a part file in `directory`, one sorted segment per
     batch, so that a task holds one batch's runs at a time; return the packed rows the
     driver needs."""
+    path = os.path.join(directory, f"part-{task}-{uuid.uuid4().hex}.runs")
+    small = _write_segments((unpack_outputs(texts) for texts in batches), directory, path, "wb")
+    return pack_outputs(small) if small else []
+
+
+def stage_parts_base(output: str, buckets: int) -> str | None:
+    """The output directory, when the partition stage writes its groups' decision runs
+    itself (`write_group`): file output in scale mode, where a task folds a few hundred
+    groups at most. Keyed per partition, a task folds thousands of groups, too many
+    segments for the driver to merge, and the sink writes each task's runs after the
+    stage (`write_part`)."""
+    return output[5:] if output.startswith("file:") and buckets > 0 else None
+
+
+def write_group(rows: list[OutputRow], directory: str, task: str) -> list[OutputRow]:
+    """Executor side, in the partition stage (scale mode): one group's decision runs
+    appended to its task attempt's part file as one sorted segment; returns the other
+    rows, and one naming the segment. A task's groups run one after another in one Python
+    worker, which closes the file after each group."""
+    global _TASK_PART
+    if _TASK_PART[0] != (directory, task):
+        _TASK_PART = ((directory, task), os.path.join(directory, f"part-{task}-{uuid.uuid4().hex}.runs"))
+    return _write_segments((rows,), directory, _TASK_PART[1], "ab")
+
+
+# the batch's parts directory and the task attempt whose groups this Python worker appends
+# to a part, and the part's path
+_TASK_PART: tuple[tuple[str, str], str] = (("", ""), "")
+
+
+def _write_segments(batches: Iterable[Iterable[OutputRow]], directory: str, path: str, mode: str) -> list[OutputRow]:
+    """Each batch's decision runs as a sorted segment of the file at `path` (opened with
+    `mode`, once there is a run to write); the other rows, and a `part` row naming the
+    segments."""
     small: list[OutputRow] = []
     segments: list[int] = []  # where each segment starts, then where the file ends
     records = unclean = 0
-    path = os.path.join(directory, f"part-{task}-{uuid.uuid4().hex}.runs")
     fh = None
     try:
-        for texts in batches:
+        for rows in batches:
             runs: list[Run] = []
-            for kind, cause, key, seq, payload in unpack_outputs(texts):
+            for kind, cause, key, seq, payload in rows:
                 if kind == "decision":
                     runs.append((cause, key, seq, payload))
                 else:
@@ -81,7 +118,7 @@ def write_part(batches: Iterable[Sequence[str]], directory: str, task: str) -> l
             runs.sort(key=run_order)
             if fh is None:
                 os.makedirs(directory, exist_ok=True)
-                fh = open(path, "wb")
+                fh = open(path, mode)
             segments.append(fh.tell())
             text = _segment_text(runs)
             fh.write(_SEGMENT_CODEC.compress(text.encode(), asbytes=True))
@@ -103,7 +140,7 @@ def write_part(batches: Iterable[Sequence[str]], directory: str, task: str) -> l
             fh.close()
     if segments:
         small.append(("part", 0, "", 0, f"{path}\t{records}\t{unclean}\t{','.join(map(str, segments))}"))
-    return pack_outputs(small) if small else []
+    return small
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from .decision_parts import stage_parts_base
 from .file_source import EventFilesSource, FeedbackSource
 from .operators import PARTITION_OUT, SEQUENCER_KEY, SEQUENCER_OUT, SequencerProcessor, partition_stage
 from .settings.schema import JobSettings
@@ -128,7 +129,8 @@ def decisions_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
         timeMode="None",
     )
     return commands.groupBy("grp").applyInPandasWithState(
-        partition_stage(settings.controller, storage),
+        partition_stage(settings.controller, storage,
+                        stage_parts_base(settings.output, settings.partition_buckets)),
         outputStructType=PARTITION_OUT,
         stateStructType=storage.state_schema,
         outputMode="Append",

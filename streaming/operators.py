@@ -12,7 +12,9 @@ stage hands its `GroupState` to the storage strategy, `storage.py`).
   (`controller_metrics.py`): one row per batch that ran the sequencer.
 - The **partition stage** (`partition_stage`, `applyInPandasWithState` keyed by group):
   the directory's own records are numbered in the group `DIRECT`; every other group is
-  folded by the storage strategy, which holds its partitions' state.
+  folded by the storage strategy, which holds its partitions' state. With file output in
+  scale mode each group's decision runs go straight to its task's part file
+  (`decision_parts.write_group`).
 
 Both decode state, run the core, encode state and yield packed rows (`pipeline.py`,
 `packing.py`); nothing else happens here. Each first sets the worker's collector thresholds
@@ -38,7 +40,7 @@ from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.loop import DIRECT, Pending, RawEvent, Sequencer
 from state_machines.model import ControllerConfig
 
-from . import codec, controller_metrics, directory_store
+from . import codec, controller_metrics, decision_parts, directory_store
 from .collector import collect_less, paused
 from .packing import pack_groups, pack_metrics, pack_outputs, unpack_work
 from .pipeline import read_feedback
@@ -147,13 +149,32 @@ class SequencerProcessor(StatefulProcessor):
         pass
 
 
-def partition_stage(config: ControllerConfig, storage: PartitionStorage):
+def partition_stage(config: ControllerConfig, storage: PartitionStorage, parts_base: str | None = None):
+    """The partition stage's function. With `parts_base` (file output in scale mode,
+    `decision_parts.stage_parts_base`), each group's decision runs go to its task's part
+    under the batch's parts directory, and only the other rows leave the stage."""
     def apply(key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         collect_less()
         with paused():
             work = unpack_work(text for pdf in pdfs for text in pdf["rows"].tolist())
             out = fold_group(storage, key[0], state, work, config)
+            if parts_base is not None:
+                batch_id, task = _task_attempt()
+                out = decision_parts.write_group(out, decision_parts.parts_dir(parts_base, batch_id), task)
             packed = pack_outputs(out)
         yield pd.DataFrame({"rows": pd.Series(packed, dtype=object)})
 
     return apply
+
+
+def _task_attempt() -> tuple[int, str]:
+    """The micro-batch's id (the local property Spark's MicroBatchExecution sets on the
+    query's thread, which its tasks inherit) and the task attempt, as a part's name says it:
+    partition, attempt number and the attempt's id, unique in the application."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    batch = ctx.getLocalProperty("streaming.sql.batchId") if ctx is not None else None
+    if ctx is None or batch is None:
+        raise RuntimeError("the partition stage writes its decision parts only in a micro-batch's task")
+    return int(batch), f"{ctx.partitionId():05d}-{ctx.attemptNumber()}-{ctx.taskAttemptId()}"

@@ -86,7 +86,9 @@ class BatchSink:
         if self.settings.output.startswith("file:"):
             base = self.settings.output[5:]
             try:
-                batch = parts.write_batch(base, batch_id, _collect(_written_parts(df, parts.parts_dir(base, batch_id))))
+                if parts.stage_parts_base(self.settings.output, self.settings.partition_buckets) is None:
+                    df = _written_parts(df, parts.parts_dir(base, batch_id))
+                batch = parts.write_batch(base, batch_id, _collect(df))
             except parts.PartNotShared as exc:
                 log.error("batch %d: %s", batch_id, exc)
                 raise

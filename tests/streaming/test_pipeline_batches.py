@@ -53,8 +53,9 @@ def test_scale_mode_buckets_give_the_same_decisions(log: Path) -> None:
 
 @pytest.mark.parametrize("log", LOGS + EXAMPLES, ids=lambda p: p.stem)
 def test_decisions_merged_from_the_executors_parts_equal_the_engine(log: Path, tmp_path: Path) -> None:
-    """File output: three tasks write sorted parts, the driver merges them with the shares
-    it merged itself (decision_parts.py), in both keyings."""
+    """File output: sorted parts, written by three tasks after the partition stage (keyed
+    per partition) or by the stage's groups (scale mode), merged by the driver with the
+    shares it merged itself (decision_parts.py)."""
     lines = log.read_bytes().splitlines()
     check(lines, batch_size=3, parts_base=str(tmp_path / "a"))
     check(lines, batch_size=2, buckets=2, parts_base=str(tmp_path / "b"))

@@ -70,6 +70,32 @@ def test_a_part_counts_its_records_and_unclean_elections_and_keeps_documents_out
     assert out.read_text(encoding="utf-8").splitlines() == [line for r in runs for line in r[4].split("\n")]
 
 
+def test_the_partition_stage_writes_the_parts_for_file_output_in_scale_mode_only() -> None:
+    assert parts.stage_parts_base("file:/data/out", 64) == "/data/out"
+    assert parts.stage_parts_base("file:/data/out", 0) is None  # keyed per partition: the sink's step
+    assert parts.stage_parts_base("kafka:decisions", 64) is None
+
+
+def test_the_partition_stages_groups_append_segments_to_their_task_attempts_part(tmp_path: Path) -> None:
+    """Scale mode: each group's runs are one sorted segment, appended to its task
+    attempt's part; another task attempt, or the same label in another batch's directory,
+    starts a part of its own. The driver merges the segments in contract order."""
+    first, second = str(tmp_path / "_parts" / "1"), str(tmp_path / "_parts" / "2")
+    small = (parts.write_group([_decision(1, "t-5", 0), ("summary", 1, "", 0, "S")], first, "00000-0-7")
+             + parts.write_group([_decision(1, "t-2", 0, 2), _decision(1, "t-0", 0)], first, "00000-0-7")
+             + parts.write_group([_decision(1, "t-1", 0)], first, "00001-0-8")
+             + parts.write_group([_decision(1, "t-9", 0)], second, "00000-0-7"))
+    rest, written, _ = parts.split_parts(small)
+    assert [r[0] for r in rest] == ["summary"]
+    assert [(Path(p.path).parent.name, len(p.segments), p.records) for p in written] == [
+        ("1", 2, 1), ("1", 2, 3), ("1", 2, 1), ("2", 2, 1)]
+    assert len({p.path for p in written}) == 3 and written[0].segments[1] == written[1].segments[0]
+    out = tmp_path / "decisions.jsonl"
+    parts.write_decisions(str(out), parts.merged_runs([], written[:3]))
+    keys = [line.split('"key":"')[1].split('"')[0] for line in out.read_text().splitlines()]
+    assert keys == ["t-0", "t-1", "t-2", "t-2", "t-5"]
+
+
 def test_packed_rows_are_bounded_in_size_so_spark_cuts_small_arrow_batches() -> None:
     """Spark's Python stages cut Arrow batches by rows (10,000), so a packed row must stay
     small: at most PACK_CHARS characters, unless one entry alone is longer."""
