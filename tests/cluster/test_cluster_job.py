@@ -206,7 +206,9 @@ def package_zip(path: Path) -> Path:
 def test_spark_submit_with_the_package_as_py_files_runs_the_job_on_the_cluster(cluster: StandaloneCluster,
                                                                                tmp_path: Path) -> None:
     """The README's spark-submit command: the code from `--py-files` (the driver's
-    PYTHONPATH left out), spark-submit's `--master` deciding over the settings' local[2]."""
+    PYTHONPATH left out), spark-submit's `--master` deciding over the settings' local[2],
+    in scale mode as the README sets it (the partition stage's tasks write the decision
+    parts on the executors, `decision_parts.write_group`)."""
     lines = EXAMPLE.read_bytes().splitlines()
     write_input(tmp_path / "in", lines)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_DRIVER_PYTHON")}
@@ -216,7 +218,7 @@ def test_spark_submit_with_the_package_as_py_files_runs_the_job_on_the_cluster(c
             "--conf", f"spark.pyspark.python={sys.executable}",
             str(ROOT / "bin" / "spark-submit-main.py"), "run", "--config", str(ROOT / "conf" / "shadow-controller.toml"),
             "--input", f"file:{tmp_path / 'in'}", "--output", f"file:{tmp_path / 'out'}",
-            "--checkpoint", str(tmp_path / "ckpt"), "--available-now"]
+            "--checkpoint", str(tmp_path / "ckpt"), "--available-now", "--set", "job.partition_buckets=4"]
     apps_before = {app["id"] for app in cluster.state().get("completedapps", [])}
     done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
