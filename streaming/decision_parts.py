@@ -2,9 +2,9 @@
 
 A creation of a million partitions decides about nine million records; collected on the
 driver through Arrow they need gigabytes of heap in the JVM and in Python at once
-(`bench/job_bench.py` at 1,000,000 partitions ran out of both). With file output the sink
-therefore runs one more step on the executors, in the same Spark job as the batch (one
-action, so the stateful operators run once):
+(`bench/job_bench.py` at 1,000,000 partitions ran out of both). With file output the
+executors therefore write them, in the same Spark job as the batch (one action, so the
+stateful operators run once):
 
 * **executors**: decision runs, sorted in the contract's order (cause_offset, key, seq),
   are written as segments of a part file of each task's own under
