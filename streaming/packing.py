@@ -135,13 +135,6 @@ def pack_groups(work: Sequence[Work], group: Callable[[str], str],
     # head of a run if the next one matches
     heads: dict[str, tuple[str, Work, int]] = {}
     command_shared = command_codec.command_shared
-    # the last command's context and op, and their shared text: a fan-out's commands
-    # share the objects, and the codec is asked once per change
-    last_ctx: Any = None
-    last_op: Any = None
-    last_cause = -1
-    last_id: str | None = None
-    shared = ""
     for w in work:
         target, cause_offset, round_, idx, item, cause_id = w
         cid = ids.get(cause_id)
@@ -152,12 +145,9 @@ def pack_groups(work: Sequence[Work], group: Callable[[str], str],
         if into is None:
             into = entries[grp] = []
         if type(item) is Command:  # a fan-out's million: no dispatch
-            topic, partition, ctx, op = item.topic, item.partition, item.ctx, item.op
-            c_cause, c_id = item.cause_offset, item.cause_id
-            if ctx is not last_ctx or op is not last_op or c_cause != last_cause or c_id != last_id:
-                # the same text object for a run of equal commands (`command_shared`)
-                shared = command_shared(item)
-                last_ctx, last_op, last_cause, last_id = ctx, op, c_cause, c_id
+            # the same text object for a run of equal commands (`command_shared`)
+            shared = command_shared(item)
+            topic, partition = item.topic, item.partition
             if into:
                 last = into[-1]
                 if type(last) is list:
