@@ -67,8 +67,7 @@ def write_part(batches: Iterable[Sequence[str]], directory: str, task: str) -> l
     rows, as Spark hands them over) to a part file in `directory`, one sorted segment per
     batch, so that a task holds one batch's runs at a time; return the packed rows the
     driver needs."""
-    path = os.path.join(directory, f"part-{task}-{uuid.uuid4().hex}.runs")
-    small = _write_segments((unpack_outputs(texts) for texts in batches), directory, path, "wb")
+    small = _write_segments((unpack_outputs(texts) for texts in batches), directory, _part_path(directory, task), "wb")
     return pack_outputs(small) if small else []
 
 
@@ -88,13 +87,19 @@ def write_group(rows: list[OutputRow], directory: str, task: str) -> list[Output
     worker, which closes the file after each group."""
     global _TASK_PART
     if _TASK_PART[0] != (directory, task):
-        _TASK_PART = ((directory, task), os.path.join(directory, f"part-{task}-{uuid.uuid4().hex}.runs"))
+        _TASK_PART = ((directory, task), _part_path(directory, task))
     return _write_segments((rows,), directory, _TASK_PART[1], "ab")
 
 
 # the batch's parts directory and the task attempt whose groups this Python worker appends
 # to a part, and the part's path
 _TASK_PART: tuple[tuple[str, str], str] = (("", ""), "")
+
+
+def _part_path(directory: str, task: str) -> str:
+    """A new part of the task attempt `task` (a random suffix: a batch run again after a
+    crash may meet the same attempt's name)."""
+    return os.path.join(directory, f"part-{task}-{uuid.uuid4().hex}.runs")
 
 
 def _write_segments(batches: Iterable[Iterable[OutputRow]], directory: str, path: str, mode: str) -> list[OutputRow]:
