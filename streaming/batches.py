@@ -12,7 +12,8 @@ between batches, as a Python worker that Spark reuses keeps it (`operators.LastD
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import random
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from state_machines.errors import InvariantViolation
@@ -51,6 +52,134 @@ class MemoryState:
         self.value = None
 
 
+class _MapState:
+    def __init__(self) -> None:
+        self.entries: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+    def getValue(self, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        return self.entries.get(key)
+
+    def updateValue(self, key: tuple[Any, ...], value: tuple[Any, ...]) -> None:
+        self.entries[key] = value
+
+    def removeKey(self, key: tuple[Any, ...]) -> None:
+        self.entries.pop(key, None)
+
+    def iterator(self) -> Iterator[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+        return iter(list(self.entries.items()))
+
+
+class _ListState:
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+
+    def exists(self) -> bool:
+        return bool(self.rows)
+
+    def get(self) -> Iterator[tuple[Any, ...]]:
+        return iter(list(self.rows))
+
+    def put(self, rows: list[tuple[Any, ...]]) -> None:
+        self.rows = list(rows)
+
+    def clear(self) -> None:
+        self.rows = []
+
+
+class _ValueState:
+    def __init__(self) -> None:
+        self.value: tuple[Any, ...] | None = None
+
+    def exists(self) -> bool:
+        return self.value is not None
+
+    def get(self) -> tuple[Any, ...] | None:
+        return self.value
+
+    def update(self, value: tuple[Any, ...]) -> None:
+        self.value = value
+
+    def clear(self) -> None:
+        self.value = None
+
+
+class MemoryHandle:
+    """One key's state, in memory, with the part of `StatefulProcessorHandle` the sequencer
+    uses (its map, list and value states)."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, Any] = {}
+
+    def getMapState(self, name: str, *schema: Any) -> _MapState:
+        return self.states.setdefault(name, _MapState())
+
+    def getListState(self, name: str, *schema: Any) -> _ListState:
+        return self.states.setdefault(name, _ListState())
+
+    def getValueState(self, name: str, *schema: Any) -> _ValueState:
+        return self.states.setdefault(name, _ValueState())
+
+
+class WorkerPool:
+    """The sequencer's stage as Spark runs it: `operators.SequencerProcessor` under its key
+    and under each mirror's (`operators.mirror_keys`), each key's state in memory, and in
+    every batch each key's task served by a Python worker drawn at random from `workers`,
+    each worker with its own copy of the directory (`operators.LastDirectory`): a worker
+    each if there are as many as keys (the tasks run side by side), else one after another
+    in random order, sharing workers (fewer cores than tasks). `reads` counts the batches
+    whose sequencer read the directory from its state."""
+
+    def __init__(self, config: ControllerConfig, storage: Any, mirrors: int, workers: int, seed: int) -> None:
+        from .operators import LastDirectory, SEQUENCER_KEY, SequencerProcessor, mirror_keys
+
+        self.keys = [SEQUENCER_KEY, *mirror_keys(mirrors + 1, mirrors)]
+        self.copies = [LastDirectory() for _ in range(workers)]
+        self.random = random.Random(seed)
+        pool = self
+
+        class Processor(SequencerProcessor):
+            def worker_copy(self) -> LastDirectory:
+                return pool.serving
+
+            def batch_id(self) -> int | None:
+                return pool.batch
+
+        self.processors = {}
+        for key in self.keys:
+            proc = Processor(config, storage)
+            proc.init(MemoryHandle())  # type: ignore[arg-type]
+            self.processors[key] = proc
+        self.serving = self.copies[0]
+        self.batch = 0
+
+    @property
+    def reads(self) -> int:
+        return sum(c.reads for c in self.copies)
+
+    def run(self, batch: int, events: list[RawEvent], feedback: list[str]) -> dict[str, list[str]]:
+        """The batch's packed work by group (the gauges' row in the direct group)."""
+        import pandas as pd
+
+        rows = [("event", e.offset, e.value, e.source, None) for e in events]
+        if feedback:
+            rows.append(("report", -1, None, None, "\n".join(feedback)))
+        frame = pd.DataFrame(rows, columns=["kind", "offset", "value", "source", "payload"])
+        self.batch = batch
+        keys = self.keys[:]
+        self.random.shuffle(keys)
+        groups: dict[str, list[str]] = {}
+        if len(self.copies) >= len(keys):
+            serving = self.random.sample(self.copies, len(keys))
+        else:
+            serving = [self.random.choice(self.copies) for _ in keys]
+        for key, copy in zip(keys, serving):
+            self.serving = copy
+            for out in self.processors[key].handleInputRows((key,), iter([frame]), None):
+                for grp, text in out.itertuples(index=False):
+                    groups.setdefault(grp, []).append(text)
+        return groups
+
+
 def _batches(texts: list[str]) -> list[list[str]]:
     """Packed rows in Arrow batches of two, as Spark cuts a task's input."""
     return [texts[i:i + 2] for i in range(0, len(texts), 2)]
@@ -82,10 +211,14 @@ class Batches:
     state, and what the sequencer holds. `run` goes on from where the last call stopped, so
     a test can look at a group's state between two runs (`states`, keyed by `storage.group`)."""
 
-    def __init__(self, config: ControllerConfig = ControllerConfig(), buckets: int = 0) -> None:
+    def __init__(self, config: ControllerConfig = ControllerConfig(), buckets: int = 0,
+                 workers: tuple[int, int, int] | None = None) -> None:
         self.config = config
         self.buckets = buckets
         self.storage = partition_storage(buckets, shuffle_partitions=1)
+        # (mirrors, workers, seed): the sequencer's stage as Spark runs it (`WorkerPool`);
+        # None: the sequencer alone, its directory always at hand
+        self.pool = None if workers is None else WorkerPool(config, self.storage, *workers)
         self.directory: dict[str, Any] = {}
         self.states: dict[str, MemoryState] = {}
         self.pending: Pending | None = None
@@ -112,10 +245,13 @@ class Batches:
                 if self.pending is not None or self.buffer:
                     raise InvariantViolation("the sequencer waits for deletion reports that no command will send")
                 break
-            seq = Sequencer(self.directory, self.config)
-            self.pending, self.buffer = seq.run(self.pending, self.buffer, chunk, *read_feedback(feedback))
+            if self.pool is None:
+                seq = Sequencer(self.directory, self.config)
+                self.pending, self.buffer = seq.run(self.pending, self.buffer, chunk, *read_feedback(feedback))
+                groups = pack_groups(seq.work, self.storage.group)
+            else:
+                groups = self.pool.run(self.batches, chunk, feedback)
             packed: list[str] = []
-            groups = pack_groups(seq.work, self.storage.group)
             # file output in scale mode: the partition stage writes the runs, the groups
             # split between three tasks in turn
             stage_parts = None if parts_base is None else parts.stage_parts_base(f"file:{parts_base}", self.buckets)
@@ -142,11 +278,12 @@ class Batches:
 
 
 def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfig = ControllerConfig(),
-                buckets: int = 0, parts_base: str | None = None,
+                buckets: int = 0, parts_base: str | None = None, workers: tuple[int, int, int] | None = None,
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """Replay lines in micro-batches of `batch_size` events as the Spark job does (feedback
     included, everything packed as it crosses Spark). Returns (decisions, dlq records,
-    number of micro-batches); `Batches.run` says what `parts_base` does."""
-    batches = Batches(config, buckets)
+    number of micro-batches); `Batches.run` says what `parts_base` does, `Batches` what
+    `workers` does."""
+    batches = Batches(config, buckets, workers)
     decisions, dlq = batches.run(lines, batch_size, parts_base)
     return decisions, dlq, batches.batches

@@ -24,7 +24,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from .decision_parts import stage_parts_base
 from .file_source import EventFilesSource, FeedbackSource
-from .operators import PARTITION_OUT, SEQUENCER_KEY, SEQUENCER_OUT, SequencerProcessor, partition_stage
+from .operators import PARTITION_OUT, SEQUENCER_KEY, SEQUENCER_OUT, SequencerProcessor, mirror_keys, partition_stage
 from .settings.schema import JobSettings
 from .sink import BatchSink
 from .storage import partition_storage
@@ -120,7 +120,9 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
 
 def decisions_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
     storage = partition_storage(settings.partition_buckets, settings.shuffle_partitions)
-    inputs = events_frame(spark, settings).withColumn("k", F.lit(SEQUENCER_KEY))
+    keys = [SEQUENCER_KEY, *mirror_keys(settings.shuffle_partitions, sequencer_mirrors(spark, settings))]
+    # every input row goes to the sequencer and to each of its mirrors
+    inputs = events_frame(spark, settings).withColumn("k", F.explode(F.array(*map(F.lit, keys))))
     commands = inputs.groupBy("k").transformWithStateInPandas(
         statefulProcessor=SequencerProcessor(settings.controller, storage, settings.limits,
                                              settings.dlq_max_value_bytes),
@@ -136,6 +138,19 @@ def decisions_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
         outputMode="Append",
         timeoutConf=GroupStateTimeout.NoTimeout,
     )
+
+
+def sequencer_mirrors(spark: SparkSession, settings: JobSettings) -> int:
+    """`job.sequencer_mirrors`, or for "auto" one per other shuffle partition in local mode
+    with a core for each shuffle partition, where one executor's Python workers serve every
+    task of the sequencer's stage side by side, and none otherwise: on a cluster a mirror
+    runs wherever its state store is, and with fewer cores than tasks a mirror could run
+    before the sequencer in the worker it then gets (`operators.SequencerProcessor._mirror`)."""
+    if settings.sequencer_mirrors is not None:
+        return settings.sequencer_mirrors
+    sc = spark.sparkContext
+    local = sc.master.startswith("local")
+    return settings.shuffle_partitions - 1 if local and sc.defaultParallelism >= settings.shuffle_partitions else 0
 
 
 def start(spark: SparkSession, settings: JobSettings, available_now: bool = False, sink: BatchSink | None = None):

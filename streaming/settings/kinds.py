@@ -48,6 +48,16 @@ def integer(minimum: int) -> Check:
 count = integer(0)
 
 
+def auto_count(name: str, value: Any) -> int | None:
+    """A count, or "auto" (None): the job chooses."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    try:
+        return count(name, value)
+    except SettingError:
+        raise SettingError(f"{name} must be auto or a whole number, got {value!r}") from None
+
+
 def cap(name: str, value: Any) -> int | None:
     """A count where 0 means no cap."""
     return count(name, value) or None

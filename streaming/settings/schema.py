@@ -26,7 +26,7 @@ from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.model import ControllerConfig
 
 from .kinds import (
-    Check, SettingError, boolean, cap, choice, count, integer, interval, location, metadata_version, offsets, port, seconds,
+    Check, SettingError, auto_count, boolean, cap, choice, count, integer, interval, location, metadata_version, offsets, port, seconds,
     text,
 )
 
@@ -54,6 +54,10 @@ class JobSettings:
     # scale mode: pack partitions into this many Spark groups (0: one group per partition).
     # Frozen into a checkpoint, like spark.sql.shuffle.partitions.
     partition_buckets: int = 0
+    # mirrors of the sequencer's key in the other shuffle partitions, which keep every Python
+    # worker of its stage holding the directory (operators.mirror_keys); None: one per other
+    # partition when Spark runs in local mode (one pool of workers), none on a cluster
+    sequencer_mirrors: int | None = None
     # bounds on one input record (size, nesting, number length, id length): past them the
     # record is a dead letter, never an exception in the job
     limits: InputLimits = DEFAULT_LIMITS
@@ -110,6 +114,7 @@ SCHEMA = (
     Setting("job.trigger_interval", interval, "trigger_interval"),
     Setting("job.max_offsets_per_trigger", cap, "max_offsets_per_trigger"),
     Setting("job.partition_buckets", count, "partition_buckets"),
+    Setting("job.sequencer_mirrors", auto_count, "sequencer_mirrors"),
     Setting("job.starting_offsets", offsets, "starting_offsets"),
     Setting("job.stop_timeout_seconds", seconds, "stop_timeout_s"),
     Setting("job.on_broker_outage", choice("wait", "exit"), "on_broker_outage"),

@@ -134,6 +134,8 @@ def test_an_unknown_setting_without_a_close_name_lists_its_section() -> None:
     ("kafka.use_jvm_connector=yes", "must be true or false"),
     ("job.partition_buckets=2.5", "must be a whole number, got 2.5"),
     ("job.partition_buckets=true", "must be a whole number, got True"),
+    ("job.sequencer_mirrors=-1", "must be auto or a whole number, got -1"),
+    ("job.sequencer_mirrors=some", "must be auto or a whole number, got 'some'"),
     ("spark.sql.shuffle.partitions=0", "must be at least 1, got 0"),
     ("input.max_depth=0", "must be at least 1"),
     ("controller.min.insync.replicas=0", "controller.min.insync.replicas must be at least 1, got 0"),
@@ -165,6 +167,8 @@ def test_a_value_of_the_wrong_kind_is_refused(override: str, message: str) -> No
     ("job.trigger_interval=500 milliseconds", "trigger_interval", "500 milliseconds"),
     ('job.starting_offsets={"events": {"0": 42}}', "starting_offsets", '{"events": {"0": 42}}'),
     ("input.max_depth=8", "limits", InputLimits(max_depth=8)),
+    ("job.sequencer_mirrors=auto", "sequencer_mirrors", None),
+    ("job.sequencer_mirrors=0", "sequencer_mirrors", 0),
 ])
 def test_values_land_in_their_fields(override: str, field: str, expected: Any) -> None:
     assert getattr(run_settings(override)[0], field) == expected

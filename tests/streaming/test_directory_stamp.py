@@ -31,6 +31,8 @@ def test_the_worker_copy_is_used_only_under_its_own_stamp_and_never_shared() -> 
     assert taken == {"broker-1": record}
     taken["broker-2"] = record  # the sequencer changes its directory in place; the batch may fail
     assert last.take("a") == {"broker-1": record}
+    last.forget()
+    assert last.take("a") is None and last.batch is None
 
 
 class FailingAfterWrite(BatchSink):
