@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from state_machines.model import ControllerConfig
 from streaming.batches import Batches, run_batches
 from streaming.operators import mirror_keys, next_stamp
 from streaming.spark_hash import shuffle_partition
@@ -20,11 +21,12 @@ LOGS = sorted((Path(__file__).parents[1] / "scenarios" / "logs").glob("*.jsonl")
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.jsonl"))
 
 
-def same_as_engine(lines: list[bytes], batch_size: int, workers: tuple[int, int, int]) -> int:
+def same_as_engine(lines: list[bytes], batch_size: int, workers: tuple[int, int, int],
+                   config: ControllerConfig = ControllerConfig()) -> int:
     """Asserts the decisions equal the engine's; returns the sequencer's reads of its state."""
-    batches = Batches(workers=workers)
+    batches = Batches(config, workers=workers)
     got, _dlq = batches.run(lines, batch_size)
-    assert [canonical(r) for r in got] == simulate_records(lines)
+    assert [canonical(r) for r in got] == simulate_records(lines, config)
     assert batches.pool is not None
     return batches.pool.reads
 
@@ -71,6 +73,13 @@ def test_workers_and_mirrors_in_any_arrangement_never_change_a_decision(seed: in
     lines = [json.dumps(e).encode() for e in generate_log(seed, n_events=60)]
     mirrors, workers = [(0, 2), (1, 2), (1, 3), (1, 1), (3, 4), (3, 2)][seed % 6]
     same_as_engine(lines, 1 + seed % 3, workers=(mirrors, workers, seed))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kraft_mode_with_workers_and_mirrors(seed: int) -> None:
+    config = ControllerConfig(mode="kraft")
+    lines = [json.dumps(e).encode() for e in generate_log(seed, n_events=60, config=config)]
+    assert same_as_engine(lines, 1 + seed % 3, workers=(1, 2, seed), config=config) <= 2
 
 
 def test_without_a_mirror_the_sequencer_reads_its_state_whenever_it_meets_the_other_worker() -> None:
