@@ -19,8 +19,11 @@ stateful operators run once):
   writes each batch's runs as a segment;
 * **the driver** (`write_batch`): assembles the small rows as ever
   (`assemble.assemble_runs`: shares merged into their results), then merges its own few
-  runs with the sorted segments into `decisions-<batch id>.jsonl`, streaming, and removes
-  the parts. The file is byte-for-byte what `assemble_batch` writes from a collect.
+  runs with the sorted segments into `decisions-<batch id>.jsonl` and removes the parts.
+  A segment is an index of its runs (Arrow) and their documents (one zstd frame): the
+  driver orders every run of the batch by the indexes in one stable sort, then copies
+  the documents over, reading each segment straight through, a few kilobytes of it at a
+  time. The file is byte-for-byte what `assemble_batch` writes from a collect.
 
 The parts are named by task attempt, and the driver reads only the files the collect
 named, so a task or a batch run again leaves no doubt which files count. On a cluster the
@@ -29,33 +32,31 @@ output directory must be one every executor and the driver share, like the check
 
 from __future__ import annotations
 
-import heapq
 import io
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy
 import pyarrow
+import pyarrow.compute
+import pyarrow.ipc
 
 from state_machines.errors import ShadowControllerError
 
 from .assemble import UNCLEAN_ELECTION, Assembled, Run, assemble_runs, may_be_safety, run_order
-from .packing import US, OutputRow, pack_outputs, unpack_outputs
+from .packing import OutputRow, pack_outputs, unpack_outputs
 
 PARTS_DIR = "_parts"
 
-# A segment is one zstd frame (level 1): the benchmark's decisions shrink 40 to 120-fold
-# (a creation's 43-fold), and a creation of a million partitions writes 2 GB of them,
-# which the driver writes again into the decisions file; written as they were, the parts
-# doubled the disk's work.
+# A segment's documents are one zstd frame (level 1): the benchmark's decisions shrink 40
+# to 120-fold (a creation's 43-fold), and a creation of a million partitions writes 2 GB
+# of them, which the driver writes again into the decisions file; written as they were,
+# the parts doubled the disk's work.
 _SEGMENT_CODEC = pyarrow.Codec("zstd", compression_level=1)
 _READ_BUFFER = 64 * 1024
-
-# A run as the driver merges it: (cause_offset, key, first seq, its documents as UTF-8,
-# each ending in a newline).
-Entry = tuple[int, str, int, bytes]
 
 
 def parts_dir(base: str, batch_id: int) -> str:
@@ -107,7 +108,7 @@ def _write_segments(batches: Iterable[Iterable[OutputRow]], directory: str, path
     `mode`, once there is a run to write); the other rows, and a `part` row naming the
     segments."""
     small: list[OutputRow] = []
-    segments: list[int] = []  # where each segment starts, then where the file ends
+    offsets: list[int] = []  # each segment's index and documents, then where the file ends
     records = unclean = 0
     fh = None
     try:
@@ -124,14 +125,16 @@ def _write_segments(batches: Iterable[Iterable[OutputRow]], directory: str, path
             if fh is None:
                 os.makedirs(directory, exist_ok=True)
                 fh = open(path, mode)
-            segments.append(fh.tell())
-            text = _segment_text(runs)
-            fh.write(_SEGMENT_CODEC.compress(text.encode(), asbytes=True))
-            # counted over the segment's text at once: each run's header and documents end
-            # in a newline, and neither a header nor a key holds the unclean election's text
-            records += text.count("\n") - len(runs)
-            unclean += text.count(UNCLEAN_ELECTION)
-            if may_be_safety(text):
+            index, documents = _segment(runs)
+            offsets.append(fh.tell())
+            fh.write(index)
+            offsets.append(fh.tell())
+            fh.write(_SEGMENT_CODEC.compress(documents.encode(), asbytes=True))
+            # counted over the segment's documents at once: each ends in a newline, and
+            # none but a decision of an unclean election holds that election's text
+            records += documents.count("\n")
+            unclean += documents.count(UNCLEAN_ELECTION)
+            if may_be_safety(documents):
                 for cause, key, _, payload in runs:
                     if may_be_safety(payload):
                         small.extend(("safety", cause, key, 0, doc) for doc in payload.split("\n") if may_be_safety(doc))
@@ -139,12 +142,12 @@ def _write_segments(batches: Iterable[Iterable[OutputRow]], directory: str, path
             # no fsync: a part lives for its batch only, and the driver reads it after the
             # task has closed it (close-to-open, on a shared filesystem too); a batch cut
             # short by a crash runs again and writes new parts
-            segments.append(fh.tell())
+            offsets.append(fh.tell())
     finally:
         if fh is not None:
             fh.close()
-    if segments:
-        small.append(("part", 0, "", 0, f"{path}\t{records}\t{unclean}\t{','.join(map(str, segments))}"))
+    if offsets:
+        small.append(("part", 0, "", 0, f"{path}\t{records}\t{unclean}\t{','.join(map(str, offsets))}"))
     return small
 
 
@@ -153,7 +156,8 @@ class Part:
     path: str
     records: int
     unclean_elections: int
-    segments: tuple[int, ...]  # the sorted segments' start offsets, then the file's end
+    # each sorted segment's (index start, documents start, end) in the file
+    segments: tuple[tuple[int, int, int], ...]
 
 
 def split_parts(rows: Sequence[OutputRow]) -> tuple[list[OutputRow], list[Part], list[tuple[str, str]]]:
@@ -165,8 +169,9 @@ def split_parts(rows: Sequence[OutputRow]) -> tuple[list[OutputRow], list[Part],
     for row in rows:
         kind = row[0]
         if kind == "part":
-            path, records, unclean, segments = row[4].split("\t")
-            parts.append(Part(path, int(records), int(unclean), tuple(map(int, segments.split(",")))))
+            path, records, unclean, offsets = row[4].split("\t")
+            at = tuple(map(int, offsets.split(",")))
+            parts.append(Part(path, int(records), int(unclean), tuple(zip(at[:-1:2], at[1::2], at[2::2]))))
         elif kind == "safety":
             safety.append((row[2], row[4]))
         else:
@@ -179,50 +184,103 @@ class PartNotShared(ShadowControllerError):
     shared between them."""
 
 
-def _segment_text(runs: list[Run]) -> str:
-    """A segment's entries: each run as a header line, `cause US key US seq US length`,
-    then its documents, `length` bytes in UTF-8, and a newline. The driver reads the
-    header alone and copies the documents to the decisions file as they are."""
-    return "".join([f"{cause}{US}{key}{US}{seq}{US}{len(payload) if payload.isascii() else len(payload.encode())}\n"
-                    f"{payload}\n" for cause, key, seq, payload in runs])
+class PartDamaged(ShadowControllerError):
+    """A part holds fewer bytes of documents than its index names."""
 
 
-def _read_segment(path: str, start: int, end: int) -> Iterator[Entry]:
+# a segment's index: one row per run, in the segment's order
+_INDEX = pyarrow.schema([("cause", pyarrow.int64()), ("key", pyarrow.string()), ("seq", pyarrow.int64()),
+                         ("length", pyarrow.int64())])
+_INDEX_OPTIONS = pyarrow.ipc.IpcWriteOptions(compression="zstd")
+_ORDER = [("cause", "ascending"), ("key", "ascending"), ("seq", "ascending")]
+
+
+def _index_and_documents(runs: list[Run]) -> tuple[pyarrow.RecordBatch, str]:
+    """Sorted runs' index (see `_segment`) and their documents, each run's ending in a
+    newline."""
+    if not runs:
+        return pyarrow.RecordBatch.from_pylist([], schema=_INDEX), ""
+    causes, keys, seqs, payloads = zip(*runs)
+    documents = "\n".join((*payloads, ""))
+    # a run's length in bytes: its characters, when the whole text is ASCII
+    lengths = (numpy.fromiter(map(len, payloads), numpy.int64, len(payloads)) + 1 if documents.isascii()
+               else [len(p.encode()) + 1 for p in payloads])
+    return pyarrow.record_batch([pyarrow.array(causes, pyarrow.int64()), pyarrow.array(keys, pyarrow.string()),
+                                 pyarrow.array(seqs, pyarrow.int64()), pyarrow.array(lengths, pyarrow.int64())],
+                                schema=_INDEX), documents
+
+
+def _segment(runs: list[Run]) -> tuple[bytes, str]:
+    """A segment of sorted runs: its index, each run's (cause, key, seq, length) as an
+    Arrow IPC stream, and its documents: each run's documents and a newline, `length`
+    bytes in UTF-8. The driver orders the batch's runs by the indexes alone and copies
+    the documents to the decisions file as they are."""
+    index, documents = _index_and_documents(runs)
+    sink = pyarrow.BufferOutputStream()
+    with pyarrow.ipc.new_stream(sink, _INDEX, options=_INDEX_OPTIONS) as writer:
+        writer.write_batch(index)
+    return sink.getvalue().to_pybytes(), documents
+
+
+def _open_part(path: str) -> pyarrow.MemoryMappedFile:
     try:
-        mapped = pyarrow.memory_map(path)
+        return pyarrow.memory_map(path)
     except FileNotFoundError:
         raise PartNotShared(f"the decisions an executor wrote to {path} are not visible to the driver: with file "
                             f"output on a cluster, job.output must be a directory the driver and every executor "
                             f"share, at the same path (README: Submitting to a Spark cluster)") from None
-    # the segment's zstd frame, decompressed as it is read: the driver holds a few
-    # kilobytes of each segment at a time, whatever the batch's size
-    with mapped, io.BufferedReader(pyarrow.CompressedInputStream(
-            pyarrow.BufferReader(mapped.read_at(end - start, start)), "zstd"), _READ_BUFFER) as fh:
-        readline, read = fh.readline, fh.read
-        while header := readline():
-            cause, key, seq, length = header.decode("utf-8").split(US)
-            yield int(cause), key, int(seq), read(int(length) + 1)  # the documents and their newline
 
 
-def merged_runs(runs: list[Run], parts: Sequence[Part]) -> Iterator[Entry]:
-    """The driver's runs (sorted) and the parts' segments in the contract's order, each
-    run's documents as the UTF-8 lines they are in the file. Runs of equal place keep
-    the order of their sources, the driver's first (`heapq.merge` breaks ties by source)."""
-    mine = ((cause, key, seq, f"{payload}\n".encode()) for cause, key, seq, payload in runs)
-    segments = [_read_segment(p.path, start, end) for p in parts for start, end in zip(p.segments, p.segments[1:])]
-    if not segments:
-        return mine
-    return heapq.merge(mine, *segments, key=run_order)
+def _stretches(runs: list[Run], parts: Sequence[Part]) -> tuple[list[Callable[[int], bytes]], list[int], list[int]]:
+    """The batch's documents in the contract's order, (cause_offset, key, seq), as
+    stretches to copy: a reader for the driver's own runs (sorted) and one for each
+    segment's documents, then, for each stretch in order, its reader's number and its
+    length in bytes. Runs of equal place keep the order of their sources, the driver's
+    first, then the parts' segments as named: Arrow's sort is stable over the indexes in
+    that order. So each source's runs come out in the order they are in it, each reader
+    is read straight through, and neighbouring runs of one source are one stretch."""
+    index, documents = _index_and_documents(runs)
+    readers: list[Callable[[int], bytes]] = [io.BytesIO(documents.encode()).read]
+    indexes, sources = [index], [0]
+    mapped: dict[str, pyarrow.MemoryMappedFile] = {}
+    for part in parts:
+        if part.path not in mapped:
+            mapped[part.path] = _open_part(part.path)
+        file = mapped[part.path]
+        for start, body, end in part.segments:
+            with pyarrow.ipc.open_stream(file.read_at(body - start, start)) as stream:
+                for batch in stream:
+                    indexes.append(batch)
+                    sources.append(len(readers))
+            # the segment's zstd frame, decompressed as it is read: the driver holds a few
+            # kilobytes of each segment at a time, whatever the batch's size
+            readers.append(io.BufferedReader(pyarrow.CompressedInputStream(
+                pyarrow.BufferReader(file.read_at(end - body, body)), "zstd"), _READ_BUFFER).read)
+    table = pyarrow.Table.from_batches(indexes, schema=_INDEX)
+    if not table.num_rows:
+        return readers, [], []
+    order = pyarrow.compute.sort_indices(table, sort_keys=_ORDER)
+    source = numpy.repeat(sources, [len(index) for index in indexes])[order.to_numpy()]
+    length = table.column("length").take(order).to_numpy()
+    starts = numpy.concatenate(([0], numpy.flatnonzero(source[1:] != source[:-1]) + 1))
+    return readers, source[starts].tolist(), numpy.add.reduceat(length, starts).tolist()
 
 
-def write_decisions(path: str, runs: Iterable[Entry]) -> None:
-    """Write the runs' documents, one per line, atomically."""
+def write_decisions(path: str, runs: list[Run], parts: Sequence[Part]) -> None:
+    """Write the documents of the driver's runs (sorted) and of the parts' segments, one
+    per line, in the contract's order, atomically."""
+    readers, sources, lengths = _stretches(runs, parts)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.tmp"
     try:
-        # a megabyte's buffer: a run is a few hundred bytes, and each write a system call
+        # a megabyte's buffer: a stretch is often one run, a few hundred bytes
         with open(tmp, "wb", buffering=1 << 20) as fh:
-            fh.writelines(data for _, _, _, data in runs)
+            write = fh.write
+            for source, length in zip(sources, lengths):
+                data = readers[source](length)
+                if len(data) != length:
+                    raise PartDamaged(f"a decisions part ends {length - len(data)} bytes short of its index")
+                write(data)
             fh.flush()
             os.fsync(fh.fileno())
     except BaseException:
@@ -252,7 +310,7 @@ def write_batch(base: str, batch_id: int, collected: Sequence[OutputRow]) -> Wri
     driver's own runs into the batch's decisions file, and remove the parts."""
     rows, written, safety = split_parts(collected)
     out = assemble_runs(rows)
-    write_decisions(decisions_file(base, batch_id), merged_runs(out.runs, written))
+    write_decisions(decisions_file(base, batch_id), out.runs, written)
     remove_parts(base, batch_id)
     records = sum(p.records for p in written) + sum(r[3].count("\n") + 1 for r in out.runs)
     unclean = sum(p.unclean_elections for p in written) + sum(r[3].count(UNCLEAN_ELECTION) for r in out.runs)

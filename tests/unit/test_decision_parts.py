@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow
 import pytest
 
 from streaming import decision_parts as parts
@@ -25,11 +26,11 @@ def test_segments_merge_with_the_drivers_runs_in_contract_order(tmp_path: Path) 
     small = parts.write_part(task_a, directory, "00000-0") + parts.write_part(task_b, directory, "00001-0")
     rest, written, safety = parts.split_parts(unpack_outputs(small))
     assert [r[0] for r in rest] == ["summary"] and safety == []
-    assert [len(p.segments) for p in written] == [3, 2]  # two segments and the end; one and the end
+    assert [len(p.segments) for p in written] == [2, 1]
     assert sum(p.records for p in written) == 6
     mine = [(1, "t-3", 0, '{"driver":1}'), (2, "broker-1", 0, '{"driver":2}')]
     out = tmp_path / "decisions.jsonl"
-    parts.write_decisions(str(out), parts.merged_runs(mine, written))
+    parts.write_decisions(str(out), mine, written)
     keys = [line.split('"key":"')[1].split('"')[0] if '"key"' in line else line for line in out.read_text().splitlines()]
     assert keys == ["t-0", '{"driver":1}', "t-5", "t-9", "t-9", '{"driver":2}', "t-1", "a-0"]
 
@@ -44,7 +45,7 @@ def test_a_part_the_collect_did_not_name_is_not_read(tmp_path: Path) -> None:
     _, written, _ = parts.split_parts(unpack_outputs(small))
     assert len(list((tmp_path / "p").iterdir())) == 2
     out = tmp_path / "decisions.jsonl"
-    parts.write_decisions(str(out), parts.merged_runs([], written))
+    parts.write_decisions(str(out), [], written)
     assert out.read_text().count("\n") == 2
     parts.remove_parts(str(tmp_path), 7)  # another batch's: nothing to remove, no error
 
@@ -64,9 +65,9 @@ def test_a_part_counts_its_records_and_unclean_elections_and_keeps_documents_out
             ("decision", 1, "t-1", 0, unclean), _decision(2, "t-0", 0, 3)]
     small = parts.write_part([pack_outputs(runs[:2]), pack_outputs(runs[2:])], str(tmp_path / "p"), "0")
     _, written, _ = parts.split_parts(unpack_outputs(small))
-    assert [(p.records, p.unclean_elections, len(p.segments)) for p in written] == [(6, 2, 3)]
+    assert [(p.records, p.unclean_elections, len(p.segments)) for p in written] == [(6, 2, 2)]
     out = tmp_path / "decisions.jsonl"
-    parts.write_decisions(str(out), parts.merged_runs([], written))
+    parts.write_decisions(str(out), [], written)
     assert out.read_text(encoding="utf-8").splitlines() == [line for r in runs for line in r[4].split("\n")]
 
 
@@ -88,10 +89,10 @@ def test_the_partition_stages_groups_append_segments_to_their_task_attempts_part
     rest, written, _ = parts.split_parts(small)
     assert [r[0] for r in rest] == ["summary"]
     assert [(Path(p.path).parent.name, len(p.segments), p.records) for p in written] == [
-        ("1", 2, 1), ("1", 2, 3), ("1", 2, 1), ("2", 2, 1)]
-    assert len({p.path for p in written}) == 3 and written[0].segments[1] == written[1].segments[0]
+        ("1", 1, 1), ("1", 1, 3), ("1", 1, 1), ("2", 1, 1)]
+    assert len({p.path for p in written}) == 3 and written[0].segments[0][2] == written[1].segments[0][0]
     out = tmp_path / "decisions.jsonl"
-    parts.write_decisions(str(out), parts.merged_runs([], written[:3]))
+    parts.write_decisions(str(out), [], written[:3])
     keys = [line.split('"key":"')[1].split('"')[0] for line in out.read_text().splitlines()]
     assert keys == ["t-0", "t-1", "t-2", "t-2", "t-5"]
 
@@ -118,5 +119,59 @@ def test_a_part_the_driver_cannot_see_names_the_shared_directory_it_needs(tmp_pa
         p.unlink()
     out = tmp_path / "decisions.jsonl"
     with pytest.raises(parts.PartNotShared, match="job.output must be a directory the driver and every executor share"):
-        parts.write_decisions(str(out), parts.merged_runs([], written))
+        parts.write_decisions(str(out), [], written)
+    assert list(tmp_path.glob("decisions*")) == []
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_decisions_file_is_a_stable_sort_of_every_source_in_contract_order(tmp_path: Path, seed: int) -> None:
+    """Runs spread over the driver and several parts' segments, with places repeated
+    within and across sources, keys and documents outside ASCII, and long stretches from
+    one source: the file is the documents of a stable sort of the driver's runs, then
+    each part's segments as named, by (cause_offset, key, seq), as a merge of them was."""
+    import random
+
+    from streaming.assemble import run_order
+
+    rnd = random.Random(seed)
+    keys = ["t-0", "t-1", "t-10", "t-2", "caf\u00e9-0", "z-9", "\u2603-1", "broker-3"]
+
+    def run() -> tuple[int, str, int, str]:
+        cause, key, seq = rnd.randrange(6), rnd.choice(keys), rnd.randrange(3)
+        docs = [f'{{"n":{rnd.randrange(10**6)},"k":"{key}","pad":"{"x" * rnd.randrange(300)}"}}'
+                for _ in range(rnd.randrange(1, 4))]
+        return cause, key, seq, "\n".join(docs)
+
+    mine = sorted((run() for _ in range(rnd.randrange(0, 5))), key=run_order)
+    sources: list[list[tuple[int, str, int, str]]] = [mine]
+    small: list = []
+    for task in range(rnd.randrange(1, 4)):
+        batches = []
+        for _ in range(rnd.randrange(1, 4)):
+            segment = [run() for _ in range(rnd.randrange(0, 40))]
+            sources.append(sorted(segment, key=run_order))
+            batches.append(pack_outputs([("decision", c, k, s, p) for c, k, s, p in segment]))
+        small += parts.write_part(batches, str(tmp_path / "p"), f"{task:05d}-0")
+    _, written, _ = parts.split_parts(unpack_outputs(small))
+    out = tmp_path / "decisions.jsonl"
+    parts.write_decisions(str(out), mine, written)
+    expected = sorted((r for source in sources for r in source), key=run_order)
+    assert out.read_bytes() == "".join(f"{r[3]}\n" for r in expected).encode()
+    assert sum(p.records for p in written) == sum(r[3].count("\n") + 1 for source in sources[1:] for r in source)
+
+
+def test_a_part_shorter_than_its_index_is_an_error_and_leaves_no_file(tmp_path: Path) -> None:
+    """A segment's documents that end before its index says they do: one error naming
+    it, and no decisions file, rather than a file with runs missing."""
+    runs = [(1, "t-0", 0, '{"a":1}'), (1, "t-1", 0, '{"b":2}')]
+    index, documents = parts._segment(runs)
+    path = tmp_path / "part.runs"
+    with open(path, "wb") as fh:
+        fh.write(index)
+        middle = fh.tell()
+        fh.write(pyarrow.Codec("zstd").compress(documents[:-3].encode(), asbytes=True))
+        end = fh.tell()
+    out = tmp_path / "decisions.jsonl"
+    with pytest.raises(parts.PartDamaged, match="3 bytes short"):
+        parts.write_decisions(str(out), [], [parts.Part(str(path), 2, 0, ((0, middle, end),))])
     assert list(tmp_path.glob("decisions*")) == []
