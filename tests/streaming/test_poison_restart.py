@@ -20,7 +20,7 @@ from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import canonical, read_dlq, read_output, simulate_records, write_input
 from tests.streaming.test_restart import run_cli, wait_for
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def file_poisons(clean: list[bytes]) -> list[tuple[str, bytes]]:

@@ -26,7 +26,7 @@ from streaming import state_reader
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import canonical, read_output, write_input
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
