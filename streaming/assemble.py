@@ -77,7 +77,7 @@ def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
     runs: list[Run] = []
     shutdowns: list[Decision] = []
     still: list[tuple[int, StillLeads]] = []
-    metadata: list[tuple[int, int, str]] = []
+    metadata: list[str] = []
     dlq: list[dict[str, Any]] = []
     reports: list[str] = []
     observations: dict[str, int] = {}
@@ -92,10 +92,12 @@ def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
             topic, partition = payload.split("\t")
             still.append((cause, StillLeads(int(key[len("broker-"):]), topic, int(partition))))
         elif kind == "meta":
-            metadata.append((cause, seq, payload))
+            metadata.append(payload)
         elif kind == "dlq":
             dlq.append(json.loads(payload))
-        elif kind in ("report", "summary"):
+        elif kind == "summary":  # a few hundred lines (`pipeline._reply_rows`)
+            reports.extend(payload.split("\n"))
+        elif kind == "report":
             reports.append(payload)
         elif kind == "wake" and WAKE_LINE not in reports:
             reports.append(WAKE_LINE)

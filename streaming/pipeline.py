@@ -91,8 +91,12 @@ def _reply_rows(replies: EncodedReplies, dlq_max_value_bytes: int) -> list[Outpu
         out.append(("stat", 0, "", 0, outcome))
     for target, report in replies.reports:
         out.append(("report", 0, target, 0, codec.dumps(report)))
-    for summary in replies.summaries:
-        out.append(("summary", summary.cause_offset, "", 0, _summary_line(summary)))
+    # a few hundred summaries to a row (`SUMMARY_LINES_PER_ROW`): a creation reports every
+    # partition it made, a million rows to unpack and sort on the driver if each were one
+    summaries = replies.summaries
+    for i in range(0, len(summaries), SUMMARY_LINES_PER_ROW):
+        out.append(("summary", summaries[i].cause_offset, "", 0,
+                    "\n".join([_summary_line(s) for s in summaries[i:i + SUMMARY_LINES_PER_ROW]])))
     out.extend(metadata_rows(replies.metadata))
     for letter in replies.dead_letters:
         out.append(("dlq", letter.offset, "", 0, canonical_json(dead_letter(letter, dlq_max_value_bytes))))
@@ -133,58 +137,82 @@ def direct_stage(work: Iterable[Work]) -> list[OutputRow]:
 
 
 # UpdateMetadata crosses to the sink gathered per task: each (cause, round) of a group's
-# pieces (`update_metadata.gather`) as rows of a header and share lines, each state already
+# pieces (`update_metadata.gather`) as a block of a head and share lines, each state already
 # its contract JSON. The sink joins the tasks' rounds and writes the records from the JSON
 # (`read_metadata`, `assemble.assemble_runs`): a send to a starting broker names every
 # partition of the cluster, and decoding a million states on the driver took seconds.
-#   header: [cause_id, live brokers, [[site, recipients, unless sites], ...], shared sites]
-#   share:  site TAB scope (JSON) TAB topic (JSON) TAB partition TAB state JSON, or - (none)
+#   head:  cause TAB round TAB [cause_id, live brokers, [[site, recipients, unless sites], ...], shared sites]
+#   share: site TAB scope (JSON) TAB topic (JSON) TAB partition TAB state JSON, or - (none)
+# A row holds blocks separated by GS, at most METADATA_LINES_PER_ROW lines in all (a
+# round with more is cut into blocks of several rows). A creation of 10,000 topics at a
+# million partitions has about a million (cause, round)s of a share or two in a task:
+# they cross a few dozen to a row, not a row each.
 METADATA_LINES_PER_ROW = 64
+SUMMARY_LINES_PER_ROW = 256
+GS = "\x1d"  # raw in no JSON text and no topic name, and neither RS nor US (`packing.py`)
 
 
 def metadata_rows(pieces: Iterable[Piece]) -> list[OutputRow]:
     out: list[OutputRow] = []
+    blocks: list[str] = []
+    used = 0  # lines in `blocks`
     for (cause, round_), r in gather(pieces, metadata_state_json).items():
-        head = compact_json([r.cause_id, r.live, [[s.site, s.recipients, s.unless_sites] for s in r.explicit.values()],
-                             sorted(r.shared_sites)])
+        head = f"{cause}\t{round_}\t" + compact_json(
+            [r.cause_id, r.live, [[s.site, s.recipients, s.unless_sites] for s in r.explicit.values()],
+             sorted(r.shared_sites)])
         lines = [f"{site}\t{json_str(scope)}\t{json_str(topic)}\t{partition}\t{'-' if state is None else state}"
                  for (scope, site), states in r.shares.items() for (topic, partition), state in states.items()]
-        for i in range(0, max(len(lines), 1), METADATA_LINES_PER_ROW):
-            out.append(("meta", cause, "", round_, "\n".join([head, *lines[i:i + METADATA_LINES_PER_ROW]])))
+        i = 0
+        while True:
+            if blocks and used + 1 + min(1, len(lines) - i) > METADATA_LINES_PER_ROW:  # no room for a head and a line
+                out.append(("meta", 0, "", 0, GS.join(blocks)))
+                blocks, used = [], 0
+            take = lines[i:i + max(METADATA_LINES_PER_ROW - used - 1, 1)]
+            blocks.append("\n".join([head, *take]))
+            used += 1 + len(take)
+            i += len(take)
+            if i >= len(lines):
+                break
+    if blocks:
+        out.append(("meta", 0, "", 0, GS.join(blocks)))
     return out
 
 
-def read_metadata(rows: Iterable[tuple[int, int, str]]) -> dict[tuple[int, int], Round[str]]:
-    """The tasks' rounds of (cause, round, payload) rows, joined (`Round.join_head`).
+def read_metadata(payloads: Iterable[str]) -> dict[tuple[int, int], Round[str]]:
+    """The tasks' rounds of `meta` rows' payloads, joined (`Round.join_head`).
 
-    A creation of 10,000 topics at a million partitions sends about a million rows (each
+    A creation of 10,000 topics at a million partitions sends about a million blocks (each
     topic's round from each bucket that holds one of its partitions), whose heads are a few
-    distinct texts: each is decoded once, and a row's shares go straight into its round."""
+    distinct texts: each is decoded once, and a block's shares go straight into its round."""
     rounds: dict[tuple[int, int], Round[str]] = {}
     names: dict[str, str] = {}  # a topic's or scope's JSON, decoded once
     heads: dict[str, tuple[str | None, tuple[int, ...], dict[int, UpdateMetadataSend], set[int]]] = {}
-    for cause, round_, payload in rows:
-        head, *lines = payload.split("\n")
-        decoded = heads.get(head)
-        if decoded is None:
-            cause_id, live, explicit, shared = json.loads(head)
-            decoded = heads[head] = (cause_id, tuple(live), {site: UpdateMetadataSend(site, tuple(recipients), tuple(unless))
-                                                            for site, recipients, unless in explicit}, set(shared))
-        r = rounds.get((cause, round_))
-        if r is None:
-            r = rounds[(cause, round_)] = Round(decoded[0], decoded[1], dict(decoded[2]), set(decoded[3]))
-        else:
-            r.join_head(decoded[1], decoded[2], decoded[3])
-        shares = r.shares
-        for line in lines:
-            site, scope, topic, partition, state = line.split("\t", 4)
-            scope_name = names.get(scope)
-            if scope_name is None:
-                scope_name = names[scope] = json.loads(scope)
-            topic_name = names.get(topic)
-            if topic_name is None:
-                topic_name = names[topic] = json.loads(topic)
-            shares.setdefault((scope_name, int(site)), {})[(topic_name, int(partition))] = None if state == "-" else state
+    for payload in payloads:
+        for block in payload.split(GS):
+            first, *lines = block.split("\n")
+            cause, round_, head = first.split("\t", 2)
+            decoded = heads.get(head)
+            if decoded is None:
+                cause_id, live, explicit, shared = json.loads(head)
+                decoded = heads[head] = (cause_id, tuple(live),
+                                         {site: UpdateMetadataSend(site, tuple(recipients), tuple(unless))
+                                          for site, recipients, unless in explicit}, set(shared))
+            place = (int(cause), int(round_))
+            r = rounds.get(place)
+            if r is None:
+                r = rounds[place] = Round(decoded[0], decoded[1], dict(decoded[2]), set(decoded[3]))
+            else:
+                r.join_head(decoded[1], decoded[2], decoded[3])
+            shares = r.shares
+            for line in lines:
+                site, scope, topic, partition, state = line.split("\t", 4)
+                scope_name = names.get(scope)
+                if scope_name is None:
+                    scope_name = names[scope] = json.loads(scope)
+                topic_name = names.get(topic)
+                if topic_name is None:
+                    topic_name = names[topic] = json.loads(topic)
+                shares.setdefault((scope_name, int(site)), {})[(topic_name, int(partition))] = None if state == "-" else state
     return rounds
 
 

@@ -8,15 +8,17 @@ import pytest
 
 import state_machines.engine as engine_module
 from bench.engine_bench import cluster_log
-from state_machines.commands import Command
+from state_machines.commands import Command, DeletionReport, SummaryReport
 from state_machines.events import parse_event
 from state_machines.loop import RawEvent, Sequencer
 from state_machines.model import ControllerConfig
+from state_machines.states import ReplicaState
 from state_machines.update_metadata import UpdateMetadataSend, gather
 from streaming import pipeline
 from streaming.assemble import assemble_batch
 from streaming.batches import MemoryState
 from streaming.decision_json import metadata_state_json
+from streaming.directory_codec import summary_of
 from streaming.packing import RS, pack_groups, pack_outputs, unpack_outputs, unpack_work
 from streaming.pipeline import read_feedback
 from streaming.storage import Buckets, fold_group, partition_storage
@@ -108,14 +110,34 @@ def test_the_sink_joins_the_tasks_update_metadata_rows_as_the_engine_gathers_its
     engine = engine_module.Engine()
     for i, event in enumerate(generate_log(seed, n_events=60)):
         engine.process(parse_event(event, i))
-    joined = 0
+    joined = blocks = 0
     for pieces in batches:
         tasks: dict[int, list] = {}
         for p in pieces:
             task = 3 if isinstance(p.item, UpdateMetadataSend) else hash((p.item.topic, p.item.partition)) % 3
             tasks.setdefault(task, []).append(p)
-        rows = [(cause, round_, payload) for task in tasks.values()
-                for _, cause, _, round_, payload in pipeline.metadata_rows(task)]
+        rows = [payload for task in tasks.values() for _, _, _, _, payload in pipeline.metadata_rows(task)]
+        # a row holds blocks of rounds, three lines at most in all
+        assert all(row.count("\n") + row.count(pipeline.GS) + 1 <= 3 for row in rows)
         assert pipeline.read_metadata(rows) == gather(pieces, metadata_state_json)
         joined += len(rows)
-    assert joined > 20
+        blocks += sum(row.count(pipeline.GS) for row in rows)
+    assert joined > 20 and blocks > 0
+
+
+def test_a_groups_summaries_cross_a_few_to_a_row_and_come_back_as_its_feedback_lines_in_order(monkeypatch) -> None:
+    """The partitions' summaries leave a group a few to a row (`pipeline.SUMMARY_LINES_PER_ROW`),
+    behind its deletion reports as before; the sink splits them into one feedback line
+    each, in the fold's order, and the next batch reads back the same reports."""
+    monkeypatch.setattr(pipeline, "SUMMARY_LINES_PER_ROW", 3)
+    replies = pipeline.EncodedReplies()
+    replies.reports.append(("t", DeletionReport("t", 1, (1, 2), ((1, ReplicaState.OfflineReplica),), False)))
+    replies.summaries.extend(
+        SummaryReport("t", p, None if p % 4 == 3 else summary_of("OnlinePartition", 1, p % 3, 2, 3, 3), 100 + p,
+                      None if p % 2 else 1_700_000_000_000 + p)
+        for p in range(10))
+    rows = pipeline._reply_rows(replies, 1000)
+    assert [r[0] for r in rows] == ["report"] + ["summary"] * 4
+    reports = assemble_batch(unpack_outputs(pack_outputs(rows))).assembled.reports
+    assert len(reports) == 11
+    assert read_feedback(reports) == ([DeletionReport("t", 1, (1, 2), ((1, ReplicaState.OfflineReplica),), False)], replies.summaries)
