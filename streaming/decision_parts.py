@@ -269,9 +269,10 @@ def _stretches(runs: list[Run], parts: Sequence[Part]) -> tuple[list[Callable[[i
 # The decisions file is written once and read by another process, if at all: what the
 # driver has written is handed to the kernel's writeback every 32 MiB and dropped from the
 # page cache behind it (`posix_fadvise(POSIX_FADV_DONTNEED)`, as `dd oflag=nocache`
-# does). A creation at a million partitions writes 2 GB; kept, it filled the page cache
-# with pages nobody reads, and writing it took 3 to 9 s on the benchmark's machine
-# instead of about 1 (README: Scale).
+# does). A creation at a million partitions writes 2 GB; kept, it fills the page cache
+# with pages nobody reads. On the benchmark's machine, which backs new page-cache pages
+# slowly, merging and writing a synthetic 3 GB took 3.4 to 10.2 s, and 2.4 to 6.2 s with
+# the drops (README: Scale).
 _DROP_BEHIND = 32 << 20
 
 
