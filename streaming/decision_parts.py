@@ -23,7 +23,8 @@ stateful operators run once):
   A segment is an index of its runs (Arrow) and their documents (one zstd frame): the
   driver orders every run of the batch by the indexes in one stable sort (it holds the
   indexes whole, a few tens of bytes a run), then copies the documents over, reading each
-  segment straight through, a few kilobytes of it at a time. The file is byte-for-byte what `assemble_batch` writes from a collect.
+  segment straight through, a few kilobytes of it at a time. The file is byte-for-byte
+  what `assemble_batch` writes from a collect.
 
 The parts are named by task attempt, and the driver reads only the files the collect
 named, so a task or a batch run again leaves no doubt which files count. On a cluster the

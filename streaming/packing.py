@@ -80,6 +80,9 @@ class MetricsText(str):
 # as one batch, more than the JVM's direct memory.
 
 RS, US = "\x1e", "\x1f"
+# GS separates the blocks an entry's payload may hold (`pipeline.metadata_rows`): raw in
+# no JSON, no topic name and no encoded command either
+GS = "\x1d"
 PACK_ENTRIES = 4096
 PACK_CHARS = 16 * 1024
 OutputRow = tuple[str, int, str, int, str]  # kind, cause_offset, key, seq, payload

@@ -36,7 +36,7 @@ from . import codec
 from .decision_json import decision_json, metadata_state_json
 from .directory_codec import summary_of
 from .json_text import canonical_json, compact_json, json_str
-from .packing import DEFAULT_DLQ_MAX_VALUE_BYTES, LetterText, MetricsText, OutputRow, dead_letter
+from .packing import DEFAULT_DLQ_MAX_VALUE_BYTES, GS, LetterText, MetricsText, OutputRow, dead_letter
 
 __all__ = [
     "bucket_stage", "direct_stage", "metadata_rows", "partition_stage_rows", "read_feedback", "read_metadata",
@@ -149,7 +149,6 @@ def direct_stage(work: Iterable[Work]) -> list[OutputRow]:
 # they cross a few dozen to a row, not a row each.
 METADATA_LINES_PER_ROW = 64
 SUMMARY_LINES_PER_ROW = 256
-GS = "\x1d"  # raw in no JSON text and no topic name, and neither RS nor US (`packing.py`)
 
 
 def metadata_rows(pieces: Iterable[Piece]) -> list[OutputRow]:
