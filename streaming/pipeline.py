@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from state_machines.commands import DeletionReport, PartitionSummary, SummaryReport
 from state_machines.loop import Wake, Work
@@ -155,12 +156,22 @@ def metadata_rows(pieces: Iterable[Piece]) -> list[OutputRow]:
     out: list[OutputRow] = []
     blocks: list[str] = []
     used = 0  # lines in `blocks`
+    # a head's JSON by its parts: a bucket at a million partitions holds rounds of thousands
+    # of topics, whose heads are a few texts
+    heads: dict[tuple[Any, ...], str] = {}
     for (cause, round_), r in gather(pieces, metadata_state_json).items():
-        head = f"{cause}\t{round_}\t" + compact_json(
-            [r.cause_id, r.live, [[s.site, s.recipients, s.unless_sites] for s in r.explicit.values()],
-             sorted(r.shared_sites)])
+        parts = (r.cause_id, r.live, tuple(r.explicit.values()), tuple(sorted(r.shared_sites)))
+        text = heads.get(parts)
+        if text is None:
+            text = heads[parts] = compact_json([r.cause_id, r.live, [[s.site, s.recipients, s.unless_sites] for s in parts[2]],
+                                                parts[3]])
+        head = f"{cause}\t{round_}\t{text}"
         lines = [f"{site}\t{json_str(scope)}\t{json_str(topic)}\t{partition}\t{'-' if state is None else state}"
                  for (scope, site), states in r.shares.items() for (topic, partition), state in states.items()]
+        if used + 1 + len(lines) <= METADATA_LINES_PER_ROW:  # the round fits in this row (most do)
+            blocks.append("\n".join([head, *lines]))
+            used += 1 + len(lines)
+            continue
         i = 0
         while True:
             if blocks and used + 1 + min(1, len(lines) - i) > METADATA_LINES_PER_ROW:  # no room for a head and a line
