@@ -58,13 +58,23 @@ def _context_in(x: list) -> commands.PartitionContext:
     return commands.PartitionContext(x[0], x[1], x[2], x[3], brokers_in(x[4]))
 
 
+# Contexts by value too: a creation makes a context for each partition, and a cluster's are
+# few (one per replica set and broker state), so most are written already.
+_CONTEXT_BY_VALUE: dict[commands.PartitionContext, str] = {}
+
+
 def _context_text(x: commands.PartitionContext) -> str:
     kept = _CONTEXT_TEXT.get(id(x))
     if kept is None or kept[0] is not x:
+        text = _CONTEXT_BY_VALUE.get(x)
+        if text is None:
+            if len(_CONTEXT_BY_VALUE) >= 65536:
+                _CONTEXT_BY_VALUE.clear()
+            text = _CONTEXT_BY_VALUE[x] = compact_json([x.active, x.controller_epoch, x.unclean_leader_election_enable,
+                                                        x.queued_for_deletion, brokers_out(x.brokers)])
         if len(_CONTEXT_TEXT) >= 4096:
             _CONTEXT_TEXT.clear()
-        kept = _CONTEXT_TEXT[id(x)] = (x, compact_json([x.active, x.controller_epoch, x.unclean_leader_election_enable,
-                                                        x.queued_for_deletion, brokers_out(x.brokers)]))
+        kept = _CONTEXT_TEXT[id(x)] = (x, text)
     return kept[1]
 
 
