@@ -11,6 +11,7 @@ import pyarrow
 import pytest
 
 from streaming import decision_parts as parts
+from streaming import unbuffered_file
 from streaming.packing import pack_outputs, unpack_outputs
 
 
@@ -139,13 +140,13 @@ def test_the_decisions_file_is_a_stable_sort_of_every_source_in_contract_order(t
 
     rnd = random.Random(seed)
     direct = seed % 2 == 0
-    monkeypatch.setattr(parts, "_DIRECT", direct)
+    monkeypatch.setattr(unbuffered_file, "_DIRECT", direct)
     monkeypatch.setattr(parts, "_WINDOW", rnd.choice([1, 300, 5000, parts._WINDOW]))
-    every = (1, 500, parts._DROP_BEHIND)[seed % 3]
-    monkeypatch.setattr(parts, "_DROP_BEHIND", every)
+    every = (1, 500, unbuffered_file._DROP_BEHIND)[seed % 3]
+    monkeypatch.setattr(unbuffered_file, "_DROP_BEHIND", every)
     drops: list[tuple[int, int]] = []
-    drop = parts._drop_behind
-    monkeypatch.setattr(parts, "_drop_behind", lambda fd, offset, length: (drops.append((offset, length)),
+    drop = unbuffered_file._drop_behind
+    monkeypatch.setattr(unbuffered_file, "_drop_behind", lambda fd, offset, length: (drops.append((offset, length)),
                                                                            drop(fd, offset, length)))
 
     from streaming.assemble import run_order
@@ -175,7 +176,7 @@ def test_the_decisions_file_is_a_stable_sort_of_every_source_in_contract_order(t
     assert out.read_bytes() == "".join(f"{r[3]}\n" for r in expected).encode()
     if direct and _takes_direct_io(tmp_path):
         # nothing went through the page cache but the last part block
-        assert sum(n for _, n in drops) < parts._BLOCK and all(o + n == out.stat().st_size for o, n in drops)
+        assert sum(n for _, n in drops) < unbuffered_file._BLOCK and all(o + n == out.stat().st_size for o, n in drops)
     else:
         # each drop starts where the last ended, and together they cover all but the tail
         assert [o for o, _ in drops] == [sum(n for _, n in drops[:i]) for i in range(len(drops))]
