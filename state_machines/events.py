@@ -93,6 +93,9 @@ def _topic(obj: dict[str, Any]) -> str:
     return value
 
 
+_INT32_MAX = 2**31 - 1
+
+
 def _broker_list(value: Any, name: str, *, allow_empty: bool = False) -> tuple[int, ...]:
     if not isinstance(value, list):
         raise InvalidEvent(f"field '{name}' must be a list of broker ids")
@@ -109,10 +112,25 @@ def _partition_map(value: Any) -> tuple[tuple[int, tuple[int, ...]], ...]:
         raise InvalidEvent("field 'partitions' must be a non-empty object of partition -> replica list")
     out = []
     for key, replicas in value.items():
-        if not isinstance(key, str) or not key.isdigit():
+        # ASCII digits: str.isdigit alone takes "²", which int() refuses, and "٣"
+        if not isinstance(key, str) or not (key.isascii() and key.isdigit()):
             raise InvalidEvent(f"partition number must be a non-negative integer string, got {_shown(key)}")
-        out.append((int(key), _broker_list(replicas, f"partitions.{key}")))
-    return tuple(sorted(out))
+        # Kafka's partition ids are Java ints (TopicPartition.partition); int() refuses a
+        # string of thousands of digits, so no more than ten reach it
+        digits = key.lstrip("0") or "0"
+        number = int(digits) if len(digits) <= 10 else None
+        if number is None or number > _INT32_MAX:
+            raise InvalidEvent(f"partition number {_shown(key)} is outside int32")
+        out.append((number, _broker_list(replicas, f"partitions.{key}")))
+    out.sort()
+    if len({number for number, _ in out}) != len(out):
+        # "1" and "01": two keys of the object, one partition
+        keys: dict[int, list[str]] = {}
+        for key in value:
+            keys.setdefault(int(key.lstrip("0") or "0"), []).append(key)
+        number = min(n for n, named in keys.items() if len(named) > 1)
+        raise InvalidEvent(f"field 'partitions' names partition {number} more than once: {_shown(keys[number])}")
+    return tuple(out)
 
 
 def _configs(value: Any, name: str) -> tuple[tuple[str, str], ...]:

@@ -74,10 +74,16 @@ def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS,
                 print(f"{path}:{index + 1}: skipped (offset {index}): empty line", file=errors)
                 continue
             try:
-                yield parse_line(line, index, limits)
+                envelope = parse_line(line, index, limits)
             except InvalidEvent as exc:
                 counts["skipped"] += 1
                 print(f"{path}:{index + 1}: skipped (offset {index}): {exc}", file=errors)
+                continue
+            except Exception as exc:  # noqa: BLE001 - as the job's loop: a bug in parsing skips the line, never stops the run
+                counts["skipped"] += 1
+                print(f"{path}:{index + 1}: skipped (offset {index}): not decodable: {type(exc).__name__}", file=errors)
+                continue
+            yield envelope
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

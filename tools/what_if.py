@@ -99,6 +99,9 @@ def check_events(events: Sequence[Hypothesis], state_limits: Any = None) -> None
             parse_line(h.value, i, state_limits or DEFAULT_LIMITS)
         except InvalidEvent as exc:
             raise WhatIfError(f"{h.source}: the job would dead-letter this event: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - the job's loop dead-letters any failure to parse
+            raise WhatIfError(f"{h.source}: the job would dead-letter this event: not decodable: "
+                              f"{type(exc).__name__}") from None
 
 
 # -- the fold --------------------------------------------------------------------------------

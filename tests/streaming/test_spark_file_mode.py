@@ -68,6 +68,7 @@ BAD = [
     (b'{"v":1,"type":"BrokerStartup","broker_id":-4}', "broker_id"),
     (b'{"v":1,"type":"TopicCreation","topic":"x","partitions":{"0":[]}}', "must not be empty"),
     (b'{"v":1,"type":"TopicCreation","topic":"x","partitions":{"0":[1,1]}}', "duplicate"),
+    ('{"v":1,"type":"TopicCreation","topic":"x","partitions":{"\u00b2":[1]}}'.encode(), "non-negative integer string"),
     (b'{"v":2,"type":"BrokerFailure","broker_id":1}', "unsupported contract version"),
     (b'\xff\xfe\x00garbage', "not UTF-8"),
     (b'[1,2,3]', "must be a JSON object"),

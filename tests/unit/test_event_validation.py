@@ -1,0 +1,74 @@
+"""The decoder's refusals of a creation's partition map.
+
+A partition map's keys are strings; before these checks "²" (a digit to `str.isdigit`, not
+to `int`) raised a ValueError out of `parse_line`, "٣" was read as partition 3, "1" and "01"
+created partition 1 twice, and a key past Kafka's int32 partition ids made a partition."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from state_machines.errors import InvalidEvent
+from state_machines.events import parse_line
+from tools.cli import read_events
+
+
+def creation(partitions: dict[str, list[int]]) -> bytes:
+    return json.dumps({"v": 1, "type": "TopicCreation", "topic": "t", "partitions": partitions}).encode()
+
+
+@pytest.mark.parametrize("partitions, reason", [
+    ({"²": [1]}, "must be a non-negative integer string, got '²'"),
+    ({"٣": [1]}, "must be a non-negative integer string, got '٣'"),
+    ({"-1": [1]}, "must be a non-negative integer string"),
+    ({" 1": [1]}, "must be a non-negative integer string"),
+    ({"2147483648": [1]}, "partition number '2147483648' is outside int32"),
+    ({"9" * 5000: [1]}, "is outside int32"),
+    ({"1": [1], "01": [2]}, "names partition 1 more than once: ['1', '01']"),
+    ({"0": [1], "7": [2], "000": [3], "00": [1]}, "names partition 0 more than once: ['0', '000', '00']"),
+    ({"5": [1], "0" * 5000 + "5": [2]}, "names partition 5 more than once"),
+])
+def test_a_partition_map_kafka_could_not_hold_is_refused(partitions: dict, reason: str) -> None:
+    with pytest.raises(InvalidEvent) as refused:
+        parse_line(creation(partitions), 0)
+    assert reason in str(refused.value)
+
+
+@pytest.mark.parametrize("partitions, parsed", [
+    ({"2147483647": [1]}, ((2147483647, (1,)),)),
+    ({"007": [3, 1]}, ((7, (3, 1)),)),
+    ({"10": [2], "2": [1]}, ((2, (1,)), (10, (2,)))),
+    ({"0" * 5000 + "1": [2]}, ((1, (2,)),)),  # int() alone refuses 4,300 digits and more
+])
+def test_a_partition_map_within_the_bounds_is_read(partitions: dict, parsed: tuple) -> None:
+    assert parse_line(creation(partitions), 0).event.partitions == parsed
+
+
+def test_simulate_skips_a_line_its_decoder_fails_on_as_the_job_dead_letters_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tools.cli as cli
+
+    def parse(line: bytes, offset: int, limits: object) -> object:
+        if b"boom" in line:
+            raise ValueError("a bug, not bad input")
+        return parse_line(line, offset)
+
+    monkeypatch.setattr(cli, "parse_line", parse)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"v":1,"type":"BrokerStartup","broker_id":1}\n"boom"\n{"v":1,"type":"BrokerStartup","broker_id":2}\n')
+
+    class Errors:
+        text = ""
+
+        def write(self, s: str) -> None:
+            self.text += s
+
+    errors, counts = Errors(), Counter()
+    read = [e.offset for e in read_events(str(path), errors, counts=counts)]  # type: ignore[arg-type]
+    assert read == [0, 2]
+    assert counts["skipped"] == 1
+    assert f"{path}:2: skipped (offset 1): not decodable: ValueError" in errors.text
