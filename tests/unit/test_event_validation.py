@@ -1,4 +1,5 @@
-"""The decoder's refusals of a creation's partition map.
+"""The decoder's refusals of a creation's partition map, and its broker lists' quick path
+held to the id-by-id check it stands in front of.
 
 A partition map's keys are strings; before these checks "²" (a digit to `str.isdigit`, not
 to `int`) raised a ValueError out of `parse_line`, "٣" was read as partition 3, "1" and "01"
@@ -6,14 +7,17 @@ created partition 1 twice, and a key past Kafka's int32 partition ids made a par
 
 from __future__ import annotations
 
+import enum
+import itertools
 import json
+import random
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from state_machines.errors import InvalidEvent
-from state_machines.events import parse_line
+from state_machines.events import _broker_id, _broker_list, _shown, parse_line
 from tools.cli import read_events
 
 
@@ -46,6 +50,43 @@ def test_a_partition_map_kafka_could_not_hold_is_refused(partitions: dict, reaso
 ])
 def test_a_partition_map_within_the_bounds_is_read(partitions: dict, parsed: tuple) -> None:
     assert parse_line(creation(partitions), 0).event.partitions == parsed
+
+
+class Broker(enum.IntEnum):
+    ONE = 1
+
+
+def _id_by_id(value: object, name: str, allow_empty: bool) -> tuple[int, ...]:
+    """The check the quick path stands in front of, as it was written before it."""
+    if not isinstance(value, list):
+        raise InvalidEvent(f"field '{name}' must be a list of broker ids")
+    ids = tuple(_broker_id(v, name) for v in value)
+    if not ids and not allow_empty:
+        raise InvalidEvent(f"field '{name}' must not be empty")
+    if len(set(ids)) != len(ids):
+        raise InvalidEvent(f"field '{name}' has duplicate broker ids: {_shown(list(ids))}")
+    return ids
+
+
+def _outcome(check, value: object, allow_empty: bool) -> tuple[str, object]:
+    try:
+        return "ids", check(value, "replicas", allow_empty)
+    except InvalidEvent as exc:
+        return "refused", str(exc)
+
+
+def test_the_quick_path_answers_as_the_id_by_id_check() -> None:
+    atoms: list[object] = [0, 1, 2, 7, -1, True, False, 1.0, "1", None, [1], Broker.ONE, 2**40]
+    values: list[object] = [None, "1,2", {"1": 1}, []]
+    for size in range(1, 4):
+        values += [list(p) for p in itertools.product(atoms, repeat=size)]
+    rng = random.Random(7)
+    values += [[rng.choice(atoms) for _ in range(rng.randint(4, 9))] for _ in range(2000)]
+    values += [list(range(n)) for n in (1, 3, 100)]
+    for value in values:
+        for allow_empty in (False, True):
+            got = _outcome(lambda v, n, a: _broker_list(v, n, allow_empty=a), value, allow_empty)
+            assert got == _outcome(_id_by_id, value, allow_empty), value
 
 
 def test_simulate_skips_a_line_its_decoder_fails_on_as_the_job_dead_letters_it(
