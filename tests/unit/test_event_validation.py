@@ -11,13 +11,14 @@ import enum
 import itertools
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from state_machines.errors import InvalidEvent
-from state_machines.events import _broker_id, _broker_list, _shown, parse_line
+from state_machines.events import InputLimits, _broker_id, _broker_list, _check_shape, _shown, parse_line
 from tools.cli import read_events
 
 
@@ -113,3 +114,32 @@ def test_simulate_skips_a_line_its_decoder_fails_on_as_the_job_dead_letters_it(
     assert read == [0, 2]
     assert counts["skipped"] == 1
     assert f"{path}:2: skipped (offset 1): not decodable: ValueError" in errors.text
+
+
+def _deepest_by_hand(text: str) -> int:
+    """The depth scan as `_check_shape` wrote it before it summed in C: strings out, then
+    +1 for each opening bracket and -1 for each closing one."""
+    depth = deepest = 0
+    for c in re.sub(r'"(?:[^"\\]|\\.)*"', '""', text):
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
+
+
+def test_the_depth_bound_refuses_what_the_scan_by_hand_finds_too_deep() -> None:
+    rng = random.Random(11)
+    tokens = ["[", "]", "{", "}", '"[["', '"]"', '"\\"["', "1", ","]
+    for _ in range(3000):
+        text = "".join(rng.choice(tokens) for _ in range(rng.randint(0, 60)))
+        deepest = _deepest_by_hand(text)
+        for bound in (0, 1, 3, 8):
+            try:
+                _check_shape(text, InputLimits(max_depth=bound))
+                refused = False
+            except InvalidEvent as exc:
+                assert str(exc) == f"nested deeper than {bound} levels"
+                refused = True
+            assert refused == (deepest > bound), (text, bound)
