@@ -1,5 +1,5 @@
-"""The decoder's refusals of a creation's partition map, and its broker lists' quick path
-held to the id-by-id check it stands in front of.
+"""The decoder's refusals of records Kafka could not have sent (found by reading the decoder
+and fuzzing it), and its quick paths held to the checks they stand in front of.
 
 A partition map's keys are strings; before these checks "²" (a digit to `str.isdigit`, not
 to `int`) raised a ValueError out of `parse_line`, "٣" was read as partition 3, "1" and "01"
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from state_machines.errors import InvalidEvent
-from state_machines.events import InputLimits, _broker_id, _broker_list, _check_shape, _shown, parse_line
+from state_machines.events import _STRING, InputLimits, _broker_id, _broker_list, _check_shape, _shown, parse_line
 from tools.cli import read_events
 
 
@@ -143,3 +143,55 @@ def test_the_depth_bound_refuses_what_the_scan_by_hand_finds_too_deep() -> None:
                 assert str(exc) == f"nested deeper than {bound} levels"
                 refused = True
             assert refused == (deepest > bound), (text, bound)
+
+
+@pytest.mark.parametrize("line, reason", [
+    # a JSON object's key given twice: the decoder kept the last value
+    (b'{"v":1,"type":"TopicCreation","topic":"t","partitions":{"0":[1],"0":[2]}}', "key '0' appears twice"),
+    (b'{"v":1,"type":"BrokerStartup","broker_id":-1,"broker_id":1}', "key 'broker_id' appears twice"),
+    # Kafka's Topic.validate: "." and "..", and `$` matched before a final newline
+    (b'{"v":1,"type":"TopicDeletion","topic":"."}', "not a valid Kafka topic name: '.'"),
+    (b'{"v":1,"type":"TopicDeletion","topic":".."}', "not a valid Kafka topic name: '..'"),
+    (b'{"v":1,"type":"TopicDeletion","topic":"orders\\n"}', "not a valid Kafka topic name: 'orders\\n'"),
+    (b'{"v":1,"type":"TopicDeletion","topic":"' + b"a" * 249 + b'\\n"}', "not a valid Kafka topic name"),
+    # an optional field of the wrong type is refused, not read as its default
+    (b'{"v":1,"type":"TopicCreation","topic":"t","partitions":{"0":[1]},"configs":[]}', "'configs' must be an object"),
+    (b'{"v":1,"type":"TopicCreation","topic":"t","partitions":{"0":[1]},"configs":false}', "'configs' must be an object"),
+    (b'{"v":1,"type":"ReplicaLeaderElection","election_type":"PREFERRED","partitions":null,"trigger":""}',
+     "'trigger' must be admin or zk, got ''"),
+    (b'{"v":1,"type":"ReplicaLeaderElection","election_type":"PREFERRED","partitions":null,"trigger":0}',
+     "'trigger' must be admin or zk, got 0"),
+    (b'{"v":1,"type":"PartitionStateSnapshot","topic":"t","partition":0,"replicas":[1],"leader":1,"leader_epoch":0,'
+     b'"isr":[1],"partition_epoch":0,"controller_epoch":1,"adding_replicas":{}}', "'adding_replicas' must be a list"),
+    (b'{"v":1,"type":"PartitionStateSnapshot","topic":"t","partition":0,"replicas":[1],"leader":1,"leader_epoch":0,'
+     b'"isr":[1],"partition_epoch":0,"controller_epoch":1,"removing_replicas":false}', "'removing_replicas' must be a list"),
+    # a partition map's field name is the partition's number, not its key
+    (b'{"v":1,"type":"TopicCreation","topic":"t","partitions":{"' + b"0" * 200_000 + b'":[]}}',
+     "field 'partitions.0' must not be empty"),
+])
+def test_a_record_kafka_could_not_have_sent_is_refused(line: bytes, reason: str) -> None:
+    with pytest.raises(InvalidEvent) as refused:
+        parse_line(line, 0)
+    assert reason in str(refused.value)
+    assert len(str(refused.value)) < 400
+
+
+@pytest.mark.parametrize("line", [
+    b'{"v":1,"type":"TopicDeletion","topic":"..."}',  # only "." and ".." are Kafka's refusals
+    b'{"v":1,"type":"TopicCreation","topic":"t","partitions":{"0":[1]},"configs":null}',
+    b'{"v":1,"type":"ReplicaLeaderElection","election_type":"PREFERRED","partitions":null,"trigger":null}',
+    b'{"v":1,"type":"TopicCreation","topic":"t","partitions":{"0":[1]},"configs":{"a":"1","b":"2"}}',
+])
+def test_null_is_still_the_default_and_distinct_keys_still_read(line: bytes) -> None:
+    parse_line(line, 0)
+
+
+def test_an_unclosed_string_is_one_string_to_the_depth_scan() -> None:
+    # the pattern takes it whole, to the end, where it used to be tried again from every
+    # quote inside it (quadratic: a 1 MiB record of them took about half an hour)
+    text = '{"v":1,' + "[" * 33 + '"x":"' + '\\"[' * 50
+    assert _STRING.findall(text) == ['"v"', '"x"', '"' + '\\"[' * 50]
+    with pytest.raises(InvalidEvent, match="nested deeper than 32 levels"):
+        _check_shape(text, InputLimits())
+    # its brackets do not count: only the 34 before it
+    _check_shape(text, InputLimits(max_depth=34))
