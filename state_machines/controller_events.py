@@ -31,7 +31,7 @@ from .commands import (
 from .directory import (
     CONTROLLER_KEY, BrokerRecord, Continuation, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, topic_key,
 )
-from .model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment
+from .model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment, equals_ignore_case
 from .partition_summaries import offline_partitions
 from .outputs import ControlledShutdownResultRecord, DivergenceRecord, ObservationOutcome, StateChangeFailedRecord
 from .states import LeaderRecoveryState
@@ -211,9 +211,11 @@ def _topic_config_change(d: DirectoryView, e: ev.TopicConfigChange) -> None:
         return
     # The topic's config znode holds the whole override set: a change replaces it.
     d.put(topic_key(e.topic), replace(rec, configs=e.configs))
-    # TopicConfigHandler: unclean.leader.election.enable=true on a topic triggers
-    # triggerOnlinePartitionStateChange(topic).
-    if d.controller.active and dict(e.configs).get("unclean.leader.election.enable", "").strip().lower() == "true":
+    # TopicConfigHandler.processConfigChanges: unclean.leader.election.enable=true on a topic
+    # triggers triggerOnlinePartitionStateChange(topic). It reads the value with Scala's
+    # toBoolean, untrimmed (the election's LogConfig trims it): " true" enables unclean
+    # elections for the topic but triggers nothing here.
+    if d.controller.active and equals_ignore_case(dict(e.configs).get("unclean.leader.election.enable", ""), "true"):
         for p in rec.partition_ids():
             d.send(e.topic, p, TriggerOnline())
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidEvent
+from .model import config_boolean
 from .event_types import (
     AlterPartition, BrokerConfigChange, BrokerFailure, BrokerStartup, ControlledShutdown, ControllerFailover, ControllerTick, Envelope, Event, ObservedPartitionState, PartitionExpansion, PartitionReassignment, PartitionStateSnapshot, ReplicaDirFailure, ReplicaLeaderElection, StopReplicaResponse, TopicConfigChange, TopicCreation, TopicDeletion,
 )
@@ -156,6 +157,7 @@ def _partition_map(value: Any) -> tuple[tuple[int, tuple[int, ...]], ...]:
 def _configs(value: Any, name: str) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise InvalidEvent(f"field '{name}' must be an object of string -> string")
+    _check_booleans(value)
     return tuple(sorted(value.items()))
 
 
@@ -296,10 +298,17 @@ def _dynamic_configs(value: Any) -> tuple[tuple[str, str | None], ...]:
     if not isinstance(value, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, str))
                                               for k, v in value.items()):
         raise InvalidEvent("field 'configs' must be an object of string -> string or null")
-    for key in _BOOLEAN_CONFIGS & value.keys():
-        if value[key] is not None and value[key].strip().lower() not in ("true", "false"):
-            raise InvalidEvent(f"config '{key}' must be true or false, got {_shown(value[key])}")
+    _check_booleans(value)
     return tuple(sorted(value.items()))
+
+
+def _check_booleans(configs: dict[str, str | None]) -> None:
+    """A boolean config Kafka would refuse (LogConfig and KafkaConfig validate before
+    anything is stored, so no controller ever reads one)."""
+    for key in _BOOLEAN_CONFIGS & configs.keys():
+        value = configs[key]
+        if value is not None and config_boolean(value) is None:
+            raise InvalidEvent(f"config '{key}' must be true or false, got {_shown(value)}")
 
 
 def _topic_partitions(value: Any, name: str) -> tuple[tuple[str, int], ...]:

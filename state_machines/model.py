@@ -8,6 +8,7 @@ version and only moves when a write is applied (`with_next_partition_epoch`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .states import LeaderRecoveryState
@@ -220,14 +221,14 @@ class ControllerConfig:
         value = dict(topic_configs).get("unclean.leader.election.enable")
         if value is None:
             return self.cluster_unclean_enabled(cluster_dynamic)
-        return value.strip().lower() == "true"
+        return config_boolean(value) is True
 
     def cluster_unclean_enabled(self, cluster_dynamic: tuple[tuple[str, str], ...] = ()) -> bool:
         """The cluster-wide default: the dynamic value if one is set, else this setting."""
         value = dict(cluster_dynamic).get("unclean.leader.election.enable")
         if value is None:
             return self.unclean_leader_election_enable
-        return value.strip().lower() == "true"
+        return config_boolean(value) is True
 
     def min_isr_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...],
                     cluster_dynamic: tuple[tuple[str, str], ...] = ()) -> tuple[int, str]:
@@ -238,16 +239,46 @@ class ControllerConfig:
         is passed over: Kafka refuses such a config (atLeast(1)), so it never applies."""
         for configs, level in ((dict(topic_configs), MIN_ISR_TOPIC), (dict(cluster_dynamic), MIN_ISR_DYNAMIC)):
             value = configs.get(MIN_ISR)
-            if value is not None:
-                try:
-                    number = int(value.strip())
-                except ValueError:
-                    continue
-                if number >= 1:
-                    return number, level
+            number = None if value is None else config_int(value)
+            if number is not None and number >= 1:
+                return number, level
         return self.min_insync_replicas, MIN_ISR_STATIC
 
 
 MIN_ISR = "min.insync.replicas"
+
+# Java's String.trim: every character up to U+0020 off both ends (Python's str.strip takes
+# Unicode spaces, and leaves control characters)
+_JAVA_TRIM = "".join(map(chr, range(0x21)))
+# Integer.parseInt: a sign, then decimal digits (Character.digit takes any Unicode decimal
+# digit, as \d does; Python's int() also takes underscores, which Java refuses)
+_JAVA_INT = re.compile(r"[+-]?\d+")
+
+
+def equals_ignore_case(text: str, word: str) -> bool:
+    """Java's `text.equalsIgnoreCase(word)` for an ASCII `word` (Python's upper() takes "ſ"
+    to "S" as Character.toUpperCase does; a character that upper() makes two cannot match)."""
+    return len(text) == len(word) and text.upper() == word.upper()
+
+
+def config_boolean(value: str) -> bool | None:
+    """A BOOLEAN config's string as Kafka reads it (`ConfigDef.parseType`: trimmed, then
+    "true" or "false" ignoring case); None where Kafka throws a ConfigException."""
+    trimmed = value.strip(_JAVA_TRIM)
+    if equals_ignore_case(trimmed, "true"):
+        return True
+    if equals_ignore_case(trimmed, "false"):
+        return False
+    return None
+
+
+def config_int(value: str) -> int | None:
+    """An INT config's string as Kafka reads it (`ConfigDef.parseType`: `Integer.parseInt`
+    of the trimmed text); None where Kafka throws."""
+    trimmed = value.strip(_JAVA_TRIM)
+    if not _JAVA_INT.fullmatch(trimmed) or len(trimmed.lstrip("+-").lstrip("0")) > 10:
+        return None
+    number = int(trimmed)
+    return number if -(2**31) <= number < 2**31 else None
 # where a topic's min.insync.replicas comes from (ControllerConfig.min_isr_for)
 MIN_ISR_TOPIC, MIN_ISR_DYNAMIC, MIN_ISR_STATIC = "topic", "dynamic", "static"

@@ -220,3 +220,36 @@ def test_a_replica_on_a_failed_log_dir_makes_a_topic_deletion_ineligible() -> No
     assert [(r["broker_id"], r["delete_partition"]) for r in c.out["deleted-on-1"] if r["type"] == "StopReplica"] == [
         (2, False)]
     assert c.partition("t-0")["replica_states"] == {"1": "ReplicaDeletionSuccessful", "2": "OfflineReplica"}
+
+
+def _offline_t0_with_broker_2_out_of_sync(c: Cluster) -> None:
+    c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
+    c("b2-down", "BrokerFailure", broker_id=2)
+    c("b1-down", "BrokerFailure", broker_id=1)
+    c("b2-up", "BrokerStartup", broker_id=2, broker_epoch=202)  # only the out-of-sync replica lives
+    assert leadership(c.partition("t-0"))[:3] == ("OfflinePartition", -1, [1])
+
+
+def test_a_topic_enabling_unclean_elections_is_retried_at_once() -> None:
+    """TopicConfigHandler.processConfigChanges -> enableTopicUncleanLeaderElection ->
+    processTopicUncleanLeaderElectionEnable: triggerOnlinePartitionStateChange(topic)."""
+    c = Cluster()
+    c.start(1, 2)
+    _offline_t0_with_broker_2_out_of_sync(c)
+    c("unclean", "TopicConfigChange", topic="t", configs={"unclean.leader.election.enable": "TRUE"})
+    assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_recovery_state"]) == (2, "RECOVERING")
+
+
+def test_a_topic_enabling_unclean_elections_with_spaces_waits_for_the_next_trigger() -> None:
+    """TopicConfigHandler reads the value with Scala's toBoolean, untrimmed: " true" throws,
+    `Try(...).getOrElse(false)` says false, and nothing is retried. LogConfig trims
+    (ConfigDef.parseType), so the topic's elections are unclean from then on: the next
+    broker change (onBrokerStartup -> triggerOnlinePartitionStateChange) elects."""
+    c = Cluster()
+    c.start(1, 2)
+    _offline_t0_with_broker_2_out_of_sync(c)
+    c("spaced", "TopicConfigChange", topic="t", configs={"unclean.leader.election.enable": " true"})
+    assert c.out["spaced"] == []
+    assert c.partition("t-0")["leader"] == -1
+    c("b3-up", "BrokerStartup", broker_id=3, broker_epoch=103)
+    assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_recovery_state"]) == (2, "RECOVERING")

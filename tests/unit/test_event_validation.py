@@ -19,6 +19,7 @@ import pytest
 
 from state_machines.errors import InvalidEvent
 from state_machines.events import _STRING, InputLimits, _broker_id, _broker_list, _check_shape, _shown, parse_line
+from state_machines.model import config_boolean, config_int
 from tools.cli import read_events
 
 
@@ -195,3 +196,31 @@ def test_an_unclosed_string_is_one_string_to_the_depth_scan() -> None:
         _check_shape(text, InputLimits())
     # its brackets do not count: only the 34 before it
     _check_shape(text, InputLimits(max_depth=34))
+
+
+@pytest.mark.parametrize("value, parsed", [
+    ("true", True), ("FALSE", False), (" True\t", True), ("\x00true\x1f", True),  # String.trim: up to U+0020
+    ("fal\u017fe", False),  # Character.toUpperCase('ſ') is 'S'
+    ("true\u2003", None), ("yes", None), ("1", None), ("", None), ("fal\u00dfe", None),
+])
+def test_a_boolean_config_reads_as_kafkas_configdef_reads_it(value: str, parsed: bool | None) -> None:
+    assert config_boolean(value) is parsed
+
+
+@pytest.mark.parametrize("value, parsed", [
+    ("2", 2), (" +3\n", 3), ("-1", -1), ("0000000000000005", 5), ("\u0663", 3),  # Character.digit takes any Nd
+    ("2147483647", 2147483647), ("2147483648", None), ("1_0", None), ("5 5", None), ("\u20035", None), ("", None),
+    ("9" * 5000, None),
+])
+def test_an_int_config_reads_as_integer_parse_int_reads_it(value: str, parsed: int | None) -> None:
+    assert config_int(value) == parsed
+
+
+@pytest.mark.parametrize("line", [
+    b'{"v":1,"type":"TopicConfigChange","topic":"t","configs":{"unclean.leader.election.enable":"yes"}}',
+    b'{"v":1,"type":"TopicCreation","topic":"t","partitions":{"0":[1]},"configs":{"unclean.leader.election.enable":"1"}}',
+    b'{"v":1,"type":"BrokerConfigChange","configs":{"unclean.leader.election.enable":"true\\u2003"}}',
+])
+def test_a_boolean_config_kafka_would_refuse_is_refused(line: bytes) -> None:
+    with pytest.raises(InvalidEvent, match="config 'unclean.leader.election.enable' must be true or false"):
+        parse_line(line, 0)
