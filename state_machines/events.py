@@ -64,19 +64,16 @@ def _req(obj: dict[str, Any], name: str) -> Any:
     return obj[name]
 
 
-def _int(value: Any, name: str, *, minimum: int | None = None) -> int:
+def _int(value: Any, name: str, *, minimum: int | None = None, bits: int = 32) -> int:
+    """An integer field within its Kafka type: int32 (broker ids, partitions, epochs) unless
+    `bits` says int64 (broker epochs, times)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidEvent(f"field '{name}' must be an integer, got {type(value).__name__}")
     if minimum is not None and value < minimum:
         raise InvalidEvent(f"field '{name}' must be >= {minimum}, got {value}")
+    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        raise InvalidEvent(f"field '{name}' is outside int{bits}: {value}")
     return value
-
-
-def _int32(value: Any, name: str) -> int:
-    number = _int(value, name)
-    if not -(2**31) <= number < 2**31:
-        raise InvalidEvent(f"field '{name}' is outside int32: {number}")
-    return number
 
 
 def _opt(obj: dict[str, Any], name: str, default: Any) -> Any:
@@ -86,9 +83,9 @@ def _opt(obj: dict[str, Any], name: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def _opt_int(obj: dict[str, Any], name: str, *, minimum: int | None = None) -> int | None:
+def _opt_int(obj: dict[str, Any], name: str, *, minimum: int | None = None, bits: int = 32) -> int | None:
     value = obj.get(name)
-    return None if value is None else _int(value, name, minimum=minimum)
+    return None if value is None else _int(value, name, minimum=minimum, bits=bits)
 
 
 def _broker_id(value: Any, name: str) -> int:
@@ -118,7 +115,8 @@ def _broker_list(value: Any, name: str, *, allow_empty: bool = False) -> tuple[i
     # the common case, distinct non-negative ints, checked without a Python call per id (a
     # creation at a million partitions names three million); anything else is checked id
     # by id below, and refused with the same message
-    if ids and _INT_ONLY.issuperset(map(type, ids)) and min(ids) >= 0 and len(set(ids)) == len(ids):
+    if ids and _INT_ONLY.issuperset(map(type, ids)) and min(ids) >= 0 and max(ids) <= _INT32_MAX \
+            and len(set(ids)) == len(ids):
         return ids
     ids = tuple(_broker_id(v, name) for v in value)
     if not ids and not allow_empty:
@@ -176,12 +174,13 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
             _int(_req(obj, "controller_epoch"), "controller_epoch", minimum=0),
         )
     if kind == "BrokerStartup":
-        return BrokerStartup(_broker_id(_req(obj, "broker_id"), "broker_id"), _opt_int(obj, "broker_epoch", minimum=0))
+        return BrokerStartup(_broker_id(_req(obj, "broker_id"), "broker_id"),
+                             _opt_int(obj, "broker_epoch", minimum=0, bits=64))
     if kind == "BrokerFailure":
         return BrokerFailure(_broker_id(_req(obj, "broker_id"), "broker_id"))
     if kind == "ControlledShutdown":
         return ControlledShutdown(
-            _broker_id(_req(obj, "broker_id"), "broker_id"), _opt_int(obj, "broker_epoch", minimum=-1)
+            _broker_id(_req(obj, "broker_id"), "broker_id"), _opt_int(obj, "broker_epoch", minimum=-1, bits=64)
         )
     if kind == "TopicCreation":
         return TopicCreation(
@@ -217,11 +216,11 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
             _topic(obj),
             _int(_req(obj, "partition"), "partition", minimum=0),
             _broker_id(_req(obj, "broker_id"), "broker_id"),
-            _opt_int(obj, "broker_epoch", minimum=-1),
+            _opt_int(obj, "broker_epoch", minimum=-1, bits=64),
             # Kafka takes any int32 epoch here and answers FENCED_LEADER_EPOCH /
             # INVALID_UPDATE_VERSION; a stale -1 is a request to refuse, not bad input.
-            _int32(_req(obj, "leader_epoch"), "leader_epoch"),
-            _int32(_req(obj, "partition_epoch"), "partition_epoch"),
+            _int(_req(obj, "leader_epoch"), "leader_epoch"),
+            _int(_req(obj, "partition_epoch"), "partition_epoch"),
             _broker_list(_req(obj, "isr"), "isr"),
             _recovery(obj.get("leader_recovery_state"), "leader_recovery_state"),
         )
@@ -329,6 +328,9 @@ def _reassignment_target(value: Any) -> tuple[int, ...]:
     # INVALID_REPLICA_ASSIGNMENT, so only the type is checked here.
     if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise InvalidEvent("field 'target_replicas' must be a list of broker ids or null")
+    # ...but an id outside int32 cannot be on the wire (AlterPartitionReassignments' []int32)
+    for v in value:
+        _int(v, "target_replicas")
     return tuple(value)
 
 
@@ -352,7 +354,7 @@ def parse_event(obj: Any, offset: int, limits: InputLimits = DEFAULT_LIMITS) -> 
         raise InvalidEvent(f"field 'id' has {len(event_id)} characters, over the limit of {limits.max_id_chars}")
     ts = obj.get("ts")
     if ts is not None:
-        ts = _int(ts, "ts")
+        ts = _int(ts, "ts", bits=64)
     elif kind == "ControllerTick":
         raise InvalidEvent("a ControllerTick needs the envelope's 'ts' (epoch milliseconds)")
     return Envelope(offset, _parse_body(kind, obj), event_id, ts)

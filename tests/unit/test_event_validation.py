@@ -224,3 +224,35 @@ def test_an_int_config_reads_as_integer_parse_int_reads_it(value: str, parsed: i
 def test_a_boolean_config_kafka_would_refuse_is_refused(line: bytes) -> None:
     with pytest.raises(InvalidEvent, match="config 'unclean.leader.election.enable' must be true or false"):
         parse_line(line, 0)
+
+
+INT32, INT64 = 2**31, 2**63
+
+
+@pytest.mark.parametrize("event, reason", [
+    ({"type": "BrokerFailure", "broker_id": INT32}, "'broker_id' is outside int32"),
+    ({"type": "ControllerFailover", "controller_id": 1, "controller_epoch": INT32}, "'controller_epoch' is outside int32"),
+    ({"type": "StopReplicaResponse", "topic": "t", "partition": INT32, "broker_id": 1, "error": None},
+     "'partition' is outside int32"),
+    ({"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, INT32]}}, "'partitions.0' is outside int32"),
+    ({"type": "PartitionReassignment", "topic": "t", "partition": 0, "target_replicas": [1, INT32]},
+     "'target_replicas' is outside int32"),
+    ({"type": "BrokerStartup", "broker_id": 1, "broker_epoch": INT64}, "'broker_epoch' is outside int64"),
+    ({"type": "ControllerTick", "ts": INT64}, "'ts' is outside int64"),
+    ({"type": "ControllerTick", "ts": -INT64 - 1}, "'ts' is outside int64"),
+])
+def test_a_number_outside_its_kafka_type_is_refused(event: dict, reason: str) -> None:
+    with pytest.raises(InvalidEvent) as refused:
+        parse_line(json.dumps({"v": 1, **event}).encode(), 0)
+    assert reason in str(refused.value)
+
+
+@pytest.mark.parametrize("event", [
+    {"type": "BrokerFailure", "broker_id": INT32 - 1},
+    {"type": "TopicCreation", "topic": "t", "partitions": {"0": [INT32 - 1]}},
+    {"type": "BrokerStartup", "broker_id": 1, "broker_epoch": INT64 - 1},
+    {"type": "ControllerTick", "ts": INT64 - 1},
+    {"type": "PartitionReassignment", "topic": "t", "partition": 0, "target_replicas": [-1, 1]},  # Kafka's own check
+])
+def test_a_number_at_the_edge_of_its_kafka_type_is_read(event: dict) -> None:
+    parse_line(json.dumps({"v": 1, **event}).encode(), 0)
