@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from state_machines.errors import InvalidEvent
-from state_machines.events import _STRING, InputLimits, _broker_id, _broker_list, _check_shape, _shown, parse_line
+from state_machines.events import InputLimits, _broker_id, _broker_list, _shown, parse_line
+from state_machines.record_bounds import _STRING, _check_shape
 from state_machines.model import config_boolean, config_int
 from tools.cli import read_events
 
