@@ -79,6 +79,8 @@ _INT32_MAX = 2**31 - 1
 
 # Only `int` itself: a bool is an int to isinstance, and not a broker id.
 _INT_ONLY = frozenset((int,))
+# lists of ints already found distinct and within int32 (only ints reach it: True == 1)
+_GOOD_LISTS: set[tuple[int, ...]] = set()
 
 
 def _broker_list(value: Any, name: str, *, allow_empty: bool = False) -> tuple[int, ...]:
@@ -88,9 +90,14 @@ def _broker_list(value: Any, name: str, *, allow_empty: bool = False) -> tuple[i
     # the common case, distinct non-negative ints, checked without a Python call per id (a
     # creation at a million partitions names three million); anything else is checked id
     # by id below, and refused with the same message
-    if ids and _INT_ONLY.issuperset(map(type, ids)) and min(ids) >= 0 and max(ids) <= _INT32_MAX \
-            and len(set(ids)) == len(ids):
-        return ids
+    if ids and _INT_ONLY.issuperset(map(type, ids)):
+        if ids in _GOOD_LISTS:  # a cluster has few distinct replica lists
+            return ids
+        if min(ids) >= 0 and max(ids) <= _INT32_MAX and len(set(ids)) == len(ids):
+            if len(_GOOD_LISTS) >= 65536:
+                _GOOD_LISTS.clear()
+            _GOOD_LISTS.add(ids)
+            return ids
     ids = tuple(_broker_id(v, name) for v in value)
     if not ids and not allow_empty:
         raise InvalidEvent(f"field '{name}' must not be empty")
@@ -108,20 +115,23 @@ def _partition_map(value: Any) -> tuple[tuple[int, tuple[int, ...]], ...]:
         if not isinstance(key, str) or not (key.isascii() and key.isdigit()):
             raise InvalidEvent(f"partition number must be a non-negative integer string, got {_shown(key)}")
         # Kafka's partition ids are Java ints (TopicPartition.partition); int() refuses a
-        # string of thousands of digits, so no more than ten reach it
-        digits = key.lstrip("0") or "0"
-        number = int(digits) if len(digits) <= 10 else None
-        if number is None or number > _INT32_MAX:
+        # string of thousands of digits, so no more than ten reach it (leading zeros off)
+        if len(key) > 10:
+            digits = key.lstrip("0") or "0"
+            number = int(digits) if len(digits) <= 10 else _INT32_MAX + 1
+        else:
+            number = int(key)
+        if number > _INT32_MAX:
             raise InvalidEvent(f"partition number {_shown(key)} is outside int32")
         out.append((number, _broker_list(replicas, f"partitions.{number}")))
-    out.sort()
     if len({number for number, _ in out}) != len(out):
-        # "1" and "01": two keys of the object, one partition
+        # "1" and "01": two keys of the object, one partition (`out` is in the keys' order)
         keys: dict[int, list[str]] = {}
-        for key in value:
-            keys.setdefault(int(key.lstrip("0") or "0"), []).append(key)
+        for key, (number, _) in zip(value, out):
+            keys.setdefault(number, []).append(key)
         number = min(n for n, named in keys.items() if len(named) > 1)
         raise InvalidEvent(f"field 'partitions' names partition {number} more than once: {_shown(keys[number])}")
+    out.sort()
     return tuple(out)
 
 
