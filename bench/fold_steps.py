@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools.cli import Parser  # noqa: E402
+from shadow_controller.cli import Parser  # noqa: E402
 
 
 def main() -> int:
@@ -46,7 +46,7 @@ def main() -> int:
         ap.error(f"--brokers {args.brokers}: the log's topics have 3 replicas")
     root = Path(args.root).resolve()
     sys.path.insert(0, str(root))
-    # The parser (tools.cli) has imported this tree's core already, and a package once
+    # The parser (shadow_controller.cli) has imported this tree's core already, and a package once
     # imported is not looked up on the path again: forget it, or `--root` would replay
     # this tree whatever it names.
     for name in [m for m in sys.modules if m.partition(".")[0] in ("state_machines", "bench")]:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.engine_bench import cluster_log  # noqa: E402
 from bench.record import RESULTS_DIR, commit, python_work, record  # noqa: E402
-from tools.cli import Parser  # noqa: E402
+from shadow_controller.cli import Parser  # noqa: E402
 from state_machines.engine import Engine  # noqa: E402
 from state_machines.events import parse_event  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402
@@ -174,7 +174,7 @@ def run_spark(phases: dict[str, list[dict]], mode: str, work: Path, bucket_count
     if mode == "kafka":
         from confluent_kafka import Producer
 
-        from tools.broker import create_topics, embedded_broker
+        from shadow_controller.broker import create_topics, embedded_broker
 
         broker_ctx = embedded_broker(log_dir=work)
         broker = broker_ctx.__enter__()

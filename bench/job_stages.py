@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.engine_bench import cluster_log  # noqa: E402
-from tools.cli import Parser  # noqa: E402
+from shadow_controller.cli import Parser  # noqa: E402
 from state_machines.loop import RawEvent, Sequencer  # noqa: E402
 from state_machines.model import ControllerConfig  # noqa: E402
 from streaming.assemble import assemble_batch  # noqa: E402

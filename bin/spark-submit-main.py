@@ -4,11 +4,11 @@
         bin/spark-submit-main.py run --config conf/shadow-controller.toml ...
 
 spark-submit runs a Python file, not an entry point; this one hands its arguments to
-`tools.cli.main` (found in the `--py-files` archive, or the driver's own installation).
+`shadow_controller.cli.main` (found in the `--py-files` archive, or the driver's own installation).
 """
 
 import sys
 
-from tools.cli import main
+from shadow_controller.cli import main
 
 sys.exit(main())

@@ -253,7 +253,7 @@ class Outcome:
 
 def cli(argv: list[str], cwd: Path, timeout: float = 60) -> Outcome:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "tools.cli", *argv], cwd=cwd, env=no_java_env(),
+    proc = subprocess.run([sys.executable, "-m", "shadow_controller.cli", *argv], cwd=cwd, env=no_java_env(),
                           capture_output=True, text=True, timeout=timeout)
     return Outcome(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
 

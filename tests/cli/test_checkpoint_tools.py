@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from streaming import exits
-from tools.cli import main as cli_main
-from tools.replay import add_parser as add_replay_parser
-from tools.replay import run_replay
+from shadow_controller.cli import main as cli_main
+from shadow_controller.replay import add_parser as add_replay_parser
+from shadow_controller.replay import run_replay
 from streaming.settings.checkpoint import save_settings
 from streaming.settings.schema import JobSettings
 from tests.streaming.spark_helpers import run_file_job

@@ -12,8 +12,8 @@ import pytest
 
 from state_machines.engine import Engine
 from state_machines.events import parse_line
-from tools import cli
-from tools.replay_diff import compare, diff_json, format_diff
+from shadow_controller import cli
+from shadow_controller.replay_diff import compare, diff_json, format_diff
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "three-brokers.jsonl"

@@ -15,7 +15,7 @@ import pytest
 from state_machines.events import InputLimits
 from state_machines.model import ControllerConfig
 from streaming.exits import USAGE, UsageError
-from tools.replay import branch_settings
+from shadow_controller.replay import branch_settings
 from streaming.settings import schema as settings
 from streaming.settings.checkpoint import (
     SETTINGS_FILE, CheckpointMismatch, check_frozen, check_source, load_settings, save_settings,

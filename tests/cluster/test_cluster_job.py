@@ -128,7 +128,7 @@ def run_on_cluster(cluster: StandaloneCluster, base: Path, kill_after_batch: int
         "spark.eventLog.compress": "false",
         "spark.eventLog.dir": f"file:{base / 'events'}",
     }
-    argv = [sys.executable, "-m", "tools.cli", "run", "--input", f"file:{base / 'in'}",
+    argv = [sys.executable, "-m", "shadow_controller.cli", "run", "--input", f"file:{base / 'in'}",
             "--output", f"file:{base / 'out'}", "--checkpoint", str(base / "ckpt"), "--available-now"]
     for name, value in settings.items():
         argv += ["--set", f"{name}={value}"]
@@ -195,9 +195,9 @@ def test_the_job_on_a_standalone_cluster_writes_local_modes_decisions(spark, clu
 
 
 def package_zip(path: Path) -> Path:
-    """The README's `zip -qr dist/shadow-controller.zip state_machines streaming tools`."""
+    """The README's `zip -qr dist/shadow-controller.zip state_machines streaming shadow_controller`."""
     with zipfile.ZipFile(path, "w") as archive:
-        for package in ("state_machines", "streaming", "tools"):
+        for package in ("state_machines", "streaming", "shadow_controller"):
             for source in sorted((ROOT / package).rglob("*.py")):
                 archive.write(source, source.relative_to(ROOT))
     return path

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 
-from tools.broker import EmbeddedBroker, create_topics, embedded_broker
+from shadow_controller.broker import EmbeddedBroker, create_topics, embedded_broker
 
 _topic_ids = itertools.count()
 

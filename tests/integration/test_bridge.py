@@ -15,9 +15,9 @@ import pytest
 
 from state_machines.events import parse_event
 from state_machines.model import ControllerConfig
-from tools.bridge import BridgeSettings, poll_once, run_bridge
-from tools.bridge_io import ClusterReader, EventsWriter
-from tools.broker import create_topics
+from shadow_controller.bridge import BridgeSettings, poll_once, run_bridge
+from shadow_controller.bridge_io import ClusterReader, EventsWriter
+from shadow_controller.broker import create_topics
 from streaming.settings.schema import JobSettings
 
 from tests.integration.kafka_helpers import consume_all
@@ -132,7 +132,7 @@ def test_a_restart_with_the_same_state_file_emits_nothing(bootstrap, new_topic, 
     saved = state.read_text()
     assert emitted > 0
 
-    caplog.set_level(logging.INFO, logger="tools.bridge")
+    caplog.set_level(logging.INFO, logger="shadow_controller.bridge")
     assert bridge_once(bootstrap, events_topic, state) == 0
     assert "bridge: 0 events" in caplog.text
     assert len(read_topic(bootstrap, events_topic)) == emitted
@@ -141,7 +141,7 @@ def test_a_restart_with_the_same_state_file_emits_nothing(bootstrap, new_topic, 
 
 def test_a_crash_between_produce_and_save_re_emits_exactly_that_poll(bootstrap, new_topic, topics, tmp_path,
                                                                      monkeypatch):
-    import tools.bridge as bridge
+    import shadow_controller.bridge as bridge
 
     events_topic, _ = topics
     state = str(tmp_path / "bridge-state.json")
@@ -175,12 +175,12 @@ def test_an_unreachable_cluster_is_logged_and_retried_without_raising(tmp_path, 
     waits: list[float] = []
     settings = BridgeSettings(f"127.0.0.1:{port}", state=str(tmp_path / "state.json"), once=True,
                               request_timeout_s=0.5, max_retries=3, backoff_initial_s=0.25, backoff_max_s=0.5)
-    caplog.set_level(logging.INFO, logger="tools.bridge")
+    caplog.set_level(logging.INFO, logger="shadow_controller.bridge")
 
     assert run_bridge(settings, sleep=waits.append) == 1
 
     assert waits == [0.25, 0.5, 0.5]  # exponential, capped
-    lines = [r.getMessage() for r in caplog.records if r.name == "tools.bridge"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "shadow_controller.bridge"]
     assert len(lines) == 4
     for attempt, line in enumerate(lines[:3], 1):
         assert f"cluster 127.0.0.1:{port} unreachable (attempt {attempt})" in line
@@ -222,7 +222,7 @@ def test_detect_reads_the_brokers_answer_and_says_it_cannot_tell(bootstrap, tmp_
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "tools.cli", "bridge", "--bootstrap-server", bootstrap, "--detect",
+    done = subprocess.run([sys.executable, "-m", "shadow_controller.cli", "bridge", "--bootstrap-server", bootstrap, "--detect",
                            "--max-retries", "0", "--state", str(tmp_path / "s.json")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -234,7 +234,7 @@ def test_detect_reads_the_brokers_answer_and_says_it_cannot_tell(bootstrap, tmp_
 
 def test_a_shadow_the_bridge_cannot_check_is_fed_with_a_warning(bootstrap, topics, tmp_path, caplog):
     events, _ = topics
-    caplog.set_level(logging.INFO, logger="tools.bridge")
+    caplog.set_level(logging.INFO, logger="shadow_controller.bridge")
     settings = BridgeSettings(bootstrap, topic=events, state=str(tmp_path / "s.json"), once=True, max_retries=0,
                               shadow=ControllerConfig(mode="kraft"), shadow_source="job.toml")
     assert run_bridge(settings) == 0

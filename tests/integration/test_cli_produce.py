@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools.cli import main as cli_main
+from shadow_controller.cli import main as cli_main
 from tests.integration.kafka_helpers import consume_all
 
 

@@ -18,7 +18,7 @@ def _settings(bootstrap: str, decisions: str, events: str = "controller-events",
 
 
 def test_batches_land_in_order_with_their_keys_and_dead_letters(bootstrap, new_topic):
-    from tools.broker import create_topics
+    from shadow_controller.broker import create_topics
 
     decisions, events = new_topic(), new_topic()
     dlq = f"{events}.dlq"

@@ -27,7 +27,7 @@ def test_the_demo_prints_each_decision_under_its_event(tmp_path: Path) -> None:
     story = tmp_path / "story.jsonl"
     story.write_text("\n".join(STORY) + "\n")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    proc = subprocess.run([sys.executable, "-m", "tools.cli", "demo", "--scenario", str(story)],
+    proc = subprocess.run([sys.executable, "-m", "shadow_controller.cli", "demo", "--scenario", str(story)],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
@@ -47,7 +47,7 @@ def test_the_demo_under_kraft_rules_prints_the_metadata_records(tmp_path: Path) 
     story = tmp_path / "story.jsonl"
     story.write_text("\n".join(STORY) + "\n")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    proc = subprocess.run([sys.executable, "-m", "tools.cli", "demo", "--mode", "kraft", "--scenario", str(story)],
+    proc = subprocess.run([sys.executable, "-m", "shadow_controller.cli", "demo", "--mode", "kraft", "--scenario", str(story)],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout

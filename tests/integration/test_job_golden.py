@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.broker import create_topics
+from shadow_controller.broker import create_topics
 from streaming.settings.schema import JobSettings
 from tests.golden.test_golden_decisions import ALL, GOLDEN, simulate
 from tests.integration.kafka_helpers import consume_all

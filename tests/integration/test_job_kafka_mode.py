@@ -26,7 +26,7 @@ def run_kafka_job(spark, bootstrap, new_topic, produce, tmp_path: Path, lines: l
                   max_offsets: int | None = None, buckets: int = 0):
     events = new_topic(prefix="events")
     decisions = new_topic(prefix="decisions")
-    from tools.broker import create_topics
+    from shadow_controller.broker import create_topics
 
     create_topics(bootstrap, {f"{events}.dlq": 1})
     produce(events, [(None, line) for line in lines], linger_ms=50)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.broker import EmbeddedBroker, create_topics, embedded_broker
+from shadow_controller.broker import EmbeddedBroker, create_topics, embedded_broker
 from tests.integration.kafka_helpers import consume_all
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import canonical, simulate_records
@@ -71,7 +71,7 @@ class Job:
                  available_now: bool = False) -> None:
         events, decisions = topics
         self.log_path = base / f"job-{len(list(base.glob('job-*.log')))}.log"
-        cmd = [sys.executable, "-m", "tools.cli", "run", "--input", "kafka", "--output", "kafka",
+        cmd = [sys.executable, "-m", "shadow_controller.cli", "run", "--input", "kafka", "--output", "kafka",
                "--checkpoint", str(base / "ckpt"), "--bootstrap-servers", bootstrap,
                "--set", f'kafka.events_topic="{events}"', "--set", f'kafka.decisions_topic="{decisions}"',
                "--set", f"job.stop_timeout_seconds={STOP_TIMEOUT_S}", *settings]

@@ -91,7 +91,7 @@ def simulate(tmp_path: Path, name: str, *, until: str | None = None, config: str
     log = tmp_path / f"{stem}.jsonl"
     log.write_text("".join(lines))
     state_out, decisions_out = tmp_path / f"{stem}.state.json", tmp_path / f"{stem}.decisions.jsonl"
-    cmd = [sys.executable, "-m", "tools.cli", "simulate", str(log),
+    cmd = [sys.executable, "-m", "shadow_controller.cli", "simulate", str(log),
            "--state-out", str(state_out), "--out", str(decisions_out)]
     if config is not None:
         toml = tmp_path / f"{stem}.toml"

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tools.cli import main as cli_main
+from shadow_controller.cli import main as cli_main
 from streaming.settings.checkpoint import SETTINGS_FILE, STATE_LAYOUT, CheckpointMismatch, check_frozen, save_settings
 from streaming.settings.schema import JobSettings
 

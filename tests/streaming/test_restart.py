@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_cli(base: Path, *extra: str) -> subprocess.Popen:
     cmd = [
-        sys.executable, "-m", "tools.cli", "run",
+        sys.executable, "-m", "shadow_controller.cli", "run",
         "--input", f"file:{base / 'in'}", "--output", f"file:{base / 'out'}", "--checkpoint", str(base / "ckpt"),
         "--set", "job.max_offsets_per_trigger=6", "--set", 'job.trigger_interval="0 seconds"', *extra,
     ]

@@ -16,7 +16,7 @@ from typing import Any
 from state_machines.engine import Engine
 from state_machines.events import parse_event
 from state_machines.model import ControllerConfig
-from tools.controller_state import ControllerState
+from shadow_controller.controller_state import ControllerState
 
 T0 = 1_700_000_000_000
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import audit as audit_mod
+from shadow_controller import audit as audit_mod
 from streaming.exits import CHECK_FAILED, USAGE, UsageError
 from state_machines.engine import Engine
 from state_machines.events import parse_event
@@ -42,7 +42,7 @@ def audit(tmp_path: Path, records: list[dict]) -> subprocess.CompletedProcess:
 
 def audit_path(tmp_path: Path, path: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "tools.cli", "audit", str(path), "--report", str(tmp_path / "report")],
+        [sys.executable, "-m", "shadow_controller.cli", "audit", str(path), "--report", str(tmp_path / "report")],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 

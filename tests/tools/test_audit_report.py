@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tools import audit
-from tools.audit_report import STYLESHEET, offline_page
+from shadow_controller import audit
+from shadow_controller.audit_report import STYLESHEET, offline_page
 from streaming.exits import CHECK_FAILED
 from tests.tools.test_audit import ROOT, decisions_of
 

@@ -9,16 +9,16 @@ import importlib
 import inspect
 import pkgutil
 
-import tools
+import shadow_controller
 from state_machines.errors import ShadowControllerError
 from streaming import exits
 from streaming.kafka.errors import DeliveryFailed
-from tools import bridge, bridge_io, errors
+from shadow_controller import bridge, bridge_io, errors
 
 
 def tool_exceptions() -> dict[str, type[BaseException]]:
     found = {}
-    for info in pkgutil.walk_packages(tools.__path__, "tools."):
+    for info in pkgutil.walk_packages(shadow_controller.__path__, "shadow_controller."):
         module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
             if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == info.name:
@@ -28,7 +28,7 @@ def tool_exceptions() -> dict[str, type[BaseException]]:
 
 def test_every_tool_error_is_a_shadow_controller_error() -> None:
     found = tool_exceptions()
-    assert "tools.errors.ReplayError" in found and "tools.errors.BridgeError" in found
+    assert "shadow_controller.errors.ReplayError" in found and "shadow_controller.errors.BridgeError" in found
     assert [name for name, cls in found.items() if not issubclass(cls, ShadowControllerError)] == []
 
 

@@ -14,8 +14,8 @@ import pytest
 from state_machines.events import parse_event
 from state_machines.model import ControllerConfig
 from streaming import exits
-from tools import health
-from tools.what_if import Hypothesis, WhatIfError, check_events, hypotheses, what_if
+from shadow_controller import health
+from shadow_controller.what_if import Hypothesis, WhatIfError, check_events, hypotheses, what_if
 from tests.tools.health_scenario import EVENTS, HYPOTHETICAL, REASSIGNMENT_OFFSET, T0, engine_state
 
 
@@ -159,7 +159,7 @@ def test_what_if_first_applies_what_the_job_read_but_did_not_apply() -> None:
     settles them first, and the hypothetical events then get the engine's decisions."""
     from state_machines.fold import Replies
     from state_machines.loop import DIRECT, RawEvent, Sequencer
-    from tools.what_if import _fold_partitions
+    from shadow_controller.what_if import _fold_partitions
 
     read = [{"v": 1, "type": "TopicDeletion", "topic": "orders"}, {"v": 1, "type": "BrokerStartup", "broker_id": 5,
                                                                     "broker_epoch": 205}]

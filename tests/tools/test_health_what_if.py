@@ -17,10 +17,10 @@ import pytest
 from streaming import exits
 from streaming.settings.checkpoint import save_settings
 from streaming.settings.schema import JobSettings
-from tools import controller_state, health
-from tools.branch import branch_checkpoint
-from tools.cli import main as cli_main
-from tools.inspect import committed_batches
+from shadow_controller import controller_state, health
+from shadow_controller.branch import branch_checkpoint
+from shadow_controller.cli import main as cli_main
+from shadow_controller.inspect import committed_batches
 from tests.streaming.spark_helpers import assert_same_multiset, canonical, read_output, run_file_job, run_to_end
 from tests.tools.health_scenario import EVENTS, HYPOTHETICAL, lines
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tools.inspect import add_parser, batch_sources, committed_batches, inspect
+from shadow_controller.inspect import add_parser, batch_sources, committed_batches, inspect
 from tests.streaming.spark_helpers import run_file_job
 
 pytestmark = pytest.mark.spark
@@ -193,7 +193,7 @@ def test_scale_mode_buckets(spark: Any, tmp_path: Path) -> None:
     ({"x": 1}, {"x": 2}, False, "source-0", "unknown", ""),
 ])
 def test_describe_source(start, end, first_batch, name, kind, reads) -> None:
-    from tools.inspect import describe_source
+    from shadow_controller.inspect import describe_source
 
     described = describe_source(0, start, end, first_batch)
     assert (described["name"], described["kind"], described["reads"]) == (name, kind, reads)

@@ -22,9 +22,9 @@ from state_machines.engine import Engine
 from state_machines.events import parse_line
 from state_machines.model import ControllerConfig
 from streaming import state_reader
-from tools.branch import ReplayError, _keep, branch_checkpoint, committed_batches, first_offset_after
-from tools.replay import add_parser, cmd_replay, run_replay
-from tools.replay_diff import Outcome, diff_replay
+from shadow_controller.branch import ReplayError, _keep, branch_checkpoint, committed_batches, first_offset_after
+from shadow_controller.replay import add_parser, cmd_replay, run_replay
+from shadow_controller.replay_diff import Outcome, diff_replay
 from streaming.settings.checkpoint import load_settings, save_settings
 from streaming.settings.schema import JobSettings
 from tests.streaming.spark_helpers import assert_same_multiset, canonical, read_output, run_file_job, simulate_records

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.timeline import add_parser, partition_series, timeline
-from tools.audit import load_decisions
+from shadow_controller.timeline import add_parser, partition_series, timeline
+from shadow_controller.audit import load_decisions
 from tests.streaming.spark_helpers import simulate_records
 
 ROOT = Path(__file__).resolve().parents[2]

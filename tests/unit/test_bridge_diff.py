@@ -7,9 +7,9 @@ import pytest
 
 from state_machines.engine import Engine
 from state_machines.events import parse_event
-from tools.bridge import backoff_delay
-from tools.bridge_io import topics_from_metadata
-from tools.cluster_view import ClusterView, PartitionView, TopicView, bootstrap, diff, event_key, settle
+from shadow_controller.bridge import backoff_delay
+from shadow_controller.bridge_io import topics_from_metadata
+from shadow_controller.cluster_view import ClusterView, PartitionView, TopicView, bootstrap, diff, event_key, settle
 
 
 def pv(leader: int, epoch: int | None, isr=None, replicas=(1, 2, 3)) -> PartitionView:

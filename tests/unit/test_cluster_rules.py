@@ -1,4 +1,4 @@
-"""Which controller a live cluster runs (`tools.cluster_rules`), read from a broker's
+"""Which controller a live cluster runs (`shadow_controller.cluster_rules`), read from a broker's
 ApiVersions answer, and the bridge's refusal of a shadow whose settings contradict it.
 
 The answers are Kafka's: a KRaft broker always finalizes `metadata.version`
@@ -13,9 +13,9 @@ import logging
 import pytest
 
 from state_machines.model import ControllerConfig
-from tools.bridge import BridgeSettings, detected_line, run_bridge
-from tools.bridge_io import finalized_levels
-from tools.cluster_rules import ClusterRules, check, detect
+from shadow_controller.bridge import BridgeSettings, detected_line, run_bridge
+from shadow_controller.bridge_io import finalized_levels
+from shadow_controller.cluster_rules import ClusterRules, check, detect
 
 # ApiKeys a 3.9 broker lists (abridged), ZK mode adds LeaderAndIsr (4), StopReplica (5),
 # UpdateMetadata (6), ControlledShutdown (7); KRaft's broker listener lists none of them.
@@ -131,7 +131,7 @@ def test_detect_prints_the_rules_and_the_settings_and_exits(tmp_path):
 
 
 def test_a_zk_shadow_of_a_kraft_cluster_is_refused_before_any_event(tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="tools.bridge")
+    caplog.set_level(logging.INFO, logger="shadow_controller.bridge")
     settings = BridgeSettings("live:9092", state=str(tmp_path / "s.json"), once=True, shadow=ZK,
                               shadow_source="conf/shadow-controller.toml")
     assert run_bridge(settings, reader=AnsweringReader(ClusterRules("kraft", 21))) == 2
@@ -146,10 +146,10 @@ def test_a_zk_shadow_of_a_kraft_cluster_is_refused_before_any_event(tmp_path, ca
 def test_a_metadata_version_upgrade_under_a_running_bridge_stops_it(tmp_path, caplog, monkeypatch):
     """The cluster is checked before every poll: a `kafka-features.sh upgrade` that the shadow's
     settings do not follow stops the bridge with the same line."""
-    caplog.set_level(logging.INFO, logger="tools.bridge")
+    caplog.set_level(logging.INFO, logger="shadow_controller.bridge")
     polls: list[str] = []
-    monkeypatch.setattr("tools.bridge.poll_once", lambda reader, writer, state, clock: polls.append(state) or [])
-    monkeypatch.setattr("tools.bridge.EventsWriter", lambda *args: object())
+    monkeypatch.setattr("shadow_controller.bridge.poll_once", lambda reader, writer, state, clock: polls.append(state) or [])
+    monkeypatch.setattr("shadow_controller.bridge.EventsWriter", lambda *args: object())
     settings = BridgeSettings("live:9092", state=str(tmp_path / "s.json"), shadow=KRAFT_39, shadow_source="job.toml",
                               tick_interval_s=0)
     reader = AnsweringReader(ClusterRules("kraft", 21), ClusterRules("kraft", 21), ClusterRules("kraft", 23))

@@ -21,7 +21,7 @@ from state_machines.errors import InvalidEvent
 from state_machines.events import InputLimits, _broker_id, _broker_list, _shown, parse_line
 from state_machines.record_bounds import _STRING, _check_shape
 from state_machines.model import config_boolean, config_int
-from tools.cli import read_events
+from shadow_controller.cli import read_events
 
 
 def creation(partitions: dict[str, list[int]]) -> bytes:
@@ -94,7 +94,7 @@ def test_the_quick_path_answers_as_the_id_by_id_check() -> None:
 
 def test_simulate_skips_a_line_its_decoder_fails_on_as_the_job_dead_letters_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tools.cli as cli
+    import shadow_controller.cli as cli
 
     def parse(line: bytes, offset: int, limits: object) -> object:
         if b"boom" in line:

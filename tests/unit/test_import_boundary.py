@@ -16,7 +16,7 @@ proofs:
 Both checks are first shown to catch a planted violation, so they cannot pass vacuously.
 
 At the end of the file, the same static reading proves the layering above the core: no
-module of `streaming/` or `state_machines/` imports `tools/`, and `tools/` has no import
+module of `streaming/` or `state_machines/` imports `shadow_controller/`, and `shadow_controller/` has no import
 cycles (each check also shown on a planted violation).
 """
 
@@ -265,7 +265,7 @@ def test_core_imports_and_runs_with_forbidden_modules_blocked() -> None:
 # statically over every import statement anywhere in a module, TYPE_CHECKING blocks too.
 
 SHELL = "streaming"
-TOOLS = "tools"
+TOOLS = "shadow_controller"
 
 
 def package_modules(root: Path, package: str) -> dict[str, Path]:
@@ -366,7 +366,7 @@ def test_no_import_cycles(package: str) -> None:
 
 # -- the shell does not import the tools; the tools have no import cycles ------------------
 #
-# `tools/` (the CLI and the incident tools) depends on the shell (`streaming/`) and the
+# `shadow_controller/` (the CLI and the incident tools) depends on the shell (`streaming/`) and the
 # core, never the reverse. Static, like the check above: every import statement anywhere in
 # a module (inside functions, under TYPE_CHECKING) and every literal dynamic import counts.
 
@@ -414,15 +414,15 @@ def imports_tools(source: str, module: str = "streaming.x") -> list[str]:
 @pytest.mark.parametrize(
     "source, caught",
     [
-        ("import tools", True),
-        ("import tools.cli as cli", True),
-        ("from tools import cli", True),
-        ("from tools.replay import run_replay", True),
-        ("def f():\n    from tools.inspect import inspect\n    return inspect", True),
-        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tools.audit import RuleOutcome", True),
-        ("__import__('tools.bridge')", True),
-        ("import importlib\nimportlib.import_module('tools')", True),
-        ("import importlib\nname = 'tools'\nimportlib.import_module(name)", True),
+        ("import shadow_controller", True),
+        ("import shadow_controller.cli as cli", True),
+        ("from shadow_controller import cli", True),
+        ("from shadow_controller.replay import run_replay", True),
+        ("def f():\n    from shadow_controller.inspect import inspect\n    return inspect", True),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from shadow_controller.audit import RuleOutcome", True),
+        ("__import__('shadow_controller.bridge')", True),
+        ("import importlib\nimportlib.import_module('shadow_controller')", True),
+        ("import importlib\nname = 'shadow_controller'\nimportlib.import_module(name)", True),
         ("from streaming import exits", False),
         ("from . import codec", False),
         ("from .settings.schema import JobSettings", False),
@@ -453,9 +453,9 @@ def test_shell_check_catches_a_planted_violation(tmp_path: Path) -> None:
     shell = tmp_path / "streaming"
     shell.mkdir()
     (shell / "__init__.py").write_text("")
-    (shell / "runner.py").write_text("def report(exc):\n    from tools.console import report\n    return report('run', exc)\n")
+    (shell / "runner.py").write_text("def report(exc):\n    from shadow_controller.console import report\n    return report('run', exc)\n")
     (shell / "job.py").write_text("from . import runner\nfrom streaming.runner import report\n")
-    assert tools_importers(tmp_path) == {"streaming/runner.py": ["tools.console", "tools.console.report"]}
+    assert tools_importers(tmp_path) == {"streaming/runner.py": ["shadow_controller.console", "shadow_controller.console.report"]}
 
 
 def test_the_shell_and_the_core_do_not_import_the_tools() -> None:

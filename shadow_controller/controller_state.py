@@ -5,7 +5,7 @@ What the job holds after batch N is more than the directory and the partitions: 
 sequencer may hold a cause (a topic deletion waiting for reports, a cause waiting for a
 fold) and the events behind it, and the feedback batch N wrote (deletion reports, the
 partitions' summaries) is read only by batch N + 1. All of it is read here, so a fold
-from this state (`tools/what_if.py`) continues exactly where the job would.
+from this state (`shadow_controller/what_if.py`) continues exactly where the job would.
 
 Spark's state data source readers are used once per variable, through
 `streaming/state_reader.py`; the checkpoint is only read.

@@ -192,7 +192,7 @@ def _grid() -> str:
 
 _BASE_CSS = """\
 /* shadow-controller: the Bootstrap 4 subset Great Expectations' Data Docs use, so the
-   report renders styled with no network (see tools/audit_report.py). */
+   report renders styled with no network (see shadow_controller/audit_report.py). */
 :root{--sc-fg:#212529;--sc-bg:#fff;--sc-muted:#6c757d;--sc-line:#dee2e6;--sc-soft:#f8f9fa;--sc-soft2:#e2e3e5;
   --sc-link:#007bff;--sc-ok:#28a745;--sc-bad:#dc3545;--sc-info:#17a2b8;color-scheme:light dark}
 *,*::before,*::after{box-sizing:border-box}

@@ -2,13 +2,13 @@
 
     replay --checkpoint CKPT --from-batch N --to DIR --set controller.unclean.leader.election.enable=true --diff
 
-1. branch CKPT at batch N into DIR (`tools/branch.py`: the branch ends with batch N
+1. branch CKPT at batch N into DIR (`shadow_controller/branch.py`: the branch ends with batch N
    committed; CKPT is only read);
 2. run the job on the branch to the end of the available input with the original run's
    settings (CKPT/settings.json, written by `shadow-controller run` through
    `save_settings`) plus the overrides, decisions into DIR/out unless told otherwise;
 3. with --diff, compare the branch's decisions with the original run's for the causes
-   decided after batch N (`tools/replay_diff.py`): per partition, the final leader,
+   decided after batch N (`shadow_controller/replay_diff.py`): per partition, the final leader,
    whether it ended offline (leader -1), unclean elections and the leader epoch.
 
 A migration what-if, `--set controller.mode=kraft` on a ZK-era checkpoint (or back), cannot
