@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from shadow_controller.cli import Parser  # noqa: E402
+from shadow_controller.cli import Parser
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = ROOT / "bench" / "results"
@@ -46,10 +46,16 @@ def _step(name: str, partitions: int) -> str:
 def _rows(doc: dict[str, Any]) -> list[tuple[str, str, float]]:
     """(mode, step, seconds) of a record, a `job_bench --json` or an `engine_bench --json` document."""
     if "steps" in doc:
-        return [(mode, s["step"], fig["seconds"]) for s in doc["steps"]
-                for mode, fig in s.items() if isinstance(fig, dict) and "seconds" in fig]
+        return [
+            (mode, s["step"], fig["seconds"])
+            for s in doc["steps"]
+            for mode, fig in s.items()
+            if isinstance(fig, dict) and "seconds" in fig
+        ]
     if "results" in doc:
-        return [(mode, r["step"], r["seconds"]) for mode, rows in doc["results"].items() for r in rows]
+        return [
+            (mode, r["step"], r["seconds"]) for mode, rows in doc["results"].items() for r in rows
+        ]
     return [("engine", r["phase"], r["seconds"]) for r in doc["phases"]]
 
 
@@ -63,14 +69,18 @@ def load(paths: list[Path]) -> Series:
             buckets = doc["args"].get("buckets") or 0
             rows = _rows(doc)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ChartError(f"{path}: not a benchmark record ({type(exc).__name__}: {exc})") from None
+            raise ChartError(
+                f"{path}: not a benchmark record ({type(exc).__name__}: {exc})"
+            ) from None
         for mode, step, seconds in rows:
             # runs of other cluster shapes are other lines: with more brokers a broker event
             # reaches fewer partitions, and one median of both would be neither
             label = mode if brokers is None else f"{mode}, {brokers} brokers"
             if buckets and mode != "engine":
                 label += f", {buckets} buckets"
-            series.setdefault((label, _step(step, partitions)), {}).setdefault(partitions, []).append(seconds)
+            series.setdefault((label, _step(step, partitions)), {}).setdefault(
+                partitions, []
+            ).append(seconds)
     return series
 
 
@@ -85,9 +95,13 @@ def result_files(args: list[str]) -> list[Path]:
         elif path.suffix == ".json":
             raise ChartError(f"{arg}: no such file")
         else:
-            raise ChartError(f"no results in {arg}: no such directory (bench/job_bench.py --record writes them)")
+            raise ChartError(
+                f"no results in {arg}: no such directory (bench/job_bench.py --record writes them)"
+            )
     if not files:
-        raise ChartError(f"no results in {', '.join(args)} (bench/job_bench.py --record writes them)")
+        raise ChartError(
+            f"no results in {', '.join(args)} (bench/job_bench.py --record writes them)"
+        )
     return files
 
 
@@ -101,7 +115,9 @@ def draw(series: Series, out: Path) -> int:
     steps = sorted({step for _, step in series if "register" not in step and "(empty)" not in step})
     if not steps:
         raise ChartError("the results hold no scenario step to draw")
-    labels = sorted({label for label, _ in series}, key=lambda lb: (not lb.startswith("engine"), lb))
+    labels = sorted(
+        {label for label, _ in series}, key=lambda lb: (not lb.startswith("engine"), lb)
+    )
     colours = {label: f"C{i}" for i, label in enumerate(labels)}
     cols = min(3, len(steps))
     rows = -(-len(steps) // cols)
@@ -109,11 +125,20 @@ def draw(series: Series, out: Path) -> int:
     drawn = 0
     for ax, step in zip(axes.flat, steps):
         for label in labels:
-            points = sorted((p, statistics.median(ts)) for p, ts in series.get((label, step), {}).items()
-                            if statistics.median(ts) > 0)
+            points = sorted(
+                (p, statistics.median(ts))
+                for p, ts in series.get((label, step), {}).items()
+                if statistics.median(ts) > 0
+            )
             if points:
-                ax.plot([p for p, _ in points], [t for _, t in points], marker="o", color=colours[label],
-                        linestyle="--" if label.startswith("engine") else "-", label=label)
+                ax.plot(
+                    [p for p, _ in points],
+                    [t for _, t in points],
+                    marker="o",
+                    color=colours[label],
+                    linestyle="--" if label.startswith("engine") else "-",
+                    label=label,
+                )
                 drawn += len(points)
         xs = [p for (_, s), by_size in series.items() if s == step for p in by_size]
         ax.set_xscale("log")
@@ -123,9 +148,11 @@ def draw(series: Series, out: Path) -> int:
         ax.set_xlabel("partitions")
         ax.set_ylabel("seconds")
         ax.grid(True, which="both", alpha=0.3)
-    for ax in list(axes.flat)[len(steps):]:
+    for ax in list(axes.flat)[len(steps) :]:
         ax.set_visible(False)
-    fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="lower center", ncol=len(labels), fontsize=8)
+    fig.legend(
+        *axes.flat[0].get_legend_handles_labels(), loc="lower center", ncol=len(labels), fontsize=8
+    )
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -138,8 +165,12 @@ def draw(series: Series, out: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = Parser(prog="chart.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("results", nargs="*", help="record files or directories of them (default bench/results)")
+    ap = Parser(
+        prog="chart.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "results", nargs="*", help="record files or directories of them (default bench/results)"
+    )
     ap.add_argument("--out", default=str(RESULTS_DIR / "steps.png"))
     args = ap.parse_args(argv)
     try:

@@ -24,7 +24,9 @@ from pathlib import Path
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--root", default=str(Path(__file__).resolve().parents[1]), help="the tree to time")
+    ap.add_argument(
+        "--root", default=str(Path(__file__).resolve().parents[1]), help="the tree to time"
+    )
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--brokers", type=int, default=10)
     ap.add_argument("--no-gc", action="store_true", help="no cyclic collection inside a step")
@@ -49,10 +51,14 @@ def main() -> int:
         decisions = sum(len(engine.process(env)) for env in envs)
         seconds = time.perf_counter() - start
         gc.enable()
-        rows.append({"step": name, "events": len(events), "decisions": decisions, "seconds": seconds})
+        rows.append(
+            {"step": name, "events": len(events), "decisions": decisions, "seconds": seconds}
+        )
         print(f"{name:48s} {decisions:9d} decisions {seconds:8.2f} s", flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps({"root": args.root, "no_gc": args.no_gc, "results": {"engine": rows}}))
+        Path(args.json).write_text(
+            json.dumps({"root": args.root, "no_gc": args.no_gc, "results": {"engine": rows}})
+        )
     return 0
 
 

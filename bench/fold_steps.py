@@ -28,12 +28,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from shadow_controller.cli import Parser  # noqa: E402
+from shadow_controller.cli import Parser
 
 
 def main() -> int:
     ap = Parser(prog="fold_steps.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--root", default=str(Path(__file__).resolve().parents[1]), help="the tree to replay")
+    ap.add_argument(
+        "--root", default=str(Path(__file__).resolve().parents[1]), help="the tree to replay"
+    )
     ap.add_argument("--partitions", type=int, default=30_000)
     ap.add_argument("--brokers", type=int, default=30)
     ap.add_argument("--repeat", type=int, default=5, help="passes per step; the fastest is printed")
@@ -86,11 +88,21 @@ def main() -> int:
             best = min(best, time.perf_counter() - start)
             gc.enable()
         digest = hashlib.sha1()
-        for part in (replies.decisions, replies.metadata, replies.still, replies.summaries, replies.reports,
-                     replies.dead_letters, replies.outcomes):
+        for part in (
+            replies.decisions,
+            replies.metadata,
+            replies.still,
+            replies.summaries,
+            replies.reports,
+            replies.dead_letters,
+            replies.outcomes,
+        ):
             digest.update(repr(part).encode())
-        print(f"{name:44s} {len(calls):8d} folds {len(replies.decisions):9d} decisions "
-              f"{best * 1e6 / len(calls):8.2f} us a fold  replies {digest.hexdigest()[:12]}", flush=True)
+        print(
+            f"{name:44s} {len(calls):8d} folds {len(replies.decisions):9d} decisions "
+            f"{best * 1e6 / len(calls):8.2f} us a fold  replies {digest.hexdigest()[:12]}",
+            flush=True,
+        )
     return 0
 
 

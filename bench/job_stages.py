@@ -30,26 +30,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.engine_bench import cluster_log  # noqa: E402
-from shadow_controller.cli import Parser  # noqa: E402
-from state_machines.loop import RawEvent, Sequencer  # noqa: E402
-from state_machines.model import ControllerConfig  # noqa: E402
-from streaming.assemble import assemble_batch  # noqa: E402
-from streaming.batches import MemoryState  # noqa: E402
-from streaming.collector import collect_less, paused  # noqa: E402
-from streaming.packing import pack_groups, pack_outputs, unpack_outputs, unpack_work  # noqa: E402
-from streaming.pipeline import read_feedback  # noqa: E402
-from streaming.storage import fold_group, partition_storage  # noqa: E402
+from bench.engine_bench import cluster_log
+from shadow_controller.cli import Parser
+from state_machines.loop import RawEvent, Sequencer
+from state_machines.model import ControllerConfig
+from streaming.assemble import assemble_batch
+from streaming.batches import MemoryState
+from streaming.collector import collect_less, paused
+from streaming.packing import pack_groups, pack_outputs, unpack_outputs, unpack_work
+from streaming.pipeline import read_feedback
+from streaming.storage import fold_group, partition_storage
 
 PIECES = ("sequencer", "pack work", "unpack work", "partition stage", "pack outputs", "assemble")
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = Parser(prog="job_stages.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--step", required=True, help='part of the step\'s name, e.g. "controlled shutdown"')
+    ap.add_argument(
+        "--step", required=True, help='part of the step\'s name, e.g. "controlled shutdown"'
+    )
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--brokers", type=int, default=10)
-    ap.add_argument("--buckets", type=int, default=64, help="scale mode's buckets (0: one group per partition)")
+    ap.add_argument(
+        "--buckets", type=int, default=64, help="scale mode's buckets (0: one group per partition)"
+    )
     ap.add_argument("--profile", action="store_true", help="cProfile the step's batches")
     ap.add_argument("--top", type=int, default=12)
     args = ap.parse_args(argv)
@@ -69,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     phases = cluster_log(args.brokers, args.partitions, 3, 100, full=True)
     names = [n for n in phases if args.step in n and not n.endswith("(empty)")]
     if not names:
-        print(f"job_stages.py: no step matches {args.step!r}; steps: {', '.join(phases)}", file=sys.stderr)
+        print(
+            f"job_stages.py: no step matches {args.step!r}; steps: {', '.join(phases)}",
+            file=sys.stderr,
+        )
         return 2
     config = ControllerConfig()
     storage = partition_storage(args.buckets, shuffle_partitions=2)
@@ -104,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
                 work = unpack_work(texts)
                 clock = _lap(seconds, "unpack work", clock)
                 with paused():
-                    outputs = fold_group(storage, group, states.setdefault(group, MemoryState()), work, config)
+                    outputs = fold_group(
+                        storage, group, states.setdefault(group, MemoryState()), work, config
+                    )
                 clock = _lap(seconds, "partition stage", clock)
                 packed.extend(pack_outputs(outputs))
                 clock = _lap(seconds, "pack outputs", clock)
@@ -120,9 +129,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         profile.disable()
         total = sum(seconds.values())
-        print(f"{name}: {len(events)} events, {batches} micro-batches, {decisions} decisions, "
-              f"{total:.2f} s of the job's Python work ({args.partitions} partitions, {args.brokers} brokers, "
-              f"{args.buckets or 'per-partition'} buckets)")
+        print(
+            f"{name}: {len(events)} events, {batches} micro-batches, {decisions} decisions, "
+            f"{total:.2f} s of the job's Python work ({args.partitions} partitions, {args.brokers} brokers, "
+            f"{args.buckets or 'per-partition'} buckets)"
+        )
         for piece in PIECES:
             print(f"  {piece:16s} {seconds[piece]:7.2f} s")
         if args.profile:

@@ -23,14 +23,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.engine_bench import cluster_log  # noqa: E402
-from state_machines.engine import Engine  # noqa: E402
-from state_machines.events import parse_event  # noqa: E402
+from bench.engine_bench import cluster_log
+from state_machines.engine import Engine
+from state_machines.events import parse_event
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--step", required=True, help='part of the step\'s name, e.g. "controlled shutdown"')
+    ap.add_argument(
+        "--step", required=True, help='part of the step\'s name, e.g. "controlled shutdown"'
+    )
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--brokers", type=int, default=10)
     ap.add_argument("--top", type=int, default=12)
@@ -39,7 +41,10 @@ def main() -> int:
     phases = cluster_log(args.brokers, args.partitions, 3, 100, full=True)
     names = [n for n in phases if args.step in n and not n.endswith("(empty)")]
     if not names:
-        print(f"profile_engine: no step matches {args.step!r}; steps: {', '.join(phases)}", file=sys.stderr)
+        print(
+            f"profile_engine: no step matches {args.step!r}; steps: {', '.join(phases)}",
+            file=sys.stderr,
+        )
         return 2
     engine, offset = Engine(), 0
     for name, events in phases.items():
@@ -62,9 +67,15 @@ def main() -> int:
         gc.enable()
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats(args.sort).print_stats(args.top)
-        print(f"{name}: {decisions} decisions, {seconds:.2f} s under the profiler "
-              f"({1e6 * seconds / max(decisions, 1):.1f} us a decision)")
-        print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-(args.top + 2) * 200:])
+        print(
+            f"{name}: {decisions} decisions, {seconds:.2f} s under the profiler "
+            f"({1e6 * seconds / max(decisions, 1):.1f} us a decision)"
+        )
+        print(
+            "\n".join(line for line in out.getvalue().splitlines() if line.strip())[
+                -(args.top + 2) * 200 :
+            ]
+        )
         return 0
     return 0
 

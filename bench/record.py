@@ -50,8 +50,10 @@ def commit() -> dict[str, Any]:
     """HEAD and whether tracked files differ from it (untracked files do not count)."""
     head = _run(["git", "rev-parse", "HEAD"])
     status = _run(["git", "status", "--porcelain", "--untracked-files=no"])
-    return {"sha": head.stdout.strip() if head and head.returncode == 0 else None,
-            "dirty": bool(status.stdout.strip()) if status and status.returncode == 0 else None}
+    return {
+        "sha": head.stdout.strip() if head and head.returncode == 0 else None,
+        "dirty": bool(status.stdout.strip()) if status and status.returncode == 0 else None,
+    }
 
 
 def _java_version() -> str | None:
@@ -124,7 +126,11 @@ def steps(results: dict[str, list[dict]]) -> list[dict[str, Any]]:
     modes = list(results)
     out = []
     for i, first in enumerate(results[modes[0]]):
-        row: dict[str, Any] = {"step": first["step"], "events": first["events"], "decisions": first["decisions"]}
+        row: dict[str, Any] = {
+            "step": first["step"],
+            "events": first["events"],
+            "decisions": first["decisions"],
+        }
         engine = results["engine"][i]["seconds"] if "engine" in results else None
         for mode in modes:
             r = results[mode][i]
@@ -142,9 +148,16 @@ def steps(results: dict[str, list[dict]]) -> list[dict[str, Any]]:
     return out
 
 
-def record(args: dict[str, Any], results: dict[str, list[dict]], driver_peak_mib: float,
-           spark_peak_mib: dict[str, Any], started: float, head: dict[str, Any],
-           work: dict[str, float], directory: Path = RESULTS_DIR) -> Path:
+def record(
+    args: dict[str, Any],
+    results: dict[str, list[dict]],
+    driver_peak_mib: float,
+    spark_peak_mib: dict[str, Any],
+    started: float,
+    head: dict[str, Any],
+    work: dict[str, float],
+    directory: Path = RESULTS_DIR,
+) -> Path:
     """Write the run's record; return its path (named by time, size and commit, so records
     sort by time and never overwrite each other). `head` is `commit()` as the run started:
     the tree may change while a long run goes on. `work` is `python_work()` at the run's
@@ -155,8 +168,10 @@ def record(args: dict[str, Any], results: dict[str, list[dict]], driver_peak_mib
         "commit": head,
         "machine": {**machine(), "python_work_s": work},
         "args": {k: v for k, v in args.items() if k not in ("record", "results_dir", "json")},
-        "peak_memory_mib": {"driver": round(driver_peak_mib),
-                            **{m: v for m, v in spark_peak_mib.items() if v is not None}},
+        "peak_memory_mib": {
+            "driver": round(driver_peak_mib),
+            **{m: v for m, v in spark_peak_mib.items() if v is not None},
+        },
         "steps": steps(results),
     }
     directory.mkdir(parents=True, exist_ok=True)

@@ -70,7 +70,9 @@ def decision_files(path: str) -> list[str]:
     return [path]
 
 
-def load_decisions(path: str, progress: TextIO | None | bool = True, progress_delay: float = 0.5) -> pd.DataFrame:
+def load_decisions(
+    path: str, progress: TextIO | None | bool = True, progress_delay: float = 0.5
+) -> pd.DataFrame:
     """A decisions file, a directory of `decisions-*.jsonl` files (file output), or a dump
     of the decisions topic (one JSON record a line), as one row per record. A line that is
     not a decision record raises `UsageError` naming its file and 1-based line number.
@@ -91,7 +93,9 @@ def _bar(stream: TextIO | None, total: int, desc: str, delay: float, **kwargs: A
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, file=stream, delay=delay, leave=False, dynamic_ncols=True, **kwargs)
+    return tqdm(
+        total=total, desc=desc, file=stream, delay=delay, leave=False, dynamic_ncols=True, **kwargs
+    )
 
 
 def _records(files: list[str], stream: TextIO | None, delay: float) -> Iterator[dict[str, Any]]:
@@ -119,8 +123,11 @@ def _decision(raw: bytes, file: str, number: int) -> dict[str, Any]:
     try:
         record = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        reason = f"not JSON ({exc.msg} at column {exc.colno})" if isinstance(exc, json.JSONDecodeError) \
+        reason = (
+            f"not JSON ({exc.msg} at column {exc.colno})"
+            if isinstance(exc, json.JSONDecodeError)
             else f"not UTF-8 JSON ({exc})"
+        )
         raise UsageError(f"{file}:{number}: {reason}") from None
     problem = _problem(record)
     if problem:
@@ -159,10 +166,16 @@ def _problem(record: Any) -> str | None:
     return None
 
 
-def invariant_frame(decisions: pd.DataFrame, progress: TextIO | None = None, progress_delay: float = 0.5) -> pd.DataFrame:
+def invariant_frame(
+    decisions: pd.DataFrame, progress: TextIO | None = None, progress_delay: float = 0.5
+) -> pd.DataFrame:
     """One row per LeaderAndIsr record with one boolean column per rule; with a `progress`
     stream, a bar over the partitions (the per-cause rules are the slow part)."""
-    lair = decisions[decisions["type"] == "LeaderAndIsr"].copy() if "type" in decisions else pd.DataFrame()
+    lair = (
+        decisions[decisions["type"] == "LeaderAndIsr"].copy()
+        if "type" in decisions
+        else pd.DataFrame()
+    )
     if lair.empty:
         return pd.DataFrame({rule: pd.Series(dtype=bool) for rule in RULES})
     lair = lair.sort_values(["topic", "partition", "cause_offset", "seq"]).reset_index(drop=True)
@@ -171,7 +184,9 @@ def invariant_frame(decisions: pd.DataFrame, progress: TextIO | None = None, pro
         leader == -1 or leader in isr or election == "unclean"
         for leader, isr, election in zip(lair["leader"], lair["isr_set"], lair["election"])
     ]
-    lair["generation"] = (lair["election"] == "initial").groupby([lair["topic"], lair["partition"]]).cumsum()
+    lair["generation"] = (
+        (lair["election"] == "initial").groupby([lair["topic"], lair["partition"]]).cumsum()
+    )
     keys = ["topic", "partition", "generation"]
     ok_isr, ok_le, ok_pe = [], [], []
     groups = lair.groupby(keys, sort=False)
@@ -183,27 +198,45 @@ def invariant_frame(decisions: pd.DataFrame, progress: TextIO | None = None, pro
         prev_le = prev_pe = -1
         for _, cause in part.groupby("cause_offset", sort=True):
             newest = cause.loc[cause["partition_epoch"].idxmax()]
-            state = (newest["leader"], newest["leader_epoch"], newest["isr_set"], newest["leader_recovery_state"])
-            isr_ok = newest["isr_set"] <= set(newest["replicas"]) or (len(newest["isr_set"]) == 1 and newest["leader"] == -1)
+            state = (
+                newest["leader"],
+                newest["leader_epoch"],
+                newest["isr_set"],
+                newest["leader_recovery_state"],
+            )
+            isr_ok = newest["isr_set"] <= set(newest["replicas"]) or (
+                len(newest["isr_set"]) == 1 and newest["leader"] == -1
+            )
             le_ok = cause["leader_epoch"].max() >= prev_le
             pe_ok = prev_state is None or state == prev_state or newest["partition_epoch"] > prev_pe
             for _ in range(len(cause)):
                 ok_isr.append(bool(isr_ok))
                 ok_le.append(bool(le_ok))
                 ok_pe.append(bool(pe_ok))
-            prev_state, prev_le, prev_pe = state, cause["leader_epoch"].max(), newest["partition_epoch"]
+            prev_state, prev_le, prev_pe = (
+                state,
+                cause["leader_epoch"].max(),
+                newest["partition_epoch"],
+            )
     if bar is not None:
         bar.close()
     # the per-group loops visit rows in (keys, cause_offset) order; align them to that order
     ordered = lair.sort_values(keys + ["cause_offset", "seq"], kind="stable")
-    for rule in ("isr_within_replicas", "leader_epoch_never_decreases", "partition_epoch_increases_on_change"):
+    for rule in (
+        "isr_within_replicas",
+        "leader_epoch_never_decreases",
+        "partition_epoch_increases_on_change",
+    ):
         lair[rule] = True
     lair.loc[ordered.index, "isr_within_replicas"] = ok_isr
     lair.loc[ordered.index, "leader_epoch_never_decreases"] = ok_le
     lair.loc[ordered.index, "partition_epoch_increases_on_change"] = ok_pe
     leaders = lair[lair["leader"] >= 0].groupby(keys + ["leader_epoch"])["leader"].nunique()
     lair["one_leader_per_epoch"] = [
-        leaders.get((t, p, g, le), 1) <= 1 for t, p, g, le in zip(lair["topic"], lair["partition"], lair["generation"], lair["leader_epoch"])
+        leaders.get((t, p, g, le), 1) <= 1
+        for t, p, g, le in zip(
+            lair["topic"], lair["partition"], lair["generation"], lair["leader_epoch"]
+        )
     ]
     for rule in RULES:
         lair[rule] = lair[rule].astype(bool)
@@ -216,9 +249,16 @@ def evidence_frame(lair: pd.DataFrame) -> pd.DataFrame:
     if lair.empty:
         return pd.DataFrame({rule: pd.Series(dtype=object) for rule in RULES})
     # int64 first: partition is a float column when other record types leave it empty
-    where = lair["topic"].astype(str) + "-" + lair["partition"].astype("int64").astype(str) + " at cause_offset " \
+    where = (
+        lair["topic"].astype(str)
+        + "-"
+        + lair["partition"].astype("int64").astype(str)
+        + " at cause_offset "
         + lair["cause_offset"].astype("int64").astype(str)
-    return pd.DataFrame({rule: np.where(lair[rule].to_numpy(dtype=bool), HELD, where) for rule in RULES})
+    )
+    return pd.DataFrame(
+        {rule: np.where(lair[rule].to_numpy(dtype=bool), HELD, where) for rule in RULES}
+    )
 
 
 def rule_outcomes(lair: pd.DataFrame) -> tuple[RuleOutcome, ...]:
@@ -226,7 +266,9 @@ def rule_outcomes(lair: pd.DataFrame) -> tuple[RuleOutcome, ...]:
     for rule, description in RULES.items():
         broken = lair[~lair[rule]]
         parts = []
-        for (topic, partition), rows in (broken.groupby(["topic", "partition"], sort=False) if len(broken) else ()):
+        for (topic, partition), rows in (
+            broken.groupby(["topic", "partition"], sort=False) if len(broken) else ()
+        ):
             offsets = tuple(sorted({int(x) for x in rows["cause_offset"]}))
             parts.append(BrokenPartition(str(topic), int(partition), offsets, len(rows)))
         parts.sort(key=lambda b: (b.cause_offsets[0], b.topic, b.partition))
@@ -234,7 +276,9 @@ def rule_outcomes(lair: pd.DataFrame) -> tuple[RuleOutcome, ...]:
     return tuple(outcomes)
 
 
-def run_audit(decisions_path: str, report_dir: str, progress: TextIO | None | bool = True) -> AuditResult:
+def run_audit(
+    decisions_path: str, report_dir: str, progress: TextIO | None | bool = True
+) -> AuditResult:
     decisions = load_decisions(decisions_path, progress)
     if decisions.empty:
         raise UsageError(f"no decision records in {decisions_path}")
@@ -250,27 +294,48 @@ def run_audit(decisions_path: str, report_dir: str, progress: TextIO | None | bo
     # GE draws its own bars on stderr even when it is not a terminal
     context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     source = context.data_sources.add_or_update_pandas("decisions")
-    asset = source.add_dataframe_asset("leader_and_isr") if "leader_and_isr" not in [a.name for a in source.assets] \
+    asset = (
+        source.add_dataframe_asset("leader_and_isr")
+        if "leader_and_isr" not in [a.name for a in source.assets]
         else source.get_asset("leader_and_isr")
-    batch_definition = asset.add_batch_definition_whole_dataframe(f"run-{len(asset.batch_definitions)}")
+    )
+    batch_definition = asset.add_batch_definition_whole_dataframe(
+        f"run-{len(asset.batch_definitions)}"
+    )
     suite = gx.ExpectationSuite(name="controller-invariants")
     for rule, description in RULES.items():
-        suite.add_expectation(gx.expectations.ExpectColumnValuesToBeInSet(
-            column=rule, value_set=[HELD], description=description,
-            meta={"rule": rule, "description": description}))
+        suite.add_expectation(
+            gx.expectations.ExpectColumnValuesToBeInSet(
+                column=rule,
+                value_set=[HELD],
+                description=description,
+                meta={"rule": rule, "description": description},
+            )
+        )
     suite = context.suites.add_or_update(suite)
     validation = context.validation_definitions.add_or_update(
-        gx.ValidationDefinition(name="controller-invariants", data=batch_definition, suite=suite))
-    checkpoint = context.checkpoints.add_or_update(gx.Checkpoint(
-        name="audit", validation_definitions=[validation],
-        actions=[gx.checkpoint.UpdateDataDocsAction(name="data-docs")],
-        result_format={"result_format": "SUMMARY", "partial_unexpected_count": 20}))
+        gx.ValidationDefinition(name="controller-invariants", data=batch_definition, suite=suite)
+    )
+    checkpoint = context.checkpoints.add_or_update(
+        gx.Checkpoint(
+            name="audit",
+            validation_definitions=[validation],
+            actions=[gx.checkpoint.UpdateDataDocsAction(name="data-docs")],
+            result_format={"result_format": "SUMMARY", "partial_unexpected_count": 20},
+        )
+    )
     run = checkpoint.run(batch_parameters={"dataframe": evidence_frame(lair)})
-    failed_in_ge = {r.expectation_config.kwargs["column"] for v in run.run_results.values() for r in v.results
-                    if not r.success and r.expectation_config is not None}
+    failed_in_ge = {
+        r.expectation_config.kwargs["column"]
+        for v in run.run_results.values()
+        for r in v.results
+        if not r.success and r.expectation_config is not None
+    }
     if failed_in_ge != {o.rule for o in outcomes if not o.success}:  # the same frame, so never
-        raise AssertionError(f"Great Expectations failed {sorted(failed_in_ge)}, the frame broke "
-                             f"{[o.rule for o in outcomes if not o.success]}")
+        raise AssertionError(
+            f"Great Expectations failed {sorted(failed_in_ge)}, the frame broke "
+            f"{[o.rule for o in outcomes if not o.success]}"
+        )
     docs = context.get_docs_sites_urls()
     index: str | None = docs[0]["site_url"] if docs else None
     run_page = None
@@ -282,9 +347,18 @@ def run_audit(decisions_path: str, report_dir: str, progress: TextIO | None | bo
             if url:
                 run_page = Path(os.path.relpath(_path_of(url), site)).as_posix()
         make_offline(site)
-        add_summary(site / "index.html", outcomes, decisions=decisions_path, decision_records=len(decisions),
-                    records=len(lair), success=bool(run.success), run_page=run_page)
-    return AuditResult(decisions_path, len(decisions), len(lair), outcomes, bool(run.success), index, run_page)
+        add_summary(
+            site / "index.html",
+            outcomes,
+            decisions=decisions_path,
+            decision_records=len(decisions),
+            records=len(lair),
+            success=bool(run.success),
+            run_page=run_page,
+        )
+    return AuditResult(
+        decisions_path, len(decisions), len(lair), outcomes, bool(run.success), index, run_page
+    )
 
 
 def _path_of(url: str) -> str:
@@ -296,7 +370,9 @@ def where_broken(outcome: RuleOutcome, partitions: int = 3, offsets: int = 3) ->
     parts = []
     for b in outcome.broken[:partitions]:
         shown = ", ".join(str(x) for x in b.cause_offsets[:offsets])
-        more = f" and {len(b.cause_offsets) - offsets} more" if len(b.cause_offsets) > offsets else ""
+        more = (
+            f" and {len(b.cause_offsets) - offsets} more" if len(b.cause_offsets) > offsets else ""
+        )
         parts.append(f"{b.name} at cause_offset {shown}{more}")
     if len(outcome.broken) > partitions:
         parts.append(f"and {len(outcome.broken) - partitions} more partitions")
@@ -309,14 +385,24 @@ def result_json(result: AuditResult) -> dict[str, Any]:
         "decision_records": result.decision_records,
         "leader_and_isr_records": result.records,
         "success": result.success,
-        "rules": [{
-            "rule": o.rule,
-            "description": o.description,
-            "success": o.success,
-            "broken_records": o.broken_records,
-            "partitions": [{"topic": b.topic, "partition": b.partition, "records": b.records,
-                            "cause_offsets": list(b.cause_offsets)} for b in o.broken],
-        } for o in result.rules],
+        "rules": [
+            {
+                "rule": o.rule,
+                "description": o.description,
+                "success": o.success,
+                "broken_records": o.broken_records,
+                "partitions": [
+                    {
+                        "topic": b.topic,
+                        "partition": b.partition,
+                        "records": b.records,
+                        "cause_offsets": list(b.cause_offsets),
+                    }
+                    for b in o.broken
+                ],
+            }
+            for o in result.rules
+        ],
         "report": _path_of(result.docs_index) if result.docs_index else None,
     }
 
@@ -332,8 +418,10 @@ def main(decisions: str, report_dir: str, *, json_output: bool = False) -> int:
     if json_output:
         print(json.dumps(result_json(result), indent=2))
         return OK if result.success else CHECK_FAILED
-    print(f"audited {result.records} LeaderAndIsr records of {result.decision_records} decision records "
-          f"against {len(RULES)} rules")
+    print(
+        f"audited {result.records} LeaderAndIsr records of {result.decision_records} decision records "
+        f"against {len(RULES)} rules"
+    )
     for o in result.rules:
         if o.success:
             print(f"  {o.rule:40} {'ok':20} {o.description}")

@@ -40,7 +40,9 @@ SUMMARY_ID = "shadow-controller-audit"
 _REMOTE = r"""["']?https?://"""
 _REMOTE_LINK = re.compile(r"<link\b[^>]*\bhref\s*=\s*" + _REMOTE + r"[^>]*>", re.I)
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script\s*>", re.I | re.S)
-_REMOTE_IMG = re.compile(r"""<img\b[^>]*?\bsrc\s*=\s*["'](https?://[^"']*)["'][^>]*>""", re.I | re.S)
+_REMOTE_IMG = re.compile(
+    r"""<img\b[^>]*?\bsrc\s*=\s*["'](https?://[^"']*)["'][^>]*>""", re.I | re.S
+)
 _REMOTE_CSS_URL = re.compile(r"""url\(\s*["']?https?://[^)]*\)""", re.I)
 _OWN_LINK = re.compile(r"<link\b[^>]*" + re.escape(STYLESHEET) + r"[^>]*>", re.I)
 _SUMMARY = re.compile(rf'<section id="{SUMMARY_ID}".*?</section>\n?', re.S)
@@ -91,14 +93,27 @@ def offline_page(text: str, root: str, images: Path) -> str:
     return text
 
 
-def add_summary(index: str | Path, outcomes: Sequence[RuleOutcome], *, decisions: str, decision_records: int,
-                records: int, success: bool, run_page: str | None, limit: int = 20) -> None:
+def add_summary(
+    index: str | Path,
+    outcomes: Sequence[RuleOutcome],
+    *,
+    decisions: str,
+    decision_records: int,
+    records: int,
+    success: bool,
+    run_page: str | None,
+    limit: int = 20,
+) -> None:
     """Put this run's audit at the top of the site's `index.html` (replacing an earlier
     one). A broken rule lists up to `limit` partitions, each with its cause offsets."""
     index = Path(index)
     site = index.parent
     e = html.escape
-    verdict = "all rules held" if success else f"{sum(not o.success for o in outcomes)} of {len(outcomes)} rules broke"
+    verdict = (
+        "all rules held"
+        if success
+        else f"{sum(not o.success for o in outcomes)} of {len(outcomes)} rules broke"
+    )
     rows = []
     for o in outcomes:
         if o.success:
@@ -107,16 +122,25 @@ def add_summary(index: str | Path, outcomes: Sequence[RuleOutcome], *, decisions
             status = f'<span class="sc-failed">&#10008; FAILED</span><br><small>{o.broken_records} {_records(o.broken_records)}</small>'
             items = "".join(
                 f"<li><code>{e(name)}</code> at cause_offset {', '.join(str(x) for x in offsets)}</li>"
-                for name, offsets in o.partitions[:limit])
-            more = f"<li>and {len(o.partitions) - limit} more partitions</li>" if len(o.partitions) > limit else ""
+                for name, offsets in o.partitions[:limit]
+            )
+            more = (
+                f"<li>and {len(o.partitions) - limit} more partitions</li>"
+                if len(o.partitions) > limit
+                else ""
+            )
             detail = f'{e(o.description)}<ul class="sc-partitions">{items}{more}</ul>'
-        rows.append(f'<tr class="{"sc-row-ok" if o.success else "sc-row-failed"}" data-rule="{e(o.rule)}">'
-                    f"<td><code>{e(o.rule)}</code></td><td>{status}</td><td>{detail}</td></tr>")
+        rows.append(
+            f'<tr class="{"sc-row-ok" if o.success else "sc-row-failed"}" data-rule="{e(o.rule)}">'
+            f"<td><code>{e(o.rule)}</code></td><td>{status}</td><td>{detail}</td></tr>"
+        )
     links = []
     if run_page:
         links.append(f'<a href="{e(run_page)}">this run\'s validation result</a>')
     suites = sorted(site.glob("expectations/*.html"))
-    links += [f'<a href="{e(p.relative_to(site).as_posix())}">the expectation suite</a>' for p in suites]
+    links += [
+        f'<a href="{e(p.relative_to(site).as_posix())}">the expectation suite</a>' for p in suites
+    ]
     earlier = [p.relative_to(site).as_posix() for p in _validation_pages(site)]
     earlier = [p for p in earlier if p != run_page][:limit]
     earlier_html = "".join(f'<li><a href="{e(p)}">{e(_run_label(p))}</a></li>' for p in earlier)
@@ -127,8 +151,13 @@ def add_summary(index: str | Path, outcomes: Sequence[RuleOutcome], *, decisions
         f"decision records in <code>{e(decisions)}</code>. See {', '.join(links) or 'the pages below'}.</p>\n"
         f'<table class="table table-sm table-bordered"><thead><tr><th>rule</th><th>status</th>'
         f"<th>what it checks; where it broke</th></tr></thead><tbody>{''.join(rows)}</tbody></table>\n"
-        + (f'<p class="mb-1">Earlier runs in this report:</p><ul>{earlier_html}</ul>' if earlier_html else "")
-        + "</div>\n</section>\n")
+        + (
+            f'<p class="mb-1">Earlier runs in this report:</p><ul>{earlier_html}</ul>'
+            if earlier_html
+            else ""
+        )
+        + "</div>\n</section>\n"
+    )
     text = _SUMMARY.sub("", index.read_text(encoding="utf-8"))
     at = text.find('<div id="section-1"')
     if at < 0:
@@ -158,8 +187,15 @@ def _spacing() -> str:
     """Bootstrap 4's margin and padding utilities (`mt-3`, `px-0`, `pl-md-4`), generated:
     a hand-written list would miss the next class a GE template starts using."""
     sizes = ("0", ".25rem", ".5rem", "1rem", "1.5rem", "3rem")
-    sides = {"": ("",), "t": ("-top",), "b": ("-bottom",), "l": ("-left",), "r": ("-right",),
-             "x": ("-left", "-right"), "y": ("-top", "-bottom")}
+    sides = {
+        "": ("",),
+        "t": ("-top",),
+        "b": ("-bottom",),
+        "l": ("-left",),
+        "r": ("-right",),
+        "x": ("-left", "-right"),
+        "y": ("-top", "-bottom"),
+    }
     out = []
     for bp, width in (("", 0), ("-sm", 576), ("-md", 768), ("-lg", 992)):
         rules = []
@@ -169,7 +205,14 @@ def _spacing() -> str:
                     decl = ";".join(f"{prop}{s}:{size}!important" for s in suffixes)
                     rules.append(f".{p}{side}{bp}-{n}{{{decl}}}")
             if prop == "margin":
-                rules += [".mr-auto{margin-right:auto!important}", ".ml-auto{margin-left:auto!important}"] if not bp else []
+                rules += (
+                    [
+                        ".mr-auto{margin-right:auto!important}",
+                        ".ml-auto{margin-left:auto!important}",
+                    ]
+                    if not bp
+                    else []
+                )
         block = "\n".join(rules)
         out.append(block if not width else f"@media (min-width:{width}px){{\n{block}\n}}")
     return "\n".join(out)
@@ -179,11 +222,17 @@ def _grid() -> str:
     """The 12-column grid at Bootstrap 4's breakpoints."""
     breakpoints = (("", 0), ("-xs", 0), ("-sm", 576), ("-md", 768), ("-lg", 992))
     every = ",".join(f".col{bp}-{n}" for bp, _ in breakpoints for n in range(1, 13))
-    out = [".row{display:flex;flex-wrap:wrap;margin-right:-15px;margin-left:-15px}",
-           every + "{position:relative;width:100%;padding-right:15px;padding-left:15px}"]
+    out = [
+        ".row{display:flex;flex-wrap:wrap;margin-right:-15px;margin-left:-15px}",
+        every + "{position:relative;width:100%;padding-right:15px;padding-left:15px}",
+    ]
     for bp, width in breakpoints:
-        cols = "\n".join(f".col{bp}-{n}{{flex:0 0 {n / 12:.6%};max-width:{n / 12:.6%}}}" for n in range(1, 13))
-        display = "\n".join(f".d{bp}-{d}{{display:{d}!important}}" for d in ("none", "block", "inline-flex", "flex"))
+        cols = "\n".join(
+            f".col{bp}-{n}{{flex:0 0 {n / 12:.6%};max-width:{n / 12:.6%}}}" for n in range(1, 13)
+        )
+        display = "\n".join(
+            f".d{bp}-{d}{{display:{d}!important}}" for d in ("none", "block", "inline-flex", "flex")
+        )
         flex = f".flex{bp}-row{{flex-direction:row!important}}\n.flex{bp}-column{{flex-direction:column!important}}"
         block = f"{cols}\n{display}\n{flex}"
         out.append(block if not width else f"@media (min-width:{width}px){{\n{block}\n}}")

@@ -83,7 +83,9 @@ def check_branch(checkpoint: str, batch_id: int, to: str) -> list[int]:
         last = f"last committed batch is {committed[-1]}" if committed else "no batch is committed"
         raise ReplayError(f"batch {batch_id} is not committed in {checkpoint} ({last})")
     if dst == src or src in dst.parents or dst in src.parents:
-        raise ReplayError(f"the branch {to} must be outside the checkpoint {checkpoint}, and not contain it")
+        raise ReplayError(
+            f"the branch {to} must be outside the checkpoint {checkpoint}, and not contain it"
+        )
     if dst.exists() and not dst.is_dir():
         raise ReplayError(f"{to} is a file; the branch needs a new directory")
     if dst.exists() and any(dst.iterdir()):

@@ -73,14 +73,25 @@ class BridgeSettings:
     extra: dict[str, str] = field(default_factory=dict)
 
 
-def poll_once(reader: ClusterReader, writer: EventsWriter, state_path: str,
-              clock: Callable[[], float] = time.time) -> list[dict[str, Any]]:
+def poll_once(
+    reader: ClusterReader,
+    writer: EventsWriter,
+    state_path: str,
+    clock: Callable[[], float] = time.time,
+) -> list[dict[str, Any]]:
     """One poll: read, settle, diff, produce (confirmed), then save the position."""
     previous = load_state(state_path)
     raw = reader.read()
-    if previous is not None and previous.cluster_id and raw.cluster_id and previous.cluster_id != raw.cluster_id:
-        raise StateMismatch(f"{state_path} holds the position for cluster {previous.cluster_id!r}, "
-                            f"but {reader.bootstrap_servers} is cluster {raw.cluster_id!r}")
+    if (
+        previous is not None
+        and previous.cluster_id
+        and raw.cluster_id
+        and previous.cluster_id != raw.cluster_id
+    ):
+        raise StateMismatch(
+            f"{state_path} holds the position for cluster {previous.cluster_id!r}, "
+            f"but {reader.bootstrap_servers} is cluster {raw.cluster_id!r}"
+        )
     current = settle(previous, raw)
     events = diff(previous, current)
     if events:
@@ -111,20 +122,34 @@ def note_rules(rules: ClusterRules, settings: BridgeSettings, changed: bool = Fa
         return
     clash = check(rules, settings.shadow)
     if clash is not None:
-        raise RuleSetMismatch(f"{where}, but {clash} ({settings.shadow_source}); "
-                              f"set [controller] {rules.settings()}")
+        raise RuleSetMismatch(
+            f"{where}, but {clash} ({settings.shadow_source}); set [controller] {rules.settings()}"
+        )
     if rules.mode is None:
-        log.warning("bridge: %s; cannot check the shadow's controller.mode (%s)", where, settings.shadow_source)
+        log.warning(
+            "bridge: %s; cannot check the shadow's controller.mode (%s)",
+            where,
+            settings.shadow_source,
+        )
     elif rules.mode == "kraft" and rules.metadata_version is None:
-        log.warning("bridge: %s; the shadow runs %s's rules, the newest built (%s)", where,
-                    settings.shadow.metadata_version, settings.shadow_source)
+        log.warning(
+            "bridge: %s; the shadow runs %s's rules, the newest built (%s)",
+            where,
+            settings.shadow.metadata_version,
+            settings.shadow_source,
+        )
     else:
         log.info("bridge: %s, as the shadow does (%s)", where, settings.shadow_source)
 
 
-def run_bridge(settings: BridgeSettings, *, sleep: Callable[[float], None] = time.sleep,
-               clock: Callable[[], float] = time.time, reader: ClusterReader | None = None,
-               out: Callable[[str], None] = print) -> int:
+def run_bridge(
+    settings: BridgeSettings,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
+    reader: ClusterReader | None = None,
+    out: Callable[[str], None] = print,
+) -> int:
     """The polling loop. Returns 0 after `--once` or `--detect` succeeded (or on Ctrl-C), 1
     when `max_retries` consecutive attempts failed, 2 when the state file is for another
     cluster or the shadow's rule set contradicts the cluster's."""
@@ -144,8 +169,11 @@ def run_bridge(settings: BridgeSettings, *, sleep: Callable[[float], None] = tim
                     note_rules(seen, settings, changed=rules is not None)
                     rules = seen
                 if writer is None:
-                    writer = EventsWriter(settings.events_bootstrap_servers or settings.bootstrap_servers,
-                                          settings.topic, settings.request_timeout_s)
+                    writer = EventsWriter(
+                        settings.events_bootstrap_servers or settings.bootstrap_servers,
+                        settings.topic,
+                        settings.request_timeout_s,
+                    )
                 events = poll_once(reader, writer, settings.state, clock)
                 now = clock()
                 if events:
@@ -167,18 +195,33 @@ def run_bridge(settings: BridgeSettings, *, sleep: Callable[[float], None] = tim
                 else:
                     what = "events not delivered, position not saved"
                 if settings.max_retries is not None and failures > settings.max_retries:
-                    log.error("bridge: %s (attempt %d): %s; giving up after %d retries",
-                              what, failures, exc, settings.max_retries)
+                    log.error(
+                        "bridge: %s (attempt %d): %s; giving up after %d retries",
+                        what,
+                        failures,
+                        exc,
+                        settings.max_retries,
+                    )
                     return 1
                 delay = backoff_delay(failures, settings.backoff_initial_s, settings.backoff_max_s)
                 at = datetime.fromtimestamp(clock() + delay).strftime("%H:%M:%S")
-                log.warning("bridge: %s (attempt %d): %s; next retry at %s (in %.1fs)",
-                            what, failures, exc, at, delay)
+                log.warning(
+                    "bridge: %s (attempt %d): %s; next retry at %s (in %.1fs)",
+                    what,
+                    failures,
+                    exc,
+                    at,
+                    delay,
+                )
                 sleep(delay)
                 continue
             failures = 0
-            log.info("bridge: %d events to %s%s", len(events), settings.topic,
-                     "" if not events else ": " + ", ".join(_summary(events)))
+            log.info(
+                "bridge: %d events to %s%s",
+                len(events),
+                settings.topic,
+                "" if not events else ": " + ", ".join(_summary(events)),
+            )
             if settings.once:
                 return 0
             sleep(settings.interval_s)
@@ -206,16 +249,27 @@ def _summary(events: list[dict[str, Any]]) -> list[str]:
 
 
 def cmd_bridge(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     # kafka-python logs each connection failure itself; the bridge reports each failure once.
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     shadow, source = _shadow_settings(args.job_config, args.job_set or [])
     settings = BridgeSettings(
-        bootstrap_servers=args.bootstrap_servers, events_bootstrap_servers=args.events_bootstrap_servers,
-        topic=args.topic, state=args.state, interval_s=args.interval, once=args.once,
-        request_timeout_s=args.timeout, max_retries=args.max_retries,
-        backoff_initial_s=args.backoff_initial, backoff_max_s=args.backoff_max, tick_interval_s=args.tick_interval,
-        shadow=shadow, shadow_source=source, detect=args.detect,
+        bootstrap_servers=args.bootstrap_servers,
+        events_bootstrap_servers=args.events_bootstrap_servers,
+        topic=args.topic,
+        state=args.state,
+        interval_s=args.interval,
+        once=args.once,
+        request_timeout_s=args.timeout,
+        max_retries=args.max_retries,
+        backoff_initial_s=args.backoff_initial,
+        backoff_max_s=args.backoff_max,
+        tick_interval_s=args.tick_interval,
+        shadow=shadow,
+        shadow_source=source,
+        detect=args.detect,
     )
     return BRIDGE_EXIT_CODES.get(run_bridge(settings), exits.JOB_FAILED)
 
@@ -229,7 +283,9 @@ def _shadow_settings(path: str | None, overrides: list[str]) -> tuple[Controller
         if "=" not in item or "." not in item.partition("=")[0]:
             raise SettingError(f"--job-set expects SECTION.KEY=VALUE, got {item!r}")
     values = schema.load(path, [schema.parse_override(item) for item in overrides])
-    source = " ".join([path or "conf/shadow-controller.toml", *(f"--job-set {item}" for item in overrides)])
+    source = " ".join(
+        [path or "conf/shadow-controller.toml", *(f"--job-set {item}" for item in overrides)]
+    )
     return schema.apply_controller(ControllerConfig(), values), source
 
 
@@ -239,31 +295,81 @@ BRIDGE_EXIT_CODES = {0: exits.OK, 1: exits.UNREACHABLE, 2: exits.USAGE}
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("bridge", help="turn a live cluster's metadata changes into controller events")
-    p.add_argument("--bootstrap-servers", "--bootstrap-server", dest="bootstrap_servers", required=True,
-                   help="the live cluster to observe")
-    p.add_argument("--events-bootstrap-servers", "--events-bootstrap-server", dest="events_bootstrap_servers",
-                   help="where the events topic is (default: the live cluster)")
-    p.add_argument("--topic", default="controller-events", help="events topic (default: controller-events)")
-    p.add_argument("--state", default="bridge-state.json", help="the bridge's position (last emitted view)")
-    p.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="poll interval (default 10)")
+    p = subparsers.add_parser(
+        "bridge", help="turn a live cluster's metadata changes into controller events"
+    )
+    p.add_argument(
+        "--bootstrap-servers",
+        "--bootstrap-server",
+        dest="bootstrap_servers",
+        required=True,
+        help="the live cluster to observe",
+    )
+    p.add_argument(
+        "--events-bootstrap-servers",
+        "--events-bootstrap-server",
+        dest="events_bootstrap_servers",
+        help="where the events topic is (default: the live cluster)",
+    )
+    p.add_argument(
+        "--topic", default="controller-events", help="events topic (default: controller-events)"
+    )
+    p.add_argument(
+        "--state", default="bridge-state.json", help="the bridge's position (last emitted view)"
+    )
+    p.add_argument(
+        "--interval", type=float, default=10.0, metavar="SECONDS", help="poll interval (default 10)"
+    )
     p.add_argument("--once", action="store_true", help="poll once (retrying on failure), then exit")
-    p.add_argument("--tick-interval", type=_non_negative, default=30.0, metavar="SECONDS",
-                   help="emit a ControllerTick after this long without events, so event time moves on "
-                        "(default 30; 0: never)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="admin request timeout (default 10)")
-    p.add_argument("--max-retries", type=int, default=None,
-                   help="give up (exit 1) after this many consecutive failed attempts (default: never)")
-    p.add_argument("--job-config", metavar="FILE",
-                   help="the shadow job's settings TOML: refuse to run if its [controller] mode, "
-                        "metadata.version or eligible.leader.replicas.version contradicts the cluster")
-    p.add_argument("--job-set", action="append", metavar="SECTION.KEY=VALUE",
-                   help="an override the shadow job runs with (its --set), for that check")
-    p.add_argument("--detect", action="store_true",
-                   help="print which controller the cluster runs (ZK, or KRaft at a metadata.version) "
-                        "and the shadow settings that match, then exit")
-    p.add_argument("--backoff-initial", type=float, default=1.0, metavar="SECONDS", help=argparse.SUPPRESS)
-    p.add_argument("--backoff-max", type=float, default=60.0, metavar="SECONDS", help="backoff cap (default 60)")
+    p.add_argument(
+        "--tick-interval",
+        type=_non_negative,
+        default=30.0,
+        metavar="SECONDS",
+        help="emit a ControllerTick after this long without events, so event time moves on "
+        "(default 30; 0: never)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="admin request timeout (default 10)",
+    )
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=None,
+        help="give up (exit 1) after this many consecutive failed attempts (default: never)",
+    )
+    p.add_argument(
+        "--job-config",
+        metavar="FILE",
+        help="the shadow job's settings TOML: refuse to run if its [controller] mode, "
+        "metadata.version or eligible.leader.replicas.version contradicts the cluster",
+    )
+    p.add_argument(
+        "--job-set",
+        action="append",
+        metavar="SECTION.KEY=VALUE",
+        help="an override the shadow job runs with (its --set), for that check",
+    )
+    p.add_argument(
+        "--detect",
+        action="store_true",
+        help="print which controller the cluster runs (ZK, or KRaft at a metadata.version) "
+        "and the shadow settings that match, then exit",
+    )
+    p.add_argument(
+        "--backoff-initial", type=float, default=1.0, metavar="SECONDS", help=argparse.SUPPRESS
+    )
+    p.add_argument(
+        "--backoff-max",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="backoff cap (default 60)",
+    )
     p.set_defaults(func=cmd_bridge)
     return p
 

@@ -52,10 +52,17 @@ class ClusterReader:
 
         if self._admin is None:
             # log_level 0: librdkafka's own connection chatter would repeat every failure.
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0,
-                                       "client.id": "shadow-controller-bridge"})
+            self._admin = AdminClient(
+                {
+                    "bootstrap.servers": self.bootstrap_servers,
+                    "log_level": 0,
+                    "client.id": "shadow-controller-bridge",
+                }
+            )
         try:
-            cluster = self._admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s + 5)
+            cluster = self._admin.describe_cluster(request_timeout=self.timeout_s).result(
+                timeout=self.timeout_s + 5
+            )
         except (KafkaException, TimeoutError) as exc:
             raise ClusterUnreachable(f"describe_cluster failed: {exc}") from None
         brokers = [node.id for node in cluster.nodes]
@@ -71,7 +78,9 @@ class ClusterReader:
             admin = self._kafka_admin()
             versions = {int(key): span for key, span in admin.api_versions().items()}
             # ApiVersions v3 (Kafka 2.4, KIP-584) is the first to carry features
-            features = admin.describe_features() if versions.get(API_VERSIONS_KEY, (0, 0))[1] >= 3 else {}
+            features = (
+                admin.describe_features() if versions.get(API_VERSIONS_KEY, (0, 0))[1] >= 3 else {}
+            )
         except kafka.errors.KafkaError as exc:
             self._close_metadata()
             raise ClusterUnreachable(f"ApiVersions request failed: {exc!r}") from None
@@ -82,9 +91,12 @@ class ClusterReader:
             from kafka import KafkaAdminClient
 
             timeout_ms = int(self.timeout_s * 1000)
-            self._metadata = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,
-                                              client_id="shadow-controller-bridge",
-                                              request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms)
+            self._metadata = KafkaAdminClient(
+                bootstrap_servers=self.bootstrap_servers,
+                client_id="shadow-controller-bridge",
+                request_timeout_ms=timeout_ms,
+                bootstrap_timeout_ms=timeout_ms,
+            )
         return self._metadata
 
     def _read_topics(self) -> dict[str, TopicView]:
@@ -101,7 +113,7 @@ class ClusterReader:
         if self._metadata is not None:
             try:
                 self._metadata.close()
-            except Exception:  # noqa: BLE001 - closing a broken client must not hide the real error
+            except Exception:
                 pass
             self._metadata = None
 
@@ -113,7 +125,11 @@ class ClusterReader:
 def finalized_levels(features: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     """{feature: finalized max version level} of kafka-python's `describe_features` answer
     (`{name: {"supported": (min, max), "finalized": (min, max), ...}}`)."""
-    return {name: int(f["finalized"][1]) for name, f in features.items() if f.get("finalized") is not None}
+    return {
+        name: int(f["finalized"][1])
+        for name, f in features.items()
+        if f.get("finalized") is not None
+    }
 
 
 def topics_from_metadata(described: Iterable[Mapping[str, Any]]) -> dict[str, TopicView]:
@@ -127,11 +143,18 @@ def topics_from_metadata(described: Iterable[Mapping[str, Any]]) -> dict[str, To
         for p in t["partitions"]:
             epoch = p.get("leader_epoch")
             parts[int(p["partition_index"])] = PartitionView(
-                tuple(p["replica_nodes"]), int(p["leader_id"]), tuple(p["isr_nodes"]),
-                None if epoch is None or epoch < 0 else int(epoch))
+                tuple(p["replica_nodes"]),
+                int(p["leader_id"]),
+                tuple(p["isr_nodes"]),
+                None if epoch is None or epoch < 0 else int(epoch),
+            )
         topic_id = t.get("topic_id")
         # the all-zero UUID is Metadata's "no topic id" (before v10, or an old cluster)
-        topic_id = None if topic_id is None or (isinstance(topic_id, uuid.UUID) and topic_id.int == 0) else str(topic_id)
+        topic_id = (
+            None
+            if topic_id is None or (isinstance(topic_id, uuid.UUID) and topic_id.int == 0)
+            else str(topic_id)
+        )
         topics[t["name"]] = TopicView(tuple(sorted(parts.items())), topic_id)
     return topics
 
@@ -145,9 +168,16 @@ class EventsWriter:
         self.timeout_s = timeout_s
         self._bootstrap_servers = bootstrap_servers
         self._topic_ready = False
-        self._producer = CheckedProducer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True,
-                                          "acks": "all", "log_level": 0, "client.id": "shadow-controller-bridge",
-                                          "message.timeout.ms": int(max(timeout_s, 1) * 1000)})
+        self._producer = CheckedProducer(
+            {
+                "bootstrap.servers": bootstrap_servers,
+                "enable.idempotence": True,
+                "acks": "all",
+                "log_level": 0,
+                "client.id": "shadow-controller-bridge",
+                "message.timeout.ms": int(max(timeout_s, 1) * 1000),
+            }
+        )
 
     def write(self, events: list[dict[str, Any]], ts_ms: int) -> None:
         self._maybe_create_topic()
@@ -168,14 +198,20 @@ class EventsWriter:
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": self._bootstrap_servers, "log_level": 0})
-        future = admin.create_topics([NewTopic(self.topic, 1)], request_timeout=self.timeout_s)[self.topic]
+        future = admin.create_topics([NewTopic(self.topic, 1)], request_timeout=self.timeout_s)[
+            self.topic
+        ]
         try:
             future.result(timeout=self.timeout_s + 5)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise DeliveryFailed(f"cannot create the events topic {self.topic!r}: {exc.args[0]}") from None
+                raise DeliveryFailed(
+                    f"cannot create the events topic {self.topic!r}: {exc.args[0]}"
+                ) from None
         except TimeoutError:
-            raise DeliveryFailed(f"cannot create the events topic {self.topic!r}: timed out") from None
+            raise DeliveryFailed(
+                f"cannot create the events topic {self.topic!r}: timed out"
+            ) from None
         self._topic_ready = True
 
 

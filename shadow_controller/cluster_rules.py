@@ -61,11 +61,19 @@ class ClusterRules:
         if self.mode == "zk":
             return "runs the ZooKeeper controller (its brokers serve LeaderAndIsr)"
         if self.mode is None:
-            return ("does not say which controller it runs (its ApiVersions answer has neither the "
-                    "metadata.version feature nor the LeaderAndIsr API, as every Apache Kafka broker's has one)")
+            return (
+                "does not say which controller it runs (its ApiVersions answer has neither the "
+                "metadata.version feature nor the LeaderAndIsr API, as every Apache Kafka broker's has one)"
+            )
         mv = self.metadata_version
-        version = f"{mv.value} (level {self.level})" if mv else f"level {self.level}, newer than {_NEWEST.value}"
-        return f"runs KRaft at metadata.version {version}, eligible.leader.replicas.version {self.elr}"
+        version = (
+            f"{mv.value} (level {self.level})"
+            if mv
+            else f"level {self.level}, newer than {_NEWEST.value}"
+        )
+        return (
+            f"runs KRaft at metadata.version {version}, eligible.leader.replicas.version {self.elr}"
+        )
 
     def settings(self) -> str:
         """The shadow's settings that match, as TOML under [controller]; empty if unknown."""

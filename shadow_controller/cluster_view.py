@@ -35,7 +35,9 @@ from typing import Any
 
 NO_LEADER = -1
 NO_CONTROLLER = -1
-SNAPSHOT_PARTITION_EPOCH = 0  # stand-in: the partition epoch is not observable through the admin API
+SNAPSHOT_PARTITION_EPOCH = (
+    0  # stand-in: the partition epoch is not observable through the admin API
+)
 FIRST_CONTROLLER_EPOCH = 1  # stand-in: the controller epoch is not observable either
 
 
@@ -75,16 +77,26 @@ class ClusterView:
         return dict(self.topics)
 
     @staticmethod
-    def of(brokers: Iterable[int], controller_id: int | None,
-           topics: Mapping[str, Mapping[int, PartitionView] | TopicView], *,
-           cluster_id: str | None = None, controller_epoch: int | None = None) -> ClusterView:
+    def of(
+        brokers: Iterable[int],
+        controller_id: int | None,
+        topics: Mapping[str, Mapping[int, PartitionView] | TopicView],
+        *,
+        cluster_id: str | None = None,
+        controller_epoch: int | None = None,
+    ) -> ClusterView:
         """Build a view from plain mappings (sorted here, so equal clusters give equal views)."""
         items = []
         for name, value in topics.items():
             tv = value if isinstance(value, TopicView) else TopicView(tuple(sorted(value.items())))
             items.append((name, replace(tv, partitions=tuple(sorted(tv.partitions)))))
-        return ClusterView(frozenset(brokers), NO_CONTROLLER if controller_id is None else controller_id,
-                           tuple(sorted(items)), controller_epoch, cluster_id)
+        return ClusterView(
+            frozenset(brokers),
+            NO_CONTROLLER if controller_id is None else controller_id,
+            tuple(sorted(items)),
+            controller_epoch,
+            cluster_id,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,10 +105,18 @@ class ClusterView:
             "controller_id": self.controller_id,
             "controller_epoch": self.controller_epoch,
             "topics": {
-                name: {"topic_id": tv.topic_id,
-                       "partitions": {str(p): {"replicas": list(pv.replicas), "leader": pv.leader,
-                                               "leader_epoch": pv.leader_epoch, "isr": list(pv.isr)}
-                                      for p, pv in tv.partitions}}
+                name: {
+                    "topic_id": tv.topic_id,
+                    "partitions": {
+                        str(p): {
+                            "replicas": list(pv.replicas),
+                            "leader": pv.leader,
+                            "leader_epoch": pv.leader_epoch,
+                            "isr": list(pv.isr),
+                        }
+                        for p, pv in tv.partitions
+                    },
+                }
                 for name, tv in self.topics
             },
         }
@@ -105,14 +125,31 @@ class ClusterView:
     def from_json(doc: Mapping[str, Any]) -> ClusterView:
         topics = {
             name: TopicView(
-                tuple(sorted((int(p), PartitionView(tuple(pv["replicas"]), pv["leader"], tuple(pv["isr"]),
-                                                    pv["leader_epoch"]))
-                             for p, pv in t["partitions"].items())),
-                t.get("topic_id"))
+                tuple(
+                    sorted(
+                        (
+                            int(p),
+                            PartitionView(
+                                tuple(pv["replicas"]),
+                                pv["leader"],
+                                tuple(pv["isr"]),
+                                pv["leader_epoch"],
+                            ),
+                        )
+                        for p, pv in t["partitions"].items()
+                    )
+                ),
+                t.get("topic_id"),
+            )
             for name, t in doc["topics"].items()
         }
-        return ClusterView.of(doc["brokers"], doc["controller_id"], topics,
-                              cluster_id=doc.get("cluster_id"), controller_epoch=doc["controller_epoch"])
+        return ClusterView.of(
+            doc["brokers"],
+            doc["controller_id"],
+            topics,
+            cluster_id=doc.get("cluster_id"),
+            controller_epoch=doc["controller_epoch"],
+        )
 
 
 def settle(previous: ClusterView | None, current: ClusterView) -> ClusterView:
@@ -153,15 +190,30 @@ def _event(kind: str, **fields: Any) -> dict[str, Any]:
 
 
 def _snapshot(topic: str, p: int, pv: PartitionView, controller_epoch: int) -> dict[str, Any]:
-    return _event("PartitionStateSnapshot", topic=topic, partition=p, replicas=list(pv.replicas), leader=pv.leader,
-                  leader_epoch=pv.leader_epoch, isr=list(pv.isr), partition_epoch=SNAPSHOT_PARTITION_EPOCH,
-                  controller_epoch=controller_epoch)
+    return _event(
+        "PartitionStateSnapshot",
+        topic=topic,
+        partition=p,
+        replicas=list(pv.replicas),
+        leader=pv.leader,
+        leader_epoch=pv.leader_epoch,
+        isr=list(pv.isr),
+        partition_epoch=SNAPSHOT_PARTITION_EPOCH,
+        controller_epoch=controller_epoch,
+    )
 
 
 def _observed(topic: str, p: int, pv: PartitionView) -> dict[str, Any]:
     # partition_epoch and controller_epoch are left out: the cluster does not show them.
-    return _event("ObservedPartitionState", topic=topic, partition=p, leader=pv.leader,
-                  leader_epoch=pv.leader_epoch, isr=list(pv.isr), replicas=list(pv.replicas))
+    return _event(
+        "ObservedPartitionState",
+        topic=topic,
+        partition=p,
+        leader=pv.leader,
+        leader_epoch=pv.leader_epoch,
+        isr=list(pv.isr),
+        replicas=list(pv.replicas),
+    )
 
 
 def _assignment(parts: Iterable[tuple[int, PartitionView]]) -> dict[str, list[int]]:
@@ -169,8 +221,11 @@ def _assignment(parts: Iterable[tuple[int, PartitionView]]) -> dict[str, list[in
 
 
 def _changed(old: PartitionView, new: PartitionView) -> bool:
-    return (old.leader != new.leader or old.leader_epoch != new.leader_epoch
-            or frozenset(old.isr) != frozenset(new.isr))
+    return (
+        old.leader != new.leader
+        or old.leader_epoch != new.leader_epoch
+        or frozenset(old.isr) != frozenset(new.isr)
+    )
 
 
 def bootstrap(current: ClusterView) -> list[dict[str, Any]]:
@@ -180,8 +235,13 @@ def bootstrap(current: ClusterView) -> list[dict[str, Any]]:
     for name, tv in current.topics:
         events.extend(_snapshot(name, p, pv, current.controller_epoch) for p, pv in tv.partitions)
     if current.controller_id != NO_CONTROLLER:
-        events.append(_event("ControllerFailover", controller_id=current.controller_id,
-                             controller_epoch=current.controller_epoch))
+        events.append(
+            _event(
+                "ControllerFailover",
+                controller_id=current.controller_id,
+                controller_epoch=current.controller_epoch,
+            )
+        )
     return events
 
 
@@ -191,17 +251,31 @@ def diff(previous: ClusterView | None, current: ClusterView) -> list[dict[str, A
     if previous is None:
         return bootstrap(current)
     _require_settled(current)
-    events = [_event("BrokerStartup", broker_id=b) for b in sorted(current.brokers - previous.brokers)]
-    events += [_event("BrokerFailure", broker_id=b) for b in sorted(previous.brokers - current.brokers)]
+    events = [
+        _event("BrokerStartup", broker_id=b) for b in sorted(current.brokers - previous.brokers)
+    ]
+    events += [
+        _event("BrokerFailure", broker_id=b) for b in sorted(previous.brokers - current.brokers)
+    ]
     controller_moved = current.controller_id != previous.controller_id
     if controller_moved and current.controller_id != NO_CONTROLLER:
-        events.append(_event("ControllerFailover", controller_id=current.controller_id,
-                             controller_epoch=current.controller_epoch))
+        events.append(
+            _event(
+                "ControllerFailover",
+                controller_id=current.controller_id,
+                controller_epoch=current.controller_epoch,
+            )
+        )
     before, after = previous.topic_map(), current.topic_map()
     recreated = {n for n in before.keys() & after.keys() if before[n].topic_id != after[n].topic_id}
-    events += [_event("TopicDeletion", topic=n) for n in sorted(before.keys() - after.keys() | recreated)]
+    events += [
+        _event("TopicDeletion", topic=n) for n in sorted(before.keys() - after.keys() | recreated)
+    ]
     created = sorted(after.keys() - before.keys() | recreated)
-    events += [_event("TopicCreation", topic=n, partitions=_assignment(after[n].partitions)) for n in created]
+    events += [
+        _event("TopicCreation", topic=n, partitions=_assignment(after[n].partitions))
+        for n in created
+    ]
     observed: list[dict[str, Any]] = []
     for name, tv in current.topics:
         if name in created:
@@ -211,7 +285,11 @@ def diff(previous: ClusterView | None, current: ClusterView) -> list[dict[str, A
         added = [(p, pv) for p, pv in tv.partitions if p not in old]
         if added:
             events.append(_event("PartitionExpansion", topic=name, partitions=_assignment(added)))
-        observed += [_observed(name, p, pv) for p, pv in tv.partitions if p not in old or _changed(old[p], pv)]
+        observed += [
+            _observed(name, p, pv)
+            for p, pv in tv.partitions
+            if p not in old or _changed(old[p], pv)
+        ]
     return events + observed
 
 
@@ -227,5 +305,7 @@ def event_key(event: Mapping[str, Any]) -> str:
 
 
 def _require_settled(view: ClusterView) -> None:
-    if view.controller_epoch is None or any(pv.leader_epoch is None for _, tv in view.topics for _, pv in tv.partitions):
+    if view.controller_epoch is None or any(
+        pv.leader_epoch is None for _, tv in view.topics for _, pv in tv.partitions
+    ):
         raise ValueError("diff needs a settled view (see settle)")

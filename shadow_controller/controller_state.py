@@ -19,11 +19,11 @@ from typing import Any
 
 from state_machines.commands import DeletionReport, SummaryReport
 from state_machines.directory import CONTROLLER_KEY, ControllerRecord
+from state_machines.errors import ShadowControllerError
 from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.loop import Pending, RawEvent
 from state_machines.model import ControllerConfig
 from state_machines.partition import PartitionRecord
-from state_machines.errors import ShadowControllerError
 from streaming import state_reader
 from streaming.file_source import feedback_file
 from streaming.pipeline import read_feedback
@@ -64,10 +64,13 @@ class ControllerState:
     def settled(self) -> bool:
         """Nothing read is still to be applied: no waiting cause, no held event, no unread
         feedback."""
-        return self.pending is None and not self.buffered and not self.reports and not self.summaries
+        return (
+            self.pending is None and not self.buffered and not self.reports and not self.summaries
+        )
 
 
 # -- the checkpoint's files (no Spark) ------------------------------------------------------
+
 
 def _source_ends(checkpoint: str, batch: int) -> tuple[int | None, int | None]:
     """(the events' next offset, the last feedback batch read) after batch `batch`, from
@@ -111,8 +114,8 @@ def check_checkpoint(checkpoint: str, batch: int | None) -> tuple[int, int]:
     return checked_batch(checkpoint, batch)
 
 
-
 # -- the state (Spark's state readers) ------------------------------------------------------
+
 
 def load(spark: Any, checkpoint: str, batch: int | None = None) -> ControllerState:
     """The controller's state after micro-batch `batch` (default: the latest committed)."""
@@ -120,11 +123,15 @@ def load(spark: Any, checkpoint: str, batch: int | None = None) -> ControllerSta
     batch, latest = checked_batch(checkpoint, batch)
     meta = state_reader.operators(spark, checkpoint)
     if set(meta) != {state_reader.PARTITION_OPERATOR, state_reader.SEQUENCER_OPERATOR}:
-        raise InspectError(f"{checkpoint}: no state of the job's two operators (found: {', '.join(sorted(meta)) or 'none'}; "
-                           "is it a shadow-controller checkpoint?)")
+        raise InspectError(
+            f"{checkpoint}: no state of the job's two operators (found: {', '.join(sorted(meta)) or 'none'}; "
+            "is it a shadow-controller checkpoint?)"
+        )
     oldest = max(r["minBatchId"] for r in meta.values())
     if batch < oldest:
-        raise InspectError(f"the state of batch {batch} is no longer kept in {checkpoint} (oldest: {oldest})")
+        raise InspectError(
+            f"the state of batch {batch} is no longer kept in {checkpoint} (oldest: {oldest})"
+        )
     next_offset, feedback_read = _source_ends(checkpoint, batch)
     reports, summaries = read_feedback(unread_feedback(checkpoint, batch, feedback_read))
     return ControllerState(
@@ -135,8 +142,11 @@ def load(spark: Any, checkpoint: str, batch: int | None = None) -> ControllerSta
         next_offset=next_offset or 0,
         pending=state_reader.sequencer_pending(spark, checkpoint, batch, meta),
         buffered=state_reader.sequencer_buffer(spark, checkpoint, batch, meta),
-        reports=reports, summaries=summaries,
-        checkpoint=checkpoint, batch=batch, latest=latest,
+        reports=reports,
+        summaries=summaries,
+        checkpoint=checkpoint,
+        batch=batch,
+        latest=latest,
     )
 
 
@@ -149,15 +159,19 @@ def load_with_spark(checkpoint: str, batch: int | None, app_name: str) -> Contro
 
     batch, _ = checked_batch(checkpoint, batch)
     shared = SparkSession.getActiveSession()
-    spark = spark_session(JobSettings(input="", output="", checkpoint=checkpoint), app_name=app_name)
+    spark = spark_session(
+        JobSettings(input="", output="", checkpoint=checkpoint), app_name=app_name
+    )
     spark.sparkContext.setLogLevel("ERROR")
     try:
         return load(spark, checkpoint, batch)
     except ShadowControllerError:
         raise
-    except Exception as exc:  # noqa: BLE001 - Spark's readers: one line, not a JVM stack trace
+    except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise InspectError(f"cannot read the state of batch {batch} in {checkpoint}: {first}") from None
+        raise InspectError(
+            f"cannot read the state of batch {batch} in {checkpoint}: {first}"
+        ) from None
     finally:
         if shared is None:
             spark.stop()

@@ -18,11 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .broker import create_topics, embedded_broker
-from streaming.job import spark_session, start
 from state_machines.model import ControllerConfig
+from streaming.job import spark_session, start
 from streaming.settings.schema import JobSettings
 from streaming.sink import BatchSink
+
+from .broker import create_topics, embedded_broker
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SCENARIO = ROOT / "examples" / "three-brokers.jsonl"
@@ -32,7 +33,9 @@ def describe_event(event: dict[str, Any]) -> str:
     kind = event["type"]
     fields = {k: v for k, v in event.items() if k not in ("v", "type", "id", "ts")}
     if kind == "TopicCreation":
-        return f"TopicCreation {fields['topic']} " + " ".join(f"p{p}={r}" for p, r in fields["partitions"].items())
+        return f"TopicCreation {fields['topic']} " + " ".join(
+            f"p{p}={r}" for p, r in fields["partitions"].items()
+        )
     return kind + " " + " ".join(f"{k}={v}" for k, v in fields.items())
 
 
@@ -41,8 +44,10 @@ def describe_decision(d: dict[str, Any]) -> str | None:
     where = f"{d.get('topic')}-{d.get('partition')}"
     if kind == "LeaderAndIsr":
         how = f" ({d['election']} election)" if d["election"] else ""
-        return (f"{where:12} LeaderAndIsr leader={d['leader']} epoch={d['leader_epoch']} isr={d['isr']} "
-                f"pe={d['partition_epoch']}{how} -> brokers {d['recipients']}")
+        return (
+            f"{where:12} LeaderAndIsr leader={d['leader']} epoch={d['leader_epoch']} isr={d['isr']} "
+            f"pe={d['partition_epoch']}{how} -> brokers {d['recipients']}"
+        )
     if kind == "PartitionStateChange":
         return f"{where:12} {d['from_state']} -> {d['to_state']}"
     if kind == "ReplicaStateChange":
@@ -50,27 +55,38 @@ def describe_decision(d: dict[str, Any]) -> str | None:
     if kind == "StopReplica":
         return f"{where:12} StopReplica to broker {d['broker_id']} delete={d['delete_partition']}"
     if kind == "ControlledShutdownResult":
-        return (f"broker-{d['broker_id']:<5} ControlledShutdownResult error={d['error']} "
-                f"still leads {d['partitions_remaining']}")
+        return (
+            f"broker-{d['broker_id']:<5} ControlledShutdownResult error={d['error']} "
+            f"still leads {d['partitions_remaining']}"
+        )
     if kind == "ElectionResult":
         return f"{where:12} ElectionResult {d['election_type']} error={d['error']} leader={d['leader']}"
     if kind == "AlterPartitionResult":
         return f"{where:12} AlterPartitionResult error={d['error']} isr={d['isr']} pe={d['partition_epoch']}"
     if kind == "UpdateMetadata":
-        names = ", ".join(f"{p['topic']}-{p['partition']}" for p in d["partitions"]) or "no partitions"
+        names = (
+            ", ".join(f"{p['topic']}-{p['partition']}" for p in d["partitions"]) or "no partitions"
+        )
         return f"{'metadata':12} UpdateMetadata ({names}) -> brokers {d['recipients']}"
     if kind == "StateChangeFailed":
         return f"{where:12} StateChangeFailed {d['target_state']}: {d['reason']}"
     if kind == "PartitionRecord":
-        return (f"{where:12} PartitionRecord leader={d['leader']} epoch={d['leader_epoch']} isr={d['isr']} "
-                f"pe={d['partition_epoch']}")
+        return (
+            f"{where:12} PartitionRecord leader={d['leader']} epoch={d['leader_epoch']} isr={d['isr']} "
+            f"pe={d['partition_epoch']}"
+        )
     if kind == "PartitionChangeRecord":
         changed = " ".join(f"{k}={d[k]}" for k in _CHANGE_FIELDS if k in d)
         return f"{where:12} PartitionChangeRecord {changed}"
     if kind in ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnregisterBrokerRecord"):
-        changes = {"fenced": {1: "fenced", -1: "unfenced"}.get(d.get("fenced")) if kind != "RegisterBrokerRecord" else
-                   ("fenced" if d["fenced"] else "unfenced"),
-                   "shutdown": "in controlled shutdown" if d.get("in_controlled_shutdown") in (1, True) else None}
+        changes = {
+            "fenced": {1: "fenced", -1: "unfenced"}.get(d.get("fenced"))
+            if kind != "RegisterBrokerRecord"
+            else ("fenced" if d["fenced"] else "unfenced"),
+            "shutdown": "in controlled shutdown"
+            if d.get("in_controlled_shutdown") in (1, True)
+            else None,
+        }
         what = ", ".join(v for v in changes.values() if v) or "no change"
         return f"{'broker-' + str(d['broker_id']):12} {kind} epoch={d['broker_epoch']} ({what})"
     if kind in ("FenceBrokerRecord", "UnfenceBrokerRecord"):
@@ -83,12 +99,24 @@ def describe_decision(d: dict[str, Any]) -> str | None:
 
 
 # a PartitionChangeRecord's fields that may change, as the demo shows them
-_CHANGE_FIELDS = ("leader", "isr", "replicas", "adding_replicas", "removing_replicas", "leader_recovery_state",
-                  "eligible_leader_replicas", "last_known_elr")
+_CHANGE_FIELDS = (
+    "leader",
+    "isr",
+    "replicas",
+    "adding_replicas",
+    "removing_replicas",
+    "leader_recovery_state",
+    "eligible_leader_replicas",
+    "last_known_elr",
+)
 
 
-def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.stdout,
-             controller: ControllerConfig = ControllerConfig()) -> int:
+def run_demo(
+    scenario: Path = DEFAULT_SCENARIO,
+    verbose: bool = False,
+    out=sys.stdout,
+    controller: ControllerConfig = ControllerConfig(),
+) -> int:
     from confluent_kafka import Consumer, Producer
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
@@ -97,20 +125,40 @@ def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.s
     print("starting the embedded Kafka broker (Tansu) ...", file=out, flush=True)
     with embedded_broker(log_dir=work) as broker:
         settings = JobSettings(
-            input="kafka", output="kafka", checkpoint=str(work / "checkpoint"),
-            bootstrap_servers=broker.bootstrap_servers, trigger_interval="0 seconds", controller=controller,
+            input="kafka",
+            output="kafka",
+            checkpoint=str(work / "checkpoint"),
+            bootstrap_servers=broker.bootstrap_servers,
+            trigger_interval="0 seconds",
+            controller=controller,
         )
-        create_topics(broker.bootstrap_servers, {settings.events_topic: 1, settings.decisions_topic: 1,
-                                                 settings.dlq_topic: 1})
-        print(f"broker on {broker.bootstrap_servers}; topics {settings.events_topic}, "
-              f"{settings.decisions_topic}, {settings.dlq_topic}", file=out)
-        print("starting the Spark job (the first micro-batch warms Spark up) ...", file=out, flush=True)
+        create_topics(
+            broker.bootstrap_servers,
+            {settings.events_topic: 1, settings.decisions_topic: 1, settings.dlq_topic: 1},
+        )
+        print(
+            f"broker on {broker.bootstrap_servers}; topics {settings.events_topic}, "
+            f"{settings.decisions_topic}, {settings.dlq_topic}",
+            file=out,
+        )
+        print(
+            "starting the Spark job (the first micro-batch warms Spark up) ...",
+            file=out,
+            flush=True,
+        )
         spark = spark_session(settings, app_name="shadow-controller-demo")
         spark.sparkContext.setLogLevel("ERROR")
         sink = BatchSink(settings)
         query, _ = start(spark, settings, sink=sink)
-        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "shadow-demo",
-                             "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 0})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "group.id": "shadow-demo",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "log_level": 0,
+            }
+        )
         consumer.subscribe([settings.decisions_topic])
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "log_level": 0})
         shown = [0]
@@ -120,15 +168,24 @@ def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.s
                 produced_at = time.monotonic()
                 producer.produce(settings.events_topic, json.dumps(event).encode())
                 producer.flush(30)
-                print(f"\n#{offset} {event.get('id', '')}: {describe_event(event)}", file=out, flush=True)
-                first = _print_decisions_of(consumer, offset, query, sink, shown, out, deadline_s=180)
+                print(
+                    f"\n#{offset} {event.get('id', '')}: {describe_event(event)}",
+                    file=out,
+                    flush=True,
+                )
+                first = _print_decisions_of(
+                    consumer, offset, query, sink, shown, out, deadline_s=180
+                )
                 if first is not None:
                     latencies.append(first - produced_at)
             if latencies:
                 ordered = sorted(latencies)
-                print(f"\nend-to-end latency (event produced -> first decision readable): "
-                      f"median {ordered[len(ordered) // 2] * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms "
-                      f"over {len(latencies)} events", file=out)
+                print(
+                    f"\nend-to-end latency (event produced -> first decision readable): "
+                    f"median {ordered[len(ordered) // 2] * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms "
+                    f"over {len(latencies)} events",
+                    file=out,
+                )
         except KeyboardInterrupt:
             print("\ninterrupted: stopping the job and the broker", file=out)
         finally:
@@ -141,8 +198,15 @@ def run_demo(scenario: Path = DEFAULT_SCENARIO, verbose: bool = False, out=sys.s
     return 0
 
 
-def _print_decisions_of(consumer: Any, offset: int, query: Any, sink: BatchSink, shown: list[int], out,
-                        deadline_s: float) -> float | None:
+def _print_decisions_of(
+    consumer: Any,
+    offset: int,
+    query: Any,
+    sink: BatchSink,
+    shown: list[int],
+    out,
+    deadline_s: float,
+) -> float | None:
     """Print the decisions caused by event `offset`; return when the first one arrived.
 
     Done when the job has committed a batch past `offset`, has nothing more to do (an event

@@ -54,9 +54,13 @@ _NOT_ELECTED = (PartitionState.OfflinePartition, PartitionState.NewPartition)
 
 # -- what the directory says of brokers and topics -----------------------------------------
 
+
 def brokers_of(state: ControllerState) -> dict[int, BrokerRecord]:
-    return {int(k[len(BROKER_PREFIX):]): v for k, v in state.directory.items()
-            if k.startswith(BROKER_PREFIX) and isinstance(v, BrokerRecord)}
+    return {
+        int(k[len(BROKER_PREFIX) :]): v
+        for k, v in state.directory.items()
+        if k.startswith(BROKER_PREFIX) and isinstance(v, BrokerRecord)
+    }
 
 
 def _topic(state: ControllerState, topic: str) -> TopicRecord | None:
@@ -79,15 +83,20 @@ def unclean_setting(state: ControllerState, topic: str) -> tuple[bool, str]:
     return enabled, source
 
 
-_MIN_ISR_SOURCES = {MIN_ISR_TOPIC: "topic config", MIN_ISR_DYNAMIC: "cluster dynamic config (BrokerConfigChange)",
-                    MIN_ISR_STATIC: "cluster setting"}
+_MIN_ISR_SOURCES = {
+    MIN_ISR_TOPIC: "topic config",
+    MIN_ISR_DYNAMIC: "cluster dynamic config (BrokerConfigChange)",
+    MIN_ISR_STATIC: "cluster setting",
+}
 
 
 def min_isr_setting(state: ControllerState, topic: str) -> tuple[int, str]:
     """The topic's min.insync.replicas and where it comes from: the core's resolution
     (`ControllerConfig.min_isr_for`), as the job's min-ISR metrics take it."""
     rec = _topic(state, topic)
-    value, level = state.config.min_isr_for(rec.configs if rec else (), state.controller.dynamic_configs)
+    value, level = state.config.min_isr_for(
+        rec.configs if rec else (), state.controller.dynamic_configs
+    )
     return value, _MIN_ISR_SOURCES[level]
 
 
@@ -98,8 +107,9 @@ def _queued(state: ControllerState, topic: str) -> bool:
 
 # -- liveness as the partition sees it -----------------------------------------------------
 
+
 def replica_status(brokers: dict[int, BrokerRecord], rec: PartitionRecord, broker: int) -> str:
-    """"online", or why the replica is not (`isReplicaOnline`)."""
+    """ "online", or why the replica is not (`isReplicaOnline`)."""
     b = brokers.get(broker)
     fact = b.fact if b else UNKNOWN_BROKER
     if not fact.registered:
@@ -128,12 +138,16 @@ def is_offline(rec: PartitionRecord, registered: frozenset[int]) -> bool:
         return True
     leader = _leader(rec)
     return rec.state is PartitionState.OnlinePartition and (
-        leader not in registered or leader in rec.offline_dirs)
+        leader not in registered or leader in rec.offline_dirs
+    )
 
 
 # -- the report ------------------------------------------------------------------------------
 
-def _offline_row(state: ControllerState, brokers: dict[int, BrokerRecord], rec: PartitionRecord) -> dict[str, Any]:
+
+def _offline_row(
+    state: ControllerState, brokers: dict[int, BrokerRecord], rec: PartitionRecord
+) -> dict[str, Any]:
     replicas = list(rec.assignment.replicas)
     isr = _isr(rec)
     status = {b: replica_status(brokers, rec, b) for b in replicas}
@@ -148,14 +162,25 @@ def _offline_row(state: ControllerState, brokers: dict[int, BrokerRecord], rec: 
     elif unclean:
         why = f"no ISR replica is live; unclean election is allowed and would elect {live[0]} at the next retry"
     else:
-        why = (f"no ISR replica is live, and unclean election is disabled ({unclean_source}) for the live "
-               f"out-of-sync replica{'s' if len(live) > 1 else ''} {_ids(live)}")
-    return {"partition": f"{rec.topic}-{rec.partition}", "state": rec.state.value if rec.state else "NonExistentPartition",
-            "leader": _leader(rec), "replicas": replicas, "isr": isr, "dead_replicas": dead,
-            "unclean_election": {"allowed": unclean, "source": unclean_source}, "why": why}
+        why = (
+            f"no ISR replica is live, and unclean election is disabled ({unclean_source}) for the live "
+            f"out-of-sync replica{'s' if len(live) > 1 else ''} {_ids(live)}"
+        )
+    return {
+        "partition": f"{rec.topic}-{rec.partition}",
+        "state": rec.state.value if rec.state else "NonExistentPartition",
+        "leader": _leader(rec),
+        "replicas": replicas,
+        "isr": isr,
+        "dead_replicas": dead,
+        "unclean_election": {"allowed": unclean, "source": unclean_source},
+        "why": why,
+    }
 
 
-def _reassignment_row(state: ControllerState, brokers: dict[int, BrokerRecord], rec: PartitionRecord) -> dict[str, Any]:
+def _reassignment_row(
+    state: ControllerState, brokers: dict[int, BrokerRecord], rec: PartitionRecord
+) -> dict[str, Any]:
     a = rec.assignment
     isr = _isr(rec)
     waiting = [b for b in a.adding_replicas if b not in isr]
@@ -166,14 +191,24 @@ def _reassignment_row(state: ControllerState, brokers: dict[int, BrokerRecord], 
         now = state.controller.event_time
         if started[1] is not None and now is not None:
             age_ms = max(0, now - started[1])
-    return {"partition": f"{rec.topic}-{rec.partition}", "replicas": list(a.replicas),
-            "target": list(a.target_replicas), "adding": list(a.adding_replicas), "removing": list(a.removing_replicas),
-            "isr": isr, "leader": _leader(rec),
-            "started_offset": started[0] if started else None, "started_ts": started[1] if started else None,
-            "events_since": events_since, "age_ms": age_ms,
-            "adding_not_in_isr": waiting,
-            "adding_not_online": {str(b): s for b in waiting if (s := replica_status(brokers, rec, b)) != "online"},
-            "stuck": bool(waiting)}
+    return {
+        "partition": f"{rec.topic}-{rec.partition}",
+        "replicas": list(a.replicas),
+        "target": list(a.target_replicas),
+        "adding": list(a.adding_replicas),
+        "removing": list(a.removing_replicas),
+        "isr": isr,
+        "leader": _leader(rec),
+        "started_offset": started[0] if started else None,
+        "started_ts": started[1] if started else None,
+        "events_since": events_since,
+        "age_ms": age_ms,
+        "adding_not_in_isr": waiting,
+        "adding_not_online": {
+            str(b): s for b in waiting if (s := replica_status(brokers, rec, b)) != "online"
+        },
+        "stuck": bool(waiting),
+    }
 
 
 def report(state: ControllerState) -> dict[str, Any]:
@@ -197,8 +232,14 @@ def report(state: ControllerState) -> dict[str, Any]:
                 offline.append(_offline_row(state, brokers, rec))
         else:
             isr = _isr(rec)
-            row = {"partition": f"{topic}-{p}", "leader": _leader(rec), "isr": isr, "replicas": list(rec.assignment.replicas),
-                   "min_insync_replicas": min_isr, "min_insync_replicas_source": source}
+            row = {
+                "partition": f"{topic}-{p}",
+                "leader": _leader(rec),
+                "isr": isr,
+                "replicas": list(rec.assignment.replicas),
+                "min_insync_replicas": min_isr,
+                "min_insync_replicas_source": source,
+            }
             if len(isr) < min_isr:
                 under.append(row)
             elif len(isr) == min_isr:
@@ -207,36 +248,64 @@ def report(state: ControllerState) -> dict[str, Any]:
             moving.append(_reassignment_row(state, brokers, rec))
 
     percentage = state.config.leader_imbalance_per_broker_percentage
-    balance = [{"broker": b.broker, "preferred_partitions": b.preferred, "led_by_another": len(b.not_preferred),
-                "imbalance_percent": round(100 * b.ratio, 2), "over_threshold": b.over(percentage)}
-               for b in imbalance(summaries)]
+    balance = [
+        {
+            "broker": b.broker,
+            "preferred_partitions": b.preferred,
+            "led_by_another": len(b.not_preferred),
+            "imbalance_percent": round(100 * b.ratio, 2),
+            "over_threshold": b.over(percentage),
+        }
+        for b in imbalance(summaries)
+    ]
 
     shutting = []
     for broker_id, broker in sorted(brokers.items()):
         if broker.fact.registered and broker.fact.shutting_down:
             led = [r for _, r in sorted(state.partitions.items()) if _leader(r) == broker_id]
-            shutting.append({"broker": broker_id, "leads": [f"{r.topic}-{r.partition}" for r in led],
-                             "leads_replicated": [f"{r.topic}-{r.partition}" for r in led if len(r.assignment.replicas) > 1]})
+            shutting.append(
+                {
+                    "broker": broker_id,
+                    "leads": [f"{r.topic}-{r.partition}" for r in led],
+                    "leads_replicated": [
+                        f"{r.topic}-{r.partition}" for r in led if len(r.assignment.replicas) > 1
+                    ],
+                }
+            )
 
     c = state.controller
     return {
-        "checkpoint": state.checkpoint, "batch": state.batch, "latest_committed": state.latest,
-        "next_offset": state.next_offset, "event_time": c.event_time, "active": c.active,
+        "checkpoint": state.checkpoint,
+        "batch": state.batch,
+        "latest_committed": state.latest,
+        "next_offset": state.next_offset,
+        "event_time": c.event_time,
+        "active": c.active,
         "controller_epoch": c.controller_epoch,
-        "held": {"cause": state.pending.cause_offset if state.pending else None,
-                 "events": [e.offset for e in state.buffered]},
+        "held": {
+            "cause": state.pending.cause_offset if state.pending else None,
+            "events": [e.offset for e in state.buffered],
+        },
         "partitions": len(state.partitions),
-        "brokers": {"live": sorted(b for b, r in brokers.items() if r.fact.live),
-                    "shutting_down": sorted(b for b, r in brokers.items() if r.fact.registered and r.fact.shutting_down),
-                    "down": sorted(b for b, r in brokers.items() if not r.fact.registered)},
+        "brokers": {
+            "live": sorted(b for b, r in brokers.items() if r.fact.live),
+            "shutting_down": sorted(
+                b for b, r in brokers.items() if r.fact.registered and r.fact.shutting_down
+            ),
+            "down": sorted(b for b, r in brokers.items() if not r.fact.registered),
+        },
         "offline": offline,
         "under_min_isr": under,
         "at_min_isr": at_min,
         "reassignments": moving,
-        "leader_imbalance": {"percentage": percentage,
-                             "auto_rebalance": state.config.auto_leader_rebalance_enable,
-                             "next_check_ts": c.rebalance_due if c.rebalance_due is not None and c.rebalance_due >= 0 else None,
-                             "brokers": balance},
+        "leader_imbalance": {
+            "percentage": percentage,
+            "auto_rebalance": state.config.auto_leader_rebalance_enable,
+            "next_check_ts": c.rebalance_due
+            if c.rebalance_due is not None and c.rebalance_due >= 0
+            else None,
+            "brokers": balance,
+        },
         "shutting_down": shutting,
         "status": "offline" if offline else "under_min_isr" if under else "ok",
     }
@@ -251,6 +320,7 @@ def exit_code(result: dict[str, Any]) -> int:
 
 
 # -- rendering -------------------------------------------------------------------------------
+
 
 def _ids(values: list[int]) -> str:
     return "[" + ",".join(str(v) for v in values) + "]"
@@ -269,57 +339,91 @@ def _duration(ms: int | None) -> str:
 
 def render(result: dict[str, Any]) -> str:
     b = result["brokers"]
-    head = (f"batch {result['batch']} (latest committed: {result['latest_committed']}); {result['partitions']} partitions; "
-            f"brokers live {_ids(b['live'])}, shutting down {_ids(b['shutting_down'])}, down {_ids(b['down'])}")
+    head = (
+        f"batch {result['batch']} (latest committed: {result['latest_committed']}); {result['partitions']} partitions; "
+        f"brokers live {_ids(b['live'])}, shutting down {_ids(b['shutting_down'])}, down {_ids(b['down'])}"
+    )
     out = [head]
     held = result["held"]
     if held["cause"] is not None or held["events"]:
-        out.append(f"  note: the job still holds cause {held['cause']} and events {_ids(held['events'])}; "
-                   "this is the state before they are applied")
+        out.append(
+            f"  note: the job still holds cause {held['cause']} and events {_ids(held['events'])}; "
+            "this is the state before they are applied"
+        )
     out.append("")
     out.append(f"offline partitions: {len(result['offline'])}")
     for r in result["offline"]:
         dead = ", ".join(f"{k} {v}" for k, v in r["dead_replicas"].items()) or "none"
         unclean = r["unclean_election"]
-        out.append(f"  {r['partition']}  {r['state']}  replicas {_ids(r['replicas'])}  isr {_ids(r['isr'])}  "
-                   f"dead: {dead}  unclean election {'allowed' if unclean['allowed'] else 'disabled'} "
-                   f"({unclean['source']})")
+        out.append(
+            f"  {r['partition']}  {r['state']}  replicas {_ids(r['replicas'])}  isr {_ids(r['isr'])}  "
+            f"dead: {dead}  unclean election {'allowed' if unclean['allowed'] else 'disabled'} "
+            f"({unclean['source']})"
+        )
         out.append(f"      why: {r['why']}")
-    for name, rows in (("under min ISR", result["under_min_isr"]), ("at min ISR", result["at_min_isr"])):
+    for name, rows in (
+        ("under min ISR", result["under_min_isr"]),
+        ("at min ISR", result["at_min_isr"]),
+    ):
         out.append(f"{name}: {len(rows)}")
         for r in rows:
-            out.append(f"  {r['partition']}  leader {r['leader']}  isr {_ids(r['isr'])}  replicas {_ids(r['replicas'])}  "
-                       f"min.insync.replicas {r['min_insync_replicas']} ({r['min_insync_replicas_source']})")
+            out.append(
+                f"  {r['partition']}  leader {r['leader']}  isr {_ids(r['isr'])}  replicas {_ids(r['replicas'])}  "
+                f"min.insync.replicas {r['min_insync_replicas']} ({r['min_insync_replicas_source']})"
+            )
     out.append(f"reassignments in progress: {len(result['reassignments'])}")
     for r in result["reassignments"]:
         if r["started_offset"] is None:
             age = "started before this controller's log (age unknown)"
         else:
-            age = (f"asked at offset {r['started_offset']}, {r['events_since']} events and "
-                   f"{_duration(r['age_ms'])} of event time ago")
-        stuck = (f"waiting for {_ids(r['adding_not_in_isr'])} to join the ISR"
-                 + (f" ({', '.join(f'{k} {v}' for k, v in r['adding_not_online'].items())})" if r["adding_not_online"] else "")
-                 if r["stuck"] else "every adding replica is in the ISR")
-        out.append(f"  {r['partition']}  {_ids(r['replicas'])} -> {_ids(r['target'])}  adding {_ids(r['adding'])}  "
-                   f"removing {_ids(r['removing'])}  isr {_ids(r['isr'])}  {age}; {stuck}")
+            age = (
+                f"asked at offset {r['started_offset']}, {r['events_since']} events and "
+                f"{_duration(r['age_ms'])} of event time ago"
+            )
+        stuck = (
+            f"waiting for {_ids(r['adding_not_in_isr'])} to join the ISR"
+            + (
+                f" ({', '.join(f'{k} {v}' for k, v in r['adding_not_online'].items())})"
+                if r["adding_not_online"]
+                else ""
+            )
+            if r["stuck"]
+            else "every adding replica is in the ISR"
+        )
+        out.append(
+            f"  {r['partition']}  {_ids(r['replicas'])} -> {_ids(r['target'])}  adding {_ids(r['adding'])}  "
+            f"removing {_ids(r['removing'])}  isr {_ids(r['isr'])}  {age}; {stuck}"
+        )
     li = result["leader_imbalance"]
     over = [x for x in li["brokers"] if x["over_threshold"]]
-    out.append(f"leader imbalance (leader.imbalance.per.broker.percentage {li['percentage']}, auto rebalance "
-               f"{'on' if li['auto_rebalance'] else 'off'}): {len(over)} broker{'' if len(over) == 1 else 's'} over")
+    out.append(
+        f"leader imbalance (leader.imbalance.per.broker.percentage {li['percentage']}, auto rebalance "
+        f"{'on' if li['auto_rebalance'] else 'off'}): {len(over)} broker{'' if len(over) == 1 else 's'} over"
+    )
     for x in li["brokers"]:
-        out.append(f"  broker {x['broker']}: {x['led_by_another']} of {x['preferred_partitions']} preferred partitions "
-                   f"led by another broker ({x['imbalance_percent']}%){'  OVER' if x['over_threshold'] else ''}")
+        out.append(
+            f"  broker {x['broker']}: {x['led_by_another']} of {x['preferred_partitions']} preferred partitions "
+            f"led by another broker ({x['imbalance_percent']}%){'  OVER' if x['over_threshold'] else ''}"
+        )
     out.append(f"brokers shutting down: {len(result['shutting_down'])}")
     for s in result["shutting_down"]:
-        out.append(f"  broker {s['broker']} still leads {len(s['leads'])}: {', '.join(s['leads']) or '-'}"
-                   f" (replicated, what ControlledShutdown reports: {', '.join(s['leads_replicated']) or 'none'})")
+        out.append(
+            f"  broker {s['broker']} still leads {len(s['leads'])}: {', '.join(s['leads']) or '-'}"
+            f" (replicated, what ControlledShutdown reports: {', '.join(s['leads_replicated']) or 'none'})"
+        )
     out.append("")
-    out.append({"offline": "status: OFFLINE partitions", "under_min_isr": "status: partitions UNDER MIN ISR",
-                "ok": "status: ok"}[result["status"]])
+    out.append(
+        {
+            "offline": "status: OFFLINE partitions",
+            "under_min_isr": "status: partitions UNDER MIN ISR",
+            "ok": "status: ok",
+        }[result["status"]]
+    )
     return "\n".join(out) + "\n"
 
 
 # -- the command line ------------------------------------------------------------------------
+
 
 def cmd_health(args: argparse.Namespace) -> int:
     check_checkpoint(args.checkpoint, args.batch)
@@ -330,8 +434,11 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: Any) -> None:
     """Register `health` on the CLI's subparsers."""
-    p = subparsers.add_parser("health", help="offline and under-min-ISR partitions, reassignments, leader imbalance, "
-                                             "shutting-down brokers at one micro-batch")
+    p = subparsers.add_parser(
+        "health",
+        help="offline and under-min-ISR partitions, reassignments, leader imbalance, "
+        "shutting-down brokers at one micro-batch",
+    )
     p.add_argument("--checkpoint", required=True, help="the job's checkpoint directory (only read)")
     p.add_argument("--batch", type=int, help="micro-batch id (default: the latest committed)")
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")

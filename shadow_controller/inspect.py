@@ -21,8 +21,8 @@ import os
 import sys
 from typing import Any
 
-from state_machines.engine import partition_json
 from state_machines.directory import BrokerRecord
+from state_machines.engine import partition_json
 from streaming import state_reader
 from streaming.exits import UsageError
 from streaming.settings.checkpoint import CheckpointError, load_settings
@@ -35,6 +35,7 @@ BROKER_PREFIX = "broker-"
 
 
 # --- the offset log ---------------------------------------------------------------------
+
 
 def _log_batches(directory: str) -> list[int]:
     if not os.path.isdir(directory):
@@ -60,8 +61,14 @@ def read_offset_log(checkpoint: str, batch: int) -> list[Any] | None:
 
 
 def _is_kafka_offsets(offset: Any) -> bool:
-    return isinstance(offset, dict) and bool(offset) and all(
-        isinstance(v, dict) and all(isinstance(o, int) for o in v.values()) for v in offset.values())
+    return (
+        isinstance(offset, dict)
+        and bool(offset)
+        and all(
+            isinstance(v, dict) and all(isinstance(o, int) for o in v.values())
+            for v in offset.values()
+        )
+    )
 
 
 def _offset_range(what: str, lo: int | None, hi: int) -> str:
@@ -82,21 +89,36 @@ def describe_source(index: int, start: Any, end: Any, first_batch: bool = False)
     if isinstance(shape, dict) and set(shape) == {"line"}:
         lo = start["line"] if start else (0 if first_batch else None)
         hi = end["line"]
-        out.update(name="events", kind="file", cause_offsets=[lo, hi], reads=_offset_range("cause_offset", lo, hi))
+        out.update(
+            name="events",
+            kind="file",
+            cause_offsets=[lo, hi],
+            reads=_offset_range("cause_offset", lo, hi),
+        )
     elif isinstance(shape, dict) and set(shape) == {"batch"}:
         lo = start["batch"] if start else (-1 if first_batch else None)
         hi = end["batch"]
-        out.update(name="deletion-feedback", kind="file",
-                   reads="no feedback" if lo is not None and hi <= lo else
-                   f"feedback of batches {'?' if lo is None else lo + 1}..{hi}")
+        out.update(
+            name="deletion-feedback",
+            kind="file",
+            reads="no feedback"
+            if lo is not None and hi <= lo
+            else f"feedback of batches {'?' if lo is None else lo + 1}..{hi}",
+        )
     elif _is_kafka_offsets(shape):
         ranges = {}
         for topic, parts in sorted(end.items()):
             for p, hi in sorted(parts.items(), key=lambda kv: int(kv[0])):
                 lo = (start or {}).get(topic, {}).get(p)
                 ranges[f"{topic}-{p}"] = [lo, hi]
-        read = [_offset_range(f"{tp} offset", lo, hi) for tp, (lo, hi) in ranges.items() if lo is None or hi > lo]
-        out.update(name="events", kind="kafka", cause_offsets=ranges, reads=", ".join(read) or "no events")
+        read = [
+            _offset_range(f"{tp} offset", lo, hi)
+            for tp, (lo, hi) in ranges.items()
+            if lo is None or hi > lo
+        ]
+        out.update(
+            name="events", kind="kafka", cause_offsets=ranges, reads=", ".join(read) or "no events"
+        )
     else:
         out.update(name=f"source-{index}", kind="unknown", reads="")
     return out
@@ -109,24 +131,41 @@ def batch_sources(checkpoint: str, batch: int) -> list[dict[str, Any]]:
     starts = read_offset_log(checkpoint, batch - 1) if batch > 0 else None
     if starts is None:
         starts = [None] * len(ends)
-    return [describe_source(i, s, e, first_batch=batch == 0) for i, (s, e) in enumerate(zip(starts, ends))]
+    return [
+        describe_source(i, s, e, first_batch=batch == 0)
+        for i, (s, e) in enumerate(zip(starts, ends))
+    ]
 
 
 # --- the state --------------------------------------------------------------------------
 
+
 def _partition_row(rec: Any) -> dict[str, Any]:
-    return {"topic_partition": f"{rec.topic}-{rec.partition}", "topic": rec.topic, "partition": rec.partition,
-            **partition_json(rec)}
+    return {
+        "topic_partition": f"{rec.topic}-{rec.partition}",
+        "topic": rec.topic,
+        "partition": rec.partition,
+        **partition_json(rec),
+    }
 
 
 def _broker_row(broker_id: int, rec: BrokerRecord) -> dict[str, Any]:
     fact = rec.fact
-    return {"id": broker_id, "live": fact.live, "registered": fact.registered, "shutting_down": fact.shutting_down,
-            "epoch": fact.broker_epoch}
+    return {
+        "id": broker_id,
+        "live": fact.live,
+        "registered": fact.registered,
+        "shutting_down": fact.shutting_down,
+        "epoch": fact.broker_epoch,
+    }
 
 
 def _on_broker(row: dict[str, Any], broker: int) -> bool:
-    return broker in row["replicas"] or broker in row["adding_replicas"] or broker in row["removing_replicas"]
+    return (
+        broker in row["replicas"]
+        or broker in row["adding_replicas"]
+        or broker in row["removing_replicas"]
+    )
 
 
 def _mode(checkpoint: str) -> str:
@@ -142,8 +181,10 @@ def refuse_kraft(checkpoint: str, mode: str) -> None:
     """inspect, health and what-if read the ZK rule set's state; a kraft-mode checkpoint
     holds KRaft registrations (README, "KRaft mode": not built yet)."""
     if mode == "kraft":
-        raise InspectError(f"{checkpoint} runs controller.mode kraft; this tool reads zk-mode state only (not built "
-                           f"for kraft mode yet)")
+        raise InspectError(
+            f"{checkpoint} runs controller.mode kraft; this tool reads zk-mode state only (not built "
+            f"for kraft mode yet)"
+        )
 
 
 def checked_batch(checkpoint: str, batch: int | None) -> tuple[int, int]:
@@ -153,17 +194,26 @@ def checked_batch(checkpoint: str, batch: int | None) -> tuple[int, int]:
         raise InspectError(f"{checkpoint}: no such checkpoint directory")
     committed = committed_batches(checkpoint)
     if not committed:
-        raise InspectError(f"{checkpoint}: no committed micro-batch (is it a shadow-controller checkpoint?)")
+        raise InspectError(
+            f"{checkpoint}: no committed micro-batch (is it a shadow-controller checkpoint?)"
+        )
     latest = committed[-1]
     if batch is None:
         batch = latest
     if batch not in committed:
-        raise InspectError(f"batch {batch} is not committed in {checkpoint} (committed: {committed[0]}..{latest})")
+        raise InspectError(
+            f"batch {batch} is not committed in {checkpoint} (committed: {committed[0]}..{latest})"
+        )
     return batch, latest
 
 
-def inspect(spark: Any, checkpoint: str, batch: int | None = None, partitions: tuple[str, ...] | list[str] = (),
-            broker: int | None = None) -> dict[str, Any]:
+def inspect(
+    spark: Any,
+    checkpoint: str,
+    batch: int | None = None,
+    partitions: tuple[str, ...] | list[str] = (),
+    broker: int | None = None,
+) -> dict[str, Any]:
     """The job's state after micro-batch `batch` (default: the latest committed), as plain
     data: batch, latest_committed, sources, partitions, brokers, missing_partitions,
     missing_brokers."""
@@ -183,9 +233,13 @@ def inspect(spark: Any, checkpoint: str, batch: int | None = None, partitions: t
 
     directory = state_reader.directory_records(spark, checkpoint, batch)
     brokers = sorted(
-        (_broker_row(int(k[len(BROKER_PREFIX):]), v) for k, v in directory.items()
-         if k.startswith(BROKER_PREFIX) and isinstance(v, BrokerRecord)),
-        key=lambda b: b["id"])
+        (
+            _broker_row(int(k[len(BROKER_PREFIX) :]), v)
+            for k, v in directory.items()
+            if k.startswith(BROKER_PREFIX) and isinstance(v, BrokerRecord)
+        ),
+        key=lambda b: b["id"],
+    )
     if broker is not None:
         brokers = [b for b in brokers if b["id"] == broker]
     return {
@@ -202,45 +256,98 @@ def inspect(spark: Any, checkpoint: str, batch: int | None = None, partitions: t
 
 # --- rendering --------------------------------------------------------------------------
 
+
 def _ids(values: list[int]) -> str:
     return "[" + ",".join(str(v) for v in values) + "]"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
+    ]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip(),
-            *(fmt.format(*r).rstrip() for r in rows)]
+    return [
+        fmt.format(*header).rstrip(),
+        fmt.format(*("-" * w for w in widths)).rstrip(),
+        *(fmt.format(*r).rstrip() for r in rows),
+    ]
 
 
 def render_table(result: dict[str, Any]) -> str:
-    out = [f"batch {result['batch']} (latest committed: {result['latest_committed']}); state after this batch"]
+    out = [
+        f"batch {result['batch']} (latest committed: {result['latest_committed']}); state after this batch"
+    ]
     for s in result["sources"]:
-        out.append(f"  source {s['index']} {s['name']} ({s['kind']}): {json.dumps(s['start'])} -> "
-                   f"{json.dumps(s['end'])}: {s['reads']}")
+        out.append(
+            f"  source {s['index']} {s['name']} ({s['kind']}): {json.dumps(s['start'])} -> "
+            f"{json.dumps(s['end'])}: {s['reads']}"
+        )
     out.append("")
     rows = []
     for p in result["partitions"]:
-        moving = " ".join([*([f"+{_ids(p['adding_replicas'])}"] if p["adding_replicas"] else []),
-                           *([f"-{_ids(p['removing_replicas'])}"] if p["removing_replicas"] else [])]) or "-"
-        rows.append([p["topic_partition"], p["state"], str(p["leader"]), str(p["leader_epoch"]),
-                     str(p["partition_epoch"]), _ids(p["isr"]), _ids(p["replicas"]), moving,
-                     p["leader_recovery_state"],
-                     " ".join(f"{b}:{s}" for b, s in sorted(p["replica_states"].items(), key=lambda kv: int(kv[0])))])
-    out += _table(["partition", "state", "leader", "leader_epoch", "partition_epoch", "isr", "replicas",
-                   "adding/removing", "recovery", "replica_states"], rows)
+        moving = (
+            " ".join(
+                [
+                    *([f"+{_ids(p['adding_replicas'])}"] if p["adding_replicas"] else []),
+                    *([f"-{_ids(p['removing_replicas'])}"] if p["removing_replicas"] else []),
+                ]
+            )
+            or "-"
+        )
+        rows.append(
+            [
+                p["topic_partition"],
+                p["state"],
+                str(p["leader"]),
+                str(p["leader_epoch"]),
+                str(p["partition_epoch"]),
+                _ids(p["isr"]),
+                _ids(p["replicas"]),
+                moving,
+                p["leader_recovery_state"],
+                " ".join(
+                    f"{b}:{s}"
+                    for b, s in sorted(p["replica_states"].items(), key=lambda kv: int(kv[0]))
+                ),
+            ]
+        )
+    out += _table(
+        [
+            "partition",
+            "state",
+            "leader",
+            "leader_epoch",
+            "partition_epoch",
+            "isr",
+            "replicas",
+            "adding/removing",
+            "recovery",
+            "replica_states",
+        ],
+        rows,
+    )
     for name in result["missing_partitions"]:
         out.append(f"{name}: no state at this batch")
     out.append("")
-    out += _table(["broker", "live", "shutting_down", "epoch"],
-                  [[str(b["id"]), "yes" if b["live"] else "no", "yes" if b["shutting_down"] else "no",
-                    "-" if b["epoch"] is None else str(b["epoch"])] for b in result["brokers"]])
+    out += _table(
+        ["broker", "live", "shutting_down", "epoch"],
+        [
+            [
+                str(b["id"]),
+                "yes" if b["live"] else "no",
+                "yes" if b["shutting_down"] else "no",
+                "-" if b["epoch"] is None else str(b["epoch"]),
+            ]
+            for b in result["brokers"]
+        ],
+    )
     for b in result["missing_brokers"]:
         out.append(f"broker {b}: no broker record at this batch")
     return "\n".join(out) + "\n"
 
 
 # --- the command line -------------------------------------------------------------------
+
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     """Checks the arguments and the checkpoint's files before Spark starts. Its errors are
@@ -267,7 +374,10 @@ def _inspect_with_spark(args: argparse.Namespace, partitions: list[str]) -> dict
     from streaming.settings.schema import JobSettings
 
     shared = SparkSession.getActiveSession()
-    spark = spark_session(JobSettings(input="", output="", checkpoint=args.checkpoint), app_name="shadow-controller-inspect")
+    spark = spark_session(
+        JobSettings(input="", output="", checkpoint=args.checkpoint),
+        app_name="shadow-controller-inspect",
+    )
     spark.sparkContext.setLogLevel("ERROR")
     try:
         return inspect(spark, args.checkpoint, args.batch, tuple(partitions), args.broker)
@@ -280,7 +390,9 @@ def _keep_topic(result: dict[str, Any], topic: str) -> None:
     topics = sorted({p["topic"] for p in result["partitions"]})
     result["partitions"] = [p for p in result["partitions"] if p["topic"] == topic]
     if not result["partitions"]:
-        raise InspectError(f"{_not_found('topic ' + topic, result)} (its topics: {', '.join(topics) or 'none'})")
+        raise InspectError(
+            f"{_not_found('topic ' + topic, result)} (its topics: {', '.join(topics) or 'none'})"
+        )
 
 
 def _not_found(what: str, result: dict[str, Any]) -> str:
@@ -289,13 +401,28 @@ def _not_found(what: str, result: dict[str, Any]) -> str:
 
 def add_parser(subparsers: Any) -> None:
     """Register `inspect` on the CLI's subparsers."""
-    p = subparsers.add_parser("inspect", help="the job's partition and broker state at one micro-batch")
-    p.add_argument("--checkpoint", required=True, help="the job's checkpoint directory (job.checkpoint)")
+    p = subparsers.add_parser(
+        "inspect", help="the job's partition and broker state at one micro-batch"
+    )
+    p.add_argument(
+        "--checkpoint", required=True, help="the job's checkpoint directory (job.checkpoint)"
+    )
     p.add_argument("--batch", type=int, help="micro-batch id (default: the latest committed)")
-    p.add_argument("--topic", help="only this topic's partitions; with it, --partition is a partition number")
-    p.add_argument("--partition", action="append", metavar="TOPIC-P", type=checked_partition,
-                   help="only this partition (repeatable); a number with --topic")
-    p.add_argument("--broker", type=int, metavar="ID", help="only partitions with a replica on this broker, and its row")
+    p.add_argument(
+        "--topic", help="only this topic's partitions; with it, --partition is a partition number"
+    )
+    p.add_argument(
+        "--partition",
+        action="append",
+        metavar="TOPIC-P",
+        type=checked_partition,
+        help="only this partition (repeatable); a number with --topic",
+    )
+    p.add_argument(
+        "--broker",
+        type=int,
+        metavar="ID",
+        help="only partitions with a replica on this broker, and its row",
+    )
     p.add_argument("--json", action="store_true", help="one JSON object instead of tables")
     p.set_defaults(func=cmd_inspect)
-

@@ -27,8 +27,17 @@ from .topic_partition import checked_partition, parse_topic_partition, partition
 if TYPE_CHECKING:  # pandas is imported when a timeline is drawn, not for the CLI's parser
     import pandas as pd
 
-SERIES_COLUMNS = ["cause_offset", "leader", "isr", "isr_size", "leader_epoch", "partition_epoch", "election",
-                  "cause_id", "record"]
+SERIES_COLUMNS = [
+    "cause_offset",
+    "leader",
+    "isr",
+    "isr_size",
+    "leader_epoch",
+    "partition_epoch",
+    "election",
+    "cause_id",
+    "record",
+]
 # Elections an incident review looks for, with how they are drawn: (label, colour, marker).
 MARKED = {
     "unclean": ("unclean election", "#d62728", "X"),
@@ -39,7 +48,14 @@ NO_LEADER = -1
 # A cause's records repeat its new state to further brokers without the election label, and
 # one cause can hold more than one election (e.g. an offline election then a reassignment):
 # the cause is labelled with the first of these it holds.
-ELECTION_PRIORITY = ("unclean", "offline", "controlled_shutdown", "reassign", "preferred", "initial")
+ELECTION_PRIORITY = (
+    "unclean",
+    "offline",
+    "controlled_shutdown",
+    "reassign",
+    "preferred",
+    "initial",
+)
 
 
 def partition_series(decisions: pd.DataFrame, topic: str, partition: int) -> pd.DataFrame:
@@ -53,20 +69,30 @@ def partition_series(decisions: pd.DataFrame, topic: str, partition: int) -> pd.
         return pd.DataFrame(columns=SERIES_COLUMNS)
     mine = decisions[(decisions["topic"] == topic) & (decisions["partition"] == partition)]
     accepted = mine["error"].isna() if "error" in mine else True
-    states = mine[(mine["type"] == "LeaderAndIsr") | ((mine["type"] == "AlterPartitionResult") & accepted)]
+    states = mine[
+        (mine["type"] == "LeaderAndIsr") | ((mine["type"] == "AlterPartitionResult") & accepted)
+    ]
     rows = []
     for cause_offset, cause in states.groupby("cause_offset", sort=True):
         newest = cause.sort_values(["partition_epoch", "leader_epoch", "seq"]).iloc[-1]
         elections = set(cause["election"].dropna()) if "election" in cause else set()
-        election = next((e for e in ELECTION_PRIORITY if e in elections), min(elections, default=None))
+        election = next(
+            (e for e in ELECTION_PRIORITY if e in elections), min(elections, default=None)
+        )
         cause_id = newest.get("cause_id")
-        rows.append({
-            "cause_offset": int(cause_offset), "leader": int(newest["leader"]), "isr": list(newest["isr"]),
-            "isr_size": len(newest["isr"]), "leader_epoch": int(newest["leader_epoch"]),
-            "partition_epoch": int(newest["partition_epoch"]), "election": election,
-            "cause_id": None if cause_id is None or cause_id != cause_id else str(cause_id),
-            "record": str(newest["type"]),
-        })
+        rows.append(
+            {
+                "cause_offset": int(cause_offset),
+                "leader": int(newest["leader"]),
+                "isr": list(newest["isr"]),
+                "isr_size": len(newest["isr"]),
+                "leader_epoch": int(newest["leader_epoch"]),
+                "partition_epoch": int(newest["partition_epoch"]),
+                "election": election,
+                "cause_id": None if cause_id is None or cause_id != cause_id else str(cause_id),
+                "record": str(newest["type"]),
+            }
+        )
     return pd.DataFrame(rows, columns=SERIES_COLUMNS)
 
 
@@ -88,12 +114,20 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
     from matplotlib.patches import Patch
 
     fig, (ax_leader, ax_isr, ax_epoch) = plt.subplots(
-        3, 1, sharex=True, figsize=(12, 8), dpi=110, gridspec_kw={"height_ratios": [3, 1.4, 2]})
+        3, 1, sharex=True, figsize=(12, 8), dpi=110, gridspec_kw={"height_ratios": [3, 1.4, 2]}
+    )
     if series.empty:
         for ax in (ax_leader, ax_isr, ax_epoch):
             ax.axis("off")
-        ax_leader.text(0.5, 0.5, "no LeaderAndIsr or accepted AlterPartition for this partition", ha="center", va="center",
-                       transform=ax_leader.transAxes, fontsize=13)
+        ax_leader.text(
+            0.5,
+            0.5,
+            "no LeaderAndIsr or accepted AlterPartition for this partition",
+            ha="center",
+            va="center",
+            transform=ax_leader.transAxes,
+            fontsize=13,
+        )
         fig.suptitle(title, fontsize=14, fontweight="bold")
         fig.savefig(out, format="png")
         plt.close(fig)
@@ -103,17 +137,30 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
     xs = list(series["cause_offset"]) + [x_end]
 
     # leader: brokers on their own rows, "no leader" on a row of its own below them
-    brokers = sorted({b for b in series["leader"] if b != NO_LEADER} | {b for isr in series["isr"] for b in isr})
+    brokers = sorted(
+        {b for b in series["leader"] if b != NO_LEADER} | {b for isr in series["isr"] for b in isr}
+    )
     none_y = (min(brokers) if brokers else 0) - 1
     lx, ly = _steps(series, "leader", x_end)
     ly = [none_y if v == NO_LEADER else v for v in ly]
     ax_leader.step(lx, ly, where="post", color="#1f77b4", linewidth=2.5)
     via_alter = (series["record"] == "AlterPartitionResult").tolist()
-    ax_leader.scatter([x for x, a in zip(series["cause_offset"], via_alter) if not a],
-                      [y for y, a in zip(ly[:-1], via_alter) if not a], s=30, color="#1f77b4", zorder=4)
-    ax_leader.scatter([x for x, a in zip(series["cause_offset"], via_alter) if a],
-                      [y for y, a in zip(ly[:-1], via_alter) if a], s=40, facecolors="white", edgecolors="#1f77b4",
-                      linewidths=1.5, zorder=4)
+    ax_leader.scatter(
+        [x for x, a in zip(series["cause_offset"], via_alter) if not a],
+        [y for y, a in zip(ly[:-1], via_alter) if not a],
+        s=30,
+        color="#1f77b4",
+        zorder=4,
+    )
+    ax_leader.scatter(
+        [x for x, a in zip(series["cause_offset"], via_alter) if a],
+        [y for y, a in zip(ly[:-1], via_alter) if a],
+        s=40,
+        facecolors="white",
+        edgecolors="#1f77b4",
+        linewidths=1.5,
+        zorder=4,
+    )
     for start, end, leader in zip(xs[:-1], xs[1:], series["leader"]):
         if leader == NO_LEADER:
             ax_leader.axvspan(start, end, color="#d62728", alpha=0.15, linewidth=0)
@@ -130,8 +177,14 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
     previous = None
     for x, isr in zip(series["cause_offset"], series["isr"]):
         if isr != previous:  # name the members where they change
-            ax_isr.annotate("[" + ",".join(map(str, isr)) + "]", (x, len(isr)), textcoords="offset points",
-                            xytext=(4, 4), fontsize=8, color="#1a661a")
+            ax_isr.annotate(
+                "[" + ",".join(map(str, isr)) + "]",
+                (x, len(isr)),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize=8,
+                color="#1a661a",
+            )
         previous = isr
     ax_isr.set_ylabel("ISR size")
     ax_isr.set_ylim(0, max(iy) + 1.2)
@@ -141,7 +194,9 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
     ex, ey = _steps(series, "leader_epoch", x_end)
     ax_epoch.step(ex, ey, where="post", color="#17becf", linewidth=2, label="leader epoch")
     px, py = _steps(series, "partition_epoch", x_end)
-    ax_epoch.step(px, py, where="post", color="#8c564b", linewidth=2, linestyle="--", label="partition epoch")
+    ax_epoch.step(
+        px, py, where="post", color="#8c564b", linewidth=2, linestyle="--", label="partition epoch"
+    )
     ax_epoch.set_ylabel("epoch")
     ax_epoch.yaxis.get_major_locator().set_params(integer=True)
     ax_epoch.grid(axis="y", alpha=0.3)
@@ -150,27 +205,66 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
     ax_epoch.xaxis.get_major_locator().set_params(integer=True)
     ax_epoch.set_xlim(xs[0] - 0.5, x_end)
 
-    handles = [Line2D([], [], color="#1f77b4", linewidth=2.5, marker="o", label="leader (LeaderAndIsr)"),
-               Patch(color="#d62728", alpha=0.15, label="no leader (-1)")]
+    handles = [
+        Line2D([], [], color="#1f77b4", linewidth=2.5, marker="o", label="leader (LeaderAndIsr)"),
+        Patch(color="#d62728", alpha=0.15, label="no leader (-1)"),
+    ]
     if any(via_alter):
-        handles.insert(1, Line2D([], [], color="#1f77b4", linestyle="", marker="o", markerfacecolor="white",
-                                 label="accepted AlterPartition"))
+        handles.insert(
+            1,
+            Line2D(
+                [],
+                [],
+                color="#1f77b4",
+                linestyle="",
+                marker="o",
+                markerfacecolor="white",
+                label="accepted AlterPartition",
+            ),
+        )
     for election, (label, colour, marker) in MARKED.items():
         hits = series[series["election"] == election]
         if hits.empty:
             continue
         ys = [none_y if v == NO_LEADER else v for v in hits["leader"]]
-        ax_leader.scatter(hits["cause_offset"], ys, s=140, marker=marker, color=colour, zorder=5,
-                          edgecolors="black", linewidths=0.6)
+        ax_leader.scatter(
+            hits["cause_offset"],
+            ys,
+            s=140,
+            marker=marker,
+            color=colour,
+            zorder=5,
+            edgecolors="black",
+            linewidths=0.6,
+        )
         for x in hits["cause_offset"]:
             for ax in (ax_leader, ax_isr, ax_epoch):
                 ax.axvline(x, color=colour, alpha=0.5, linestyle=":", linewidth=1.2)
-        handles.append(Line2D([], [], color=colour, marker=marker, linestyle=":", markersize=9,
-                              markeredgecolor="black", label=f"{label} ({len(hits)})"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=colour,
+                marker=marker,
+                linestyle=":",
+                markersize=9,
+                markeredgecolor="black",
+                label=f"{label} ({len(hits)})",
+            )
+        )
     for x, y, cause_id in zip(series["cause_offset"], ly[:-1], series["cause_id"]):
         if cause_id:
-            ax_leader.annotate(cause_id, (x, y), textcoords="offset points", xytext=(4, 7), fontsize=7, color="#444")
-    ax_leader.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+            ax_leader.annotate(
+                cause_id,
+                (x, y),
+                textcoords="offset points",
+                xytext=(4, 7),
+                fontsize=7,
+                color="#444",
+            )
+    ax_leader.legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False
+    )
     fig.suptitle(title, fontsize=14, fontweight="bold")
     fig.tight_layout()
     fig.savefig(out, format="png")
@@ -185,16 +279,33 @@ def timeline(decisions_path: str, topic_partition: str, out: str) -> pd.DataFram
     decisions = _read_decisions(decisions_path)
     topics = set(decisions["topic"].dropna()) if "topic" in decisions else set()
     if not topics:
-        raise UsageError(f"{topic_partition}: not in the decisions {decisions_path}, which name no partition")
+        raise UsageError(
+            f"{topic_partition}: not in the decisions {decisions_path}, which name no partition"
+        )
     if topic not in topics:
         close = difflib.get_close_matches(topic, sorted(topics), n=1)
-        hint = f"; did you mean {close[0]}-{partition}?" if close else f" (its topics: {', '.join(sorted(topics))})"
-        raise UsageError(f"{topic_partition}: not in the decisions {decisions_path}: no record names topic {topic}{hint}")
+        hint = (
+            f"; did you mean {close[0]}-{partition}?"
+            if close
+            else f" (its topics: {', '.join(sorted(topics))})"
+        )
+        raise UsageError(
+            f"{topic_partition}: not in the decisions {decisions_path}: no record names topic {topic}{hint}"
+        )
     series = partition_series(decisions, topic, partition)
-    x_end = int(decisions["cause_offset"].max()) if "cause_offset" in decisions and not decisions.empty else None
+    x_end = (
+        int(decisions["cause_offset"].max())
+        if "cause_offset" in decisions and not decisions.empty
+        else None
+    )
     unclean = int((series["election"] == "unclean").sum()) if not series.empty else 0
-    render(series, out, f"{topic_partition}: leadership over the log"
-           f"  ({len(series)} state updates, unclean elections: {unclean})", x_end)
+    render(
+        series,
+        out,
+        f"{topic_partition}: leadership over the log"
+        f"  ({len(series)} state updates, unclean elections: {unclean})",
+        x_end,
+    )
     return series
 
 
@@ -219,10 +330,23 @@ def cmd_timeline(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Any) -> None:
-    p = subparsers.add_parser("timeline", help="draw one partition's leader, ISR and epochs over the log (PNG)")
-    p.add_argument("--decisions", required=True, help="a decisions JSONL file, a file-output directory, or a topic dump")
-    p.add_argument("--topic", help="the partition's topic; with it, --partition is a partition number")
-    p.add_argument("--partition", required=True, metavar="TOPIC-P", type=checked_partition,
-                   help="the partition, as TOPIC-P (or a number with --topic)")
+    p = subparsers.add_parser(
+        "timeline", help="draw one partition's leader, ISR and epochs over the log (PNG)"
+    )
+    p.add_argument(
+        "--decisions",
+        required=True,
+        help="a decisions JSONL file, a file-output directory, or a topic dump",
+    )
+    p.add_argument(
+        "--topic", help="the partition's topic; with it, --partition is a partition number"
+    )
+    p.add_argument(
+        "--partition",
+        required=True,
+        metavar="TOPIC-P",
+        type=checked_partition,
+        help="the partition, as TOPIC-P (or a number with --topic)",
+    )
     p.add_argument("--out", required=True, metavar="FILE.png")
     p.set_defaults(func=cmd_timeline)

@@ -25,11 +25,19 @@ def checked_partition(text: str) -> str:
 def partition_names(args: argparse.Namespace) -> list[str]:
     """The partitions named by --partition TOPIC-P, or by --topic T --partition P (Kafka's
     tools' way), as TOPIC-P."""
-    given = args.partition if isinstance(args.partition, list) else [args.partition] if args.partition else []
+    given = (
+        args.partition
+        if isinstance(args.partition, list)
+        else [args.partition]
+        if args.partition
+        else []
+    )
     topic = args.topic
     for p in given:
         if topic is not None and not p.isdigit():
-            raise UsageError(f"--partition {p}: with --topic, give the partition number (--topic {topic} --partition 0)")
+            raise UsageError(
+                f"--partition {p}: with --topic, give the partition number (--topic {topic} --partition 0)"
+            )
         if topic is None and p.isdigit():
             raise UsageError(f"--partition {p}: name the topic too, as TOPIC-{p} or with --topic")
     return [f"{topic}-{p}" for p in given] if topic is not None else list(given)

@@ -37,8 +37,14 @@ from typing import Any
 
 from state_machines.errors import InvalidEvent, InvariantViolation
 from state_machines.events import parse_line
+from state_machines.fold import (
+    PartitionSlot,
+    Replies,
+    fold_partition,
+    merge_shutdown_shares,
+    number_directory_records,
+)
 from state_machines.loop import DIRECT, DeadLetter, RawEvent, Sequencer, Work
-from state_machines.fold import PartitionSlot, Replies, fold_partition, merge_shutdown_shares, number_directory_records
 from state_machines.outputs import contract_key, to_contract
 from state_machines.partition import PartitionRecord
 from state_machines.update_metadata import merge as merge_update_metadata
@@ -57,6 +63,7 @@ class WhatIfError(UsageError):
 
 
 # -- the events ------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Hypothesis:
@@ -82,9 +89,14 @@ def hypotheses(events: Sequence[str] | None, events_file: str | None) -> list[Hy
             with open(events_file, "rb") as fh:
                 lines = fh.read().splitlines()
         except OSError as exc:
-            raise WhatIfError(f"{events_file}: cannot read the events file ({exc.strerror})") from None
-        out += [Hypothesis(f"{events_file}:{n + 1}", _filled(line.decode("utf-8", "replace")).encode())
-                for n, line in enumerate(lines) if line.strip()]
+            raise WhatIfError(
+                f"{events_file}: cannot read the events file ({exc.strerror})"
+            ) from None
+        out += [
+            Hypothesis(f"{events_file}:{n + 1}", _filled(line.decode("utf-8", "replace")).encode())
+            for n, line in enumerate(lines)
+            if line.strip()
+        ]
     if not out:
         raise WhatIfError("no event: give --event JSON (repeatable) or --events FILE")
     return out
@@ -99,12 +111,15 @@ def check_events(events: Sequence[Hypothesis], state_limits: Any = None) -> None
             parse_line(h.value, i, state_limits or DEFAULT_LIMITS)
         except InvalidEvent as exc:
             raise WhatIfError(f"{h.source}: the job would dead-letter this event: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - the job's loop dead-letters any failure to parse
-            raise WhatIfError(f"{h.source}: the job would dead-letter this event: not decodable: "
-                              f"{type(exc).__name__}") from None
+        except Exception as exc:
+            raise WhatIfError(
+                f"{h.source}: the job would dead-letter this event: not decodable: "
+                f"{type(exc).__name__}"
+            ) from None
 
 
 # -- the fold --------------------------------------------------------------------------------
+
 
 @dataclass
 class Fold:
@@ -123,7 +138,9 @@ def advance(state: ControllerState, events: Sequence[RawEvent] = ()) -> Fold:
     pending, rest = state.pending, list(state.buffered)
     reports, summaries = list(state.reports), list(state.summaries)
     queue = list(events)
-    slots: dict[str, PartitionSlot] = {}  # partitions folded so far: their `seq` goes on across rounds
+    slots: dict[
+        str, PartitionSlot
+    ] = {}  # partitions folded so far: their `seq` goes on across rounds
     decisions: list[dict[str, Any]] = []
     dead: list[DeadLetter] = []
     rounds = 0
@@ -134,14 +151,20 @@ def advance(state: ControllerState, events: Sequence[RawEvent] = ()) -> Fold:
         pending, rest = seq.run(pending, rest, queue, reports, summaries)
         queue = []
         if not seq.work and (pending is not None or rest):
-            raise InvariantViolation("the sequencer waits for deletion reports that no command will send")
+            raise InvariantViolation(
+                "the sequencer waits for deletion reports that no command will send"
+            )
         replies = Replies()
         number_directory_records((w for w in seq.work if w.target == DIRECT), replies)
         _fold_partitions(state, slots, [w for w in seq.work if w.target != DIRECT], replies)
-        decisions.extend(to_contract(d.record, d.cause_offset, d.cause_id, d.seq)
-                         for d in merge_shutdown_shares(replies.decisions, replies.still))
-        decisions.extend(to_contract(m.record, m.cause_offset, m.cause_id, m.seq)
-                         for m in merge_update_metadata(replies.metadata))
+        decisions.extend(
+            to_contract(d.record, d.cause_offset, d.cause_id, d.seq)
+            for d in merge_shutdown_shares(replies.decisions, replies.still)
+        )
+        decisions.extend(
+            to_contract(m.record, m.cause_offset, m.cause_id, m.seq)
+            for m in merge_update_metadata(replies.metadata)
+        )
         dead.extend(replies.dead_letters)
         reports, summaries = [r for _, r in replies.reports], list(replies.summaries)
         rounds += 1
@@ -150,8 +173,9 @@ def advance(state: ControllerState, events: Sequence[RawEvent] = ()) -> Fold:
     return Fold(decisions, dead, rounds)
 
 
-def _fold_partitions(state: ControllerState, slots: dict[str, PartitionSlot], work: list[Work],
-                     replies: Replies) -> None:
+def _fold_partitions(
+    state: ControllerState, slots: dict[str, PartitionSlot], work: list[Work], replies: Replies
+) -> None:
     by_target: dict[str, list[Work]] = {}
     for w in work:
         by_target.setdefault(w.target, []).append(w)
@@ -168,6 +192,7 @@ def _fold_partitions(state: ControllerState, slots: dict[str, PartitionSlot], wo
 
 # -- the impact ------------------------------------------------------------------------------
 
+
 def _leaders(partitions: dict[TopicPartition, PartitionRecord]) -> dict[TopicPartition, int]:
     return {tp: rec.leadership.leader if rec.leadership else -1 for tp, rec in partitions.items()}
 
@@ -176,8 +201,13 @@ def _names(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["partition"]: r for r in rows}
 
 
-def impact(before: dict[str, Any], after: dict[str, Any], before_leaders: dict[TopicPartition, int],
-           after_leaders: dict[TopicPartition, int], decisions: list[dict[str, Any]]) -> dict[str, Any]:
+def impact(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    before_leaders: dict[TopicPartition, int],
+    after_leaders: dict[TopicPartition, int],
+    decisions: list[dict[str, Any]],
+) -> dict[str, Any]:
     """What changed between two health reports and two leader maps, and what the decisions say."""
     out: dict[str, Any] = {}
     for key in ("offline", "under_min_isr"):
@@ -185,9 +215,16 @@ def impact(before: dict[str, Any], after: dict[str, Any], before_leaders: dict[T
         out[f"newly_{key}"] = [now[p] for p in sorted(now.keys() - was.keys())]
         out[f"no_longer_{key}"] = sorted(was.keys() - now.keys())
     out["unclean_elections"] = [
-        {"partition": f"{d['topic']}-{d['partition']}", "leader": d["leader"], "leader_epoch": d["leader_epoch"],
-         "isr": d["isr"], "cause_offset": d["cause_offset"]}
-        for d in decisions if d["type"] == "LeaderAndIsr" and d["election"] == "unclean"]
+        {
+            "partition": f"{d['topic']}-{d['partition']}",
+            "leader": d["leader"],
+            "leader_epoch": d["leader_epoch"],
+            "isr": d["isr"],
+            "cause_offset": d["cause_offset"],
+        }
+        for d in decisions
+        if d["type"] == "LeaderAndIsr" and d["election"] == "unclean"
+    ]
     moves: list[dict[str, Any]] = []
     lost: Counter[int] = Counter()
     gained: Counter[int] = Counter()
@@ -203,13 +240,27 @@ def impact(before: dict[str, Any], after: dict[str, Any], before_leaders: dict[T
     led_after = Counter(b for b in after_leaders.values() if b >= 0)
     out["leaders_moved"] = {
         "partitions": moves,
-        "brokers": [{"broker": b, "led_before": led_before[b], "led_after": led_after[b], "lost": lost[b], "gained": gained[b]}
-                    for b in sorted(lost.keys() | gained.keys())],
+        "brokers": [
+            {
+                "broker": b,
+                "led_before": led_before[b],
+                "led_after": led_after[b],
+                "lost": lost[b],
+                "gained": gained[b],
+            }
+            for b in sorted(lost.keys() | gained.keys())
+        ],
     }
     out["controlled_shutdown"] = [
-        {"broker": d["broker_id"], "error": d["error"], "partitions_remaining": d["partitions_remaining"],
-         "cause_offset": d["cause_offset"]}
-        for d in decisions if d["type"] == "ControlledShutdownResult"]
+        {
+            "broker": d["broker_id"],
+            "error": d["error"],
+            "partitions_remaining": d["partitions_remaining"],
+            "cause_offset": d["cause_offset"],
+        }
+        for d in decisions
+        if d["type"] == "ControlledShutdownResult"
+    ]
     return out
 
 
@@ -225,15 +276,23 @@ def what_if(state: ControllerState, events: Sequence[Hypothesis]) -> dict[str, A
     after = health.report(state)
     by_type = Counter(d["type"] for d in fold.decisions)
     return {
-        "checkpoint": state.checkpoint, "batch": state.batch, "latest_committed": state.latest,
-        "events": [{"offset": r.offset, "source": r.source, "event": json.loads(r.value or b"null")} for r in raws],
+        "checkpoint": state.checkpoint,
+        "batch": state.batch,
+        "latest_committed": state.latest,
+        "events": [
+            {"offset": r.offset, "source": r.source, "event": json.loads(r.value or b"null")}
+            for r in raws
+        ],
         "owed_decisions": len(owed.decisions),
         "decisions": fold.decisions,
         "decisions_by_type": dict(sorted(by_type.items())),
-        "dead_letters": [{"offset": d.offset, "source": d.source, "reason": d.reason}
-                         for d in [*owed.dead_letters, *fold.dead_letters]],
+        "dead_letters": [
+            {"offset": d.offset, "source": d.source, "reason": d.reason}
+            for d in [*owed.dead_letters, *fold.dead_letters]
+        ],
         "impact": impact(before, after, before_leaders, _leaders(state.partitions), fold.decisions),
-        "status_before": before["status"], "status_after": after["status"],
+        "status_before": before["status"],
+        "status_after": after["status"],
     }
 
 
@@ -247,11 +306,15 @@ def decision_line(d: dict[str, Any]) -> str:
     t = d["type"]
     if t == "UpdateMetadata":
         where = "metadata"
-        names = ", ".join(f"{p['topic']}-{p['partition']}" for p in d["partitions"]) or "no partitions"
+        names = (
+            ", ".join(f"{p['topic']}-{p['partition']}" for p in d["partitions"]) or "no partitions"
+        )
         what = f"{names} to {_ids(d['recipients'])}"
     elif t == "LeaderAndIsr":
-        what = (f"leader {d['leader']} epoch {d['leader_epoch']} isr {_ids(d['isr'])} replicas {_ids(d['replicas'])}"
-                f"{' (' + d['election'] + ' election)' if d['election'] else ''} to {_ids(d['recipients'])}")
+        what = (
+            f"leader {d['leader']} epoch {d['leader_epoch']} isr {_ids(d['isr'])} replicas {_ids(d['replicas'])}"
+            f"{' (' + d['election'] + ' election)' if d['election'] else ''} to {_ids(d['recipients'])}"
+        )
     elif t == "PartitionStateChange":
         what = f"{d['from_state']} -> {d['to_state']}"
     elif t == "ReplicaStateChange":
@@ -259,11 +322,16 @@ def decision_line(d: dict[str, Any]) -> str:
     elif t == "StopReplica":
         what = f"to broker {d['broker_id']}{' delete' if d['delete_partition'] else ''}"
     elif t == "StateChangeFailed":
-        what = (f"{'replica ' + str(d['broker_id']) + ' ' if d['broker_id'] is not None else ''}"
-                f"to {d['target_state']}: {d['reason']}")
+        what = (
+            f"{'replica ' + str(d['broker_id']) + ' ' if d['broker_id'] is not None else ''}"
+            f"to {d['target_state']}: {d['reason']}"
+        )
     elif t == "ControlledShutdownResult":
-        what = (f"refused: {d['error']}" if d["error"] else
-                f"accepted, still leads {', '.join(d['partitions_remaining']) or 'nothing'}")
+        what = (
+            f"refused: {d['error']}"
+            if d["error"]
+            else f"accepted, still leads {', '.join(d['partitions_remaining']) or 'nothing'}"
+        )
     else:
         what = json.dumps({k: v for k, v in d.items() if k not in _HEAD}, separators=(",", ":"))
     return f"{d['cause_offset']:>6} {where:<20} {t:<24} {what}"
@@ -274,12 +342,18 @@ def _ids(values: list[int]) -> str:
 
 
 def render(result: dict[str, Any], limit: int) -> str:
-    out = [f"what-if at batch {result['batch']} (latest committed: {result['latest_committed']}); the checkpoint is "
-           "not changed"]
+    out = [
+        f"what-if at batch {result['batch']} (latest committed: {result['latest_committed']}); the checkpoint is "
+        "not changed"
+    ]
     for e in result["events"]:
-        out.append(f"  offset {e['offset']} ({e['source']}): {json.dumps(e['event'], separators=(',', ':'))}")
+        out.append(
+            f"  offset {e['offset']} ({e['source']}): {json.dumps(e['event'], separators=(',', ':'))}"
+        )
     if result["owed_decisions"]:
-        out.append(f"  first, {result['owed_decisions']} decisions the job still owes for what it has read")
+        out.append(
+            f"  first, {result['owed_decisions']} decisions the job still owes for what it has read"
+        )
     decisions = result["decisions"]
     counts = ", ".join(f"{n} {t}" for t, n in result["decisions_by_type"].items()) or "none"
     out += ["", f"decisions: {len(decisions)} ({counts})"]
@@ -294,19 +368,26 @@ def render(result: dict[str, Any], limit: int) -> str:
         newly = imp[f"newly_{key}"]
         out.append(f"  would go {label}: {len(newly)}")
         for r in newly:
-            detail = f"why: {r['why']}" if key == "offline" else \
-                f"isr {_ids(r['isr'])}, min.insync.replicas {r['min_insync_replicas']}"
+            detail = (
+                f"why: {r['why']}"
+                if key == "offline"
+                else f"isr {_ids(r['isr'])}, min.insync.replicas {r['min_insync_replicas']}"
+            )
             out.append(f"    {r['partition']}  {detail}")
         if imp[f"no_longer_{key}"]:
             out.append(f"  would no longer be {label}: {', '.join(imp[f'no_longer_{key}'])}")
     out.append(f"  unclean elections: {len(imp['unclean_elections'])}")
     for u in imp["unclean_elections"]:
-        out.append(f"    {u['partition']}  leader {u['leader']} (epoch {u['leader_epoch']}), isr {_ids(u['isr'])}")
+        out.append(
+            f"    {u['partition']}  leader {u['leader']} (epoch {u['leader_epoch']}), isr {_ids(u['isr'])}"
+        )
     moved = imp["leaders_moved"]
     out.append(f"  leaders moved: {len(moved['partitions'])}")
     for b in moved["brokers"]:
-        out.append(f"    broker {b['broker']}: leads {b['led_before']} -> {b['led_after']} "
-                   f"(lost {b['lost']}, gained {b['gained']})")
+        out.append(
+            f"    broker {b['broker']}: leads {b['led_before']} -> {b['led_after']} "
+            f"(lost {b['lost']}, gained {b['gained']})"
+        )
     for m in moved["partitions"][:limit]:
         out.append(f"    {m['partition']}  {m['from']} -> {m['to']}")
     if len(moved["partitions"]) > limit:
@@ -315,13 +396,16 @@ def render(result: dict[str, Any], limit: int) -> str:
         if s["error"]:
             out.append(f"  controlled shutdown of broker {s['broker']}: refused, {s['error']}")
         else:
-            out.append(f"  controlled shutdown of broker {s['broker']}: accepted; still leads "
-                       f"{len(s['partitions_remaining'])}: {', '.join(s['partitions_remaining']) or 'nothing'}")
+            out.append(
+                f"  controlled shutdown of broker {s['broker']}: accepted; still leads "
+                f"{len(s['partitions_remaining'])}: {', '.join(s['partitions_remaining']) or 'nothing'}"
+            )
     out.append(f"  status: {result['status_before']} -> {result['status_after']}")
     return "\n".join(out) + "\n"
 
 
 # -- the command line ------------------------------------------------------------------------
+
 
 def cmd_what_if(args: argparse.Namespace) -> int:
     from streaming.settings.checkpoint import load_settings
@@ -333,20 +417,37 @@ def cmd_what_if(args: argparse.Namespace) -> int:
         raise WhatIfError(f"--limit {args.limit}: give a number of lines, 0 or more")
     state = load_with_spark(args.checkpoint, args.batch, "shadow-controller-what-if")
     result = what_if(state, events)
-    sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else render(result, args.limit))
+    sys.stdout.write(
+        json.dumps(result, indent=2) + "\n" if args.json else render(result, args.limit)
+    )
     return 0
 
 
 def add_parser(subparsers: Any) -> None:
     """Register `what-if` on the CLI's subparsers."""
-    p = subparsers.add_parser("what-if", help="the decisions and impact of hypothetical events at a micro-batch "
-                                              "(the checkpoint is only read)")
+    p = subparsers.add_parser(
+        "what-if",
+        help="the decisions and impact of hypothetical events at a micro-batch "
+        "(the checkpoint is only read)",
+    )
     p.add_argument("--checkpoint", required=True, help="the job's checkpoint directory (only read)")
     p.add_argument("--batch", type=int, help="micro-batch id (default: the latest committed)")
     given = p.add_mutually_exclusive_group(required=True)
-    given.add_argument("--event", action="append", metavar="JSON",
-                       help="a contract event (repeatable, applied in order); \"v\" may be left out")
+    given.add_argument(
+        "--event",
+        action="append",
+        metavar="JSON",
+        help='a contract event (repeatable, applied in order); "v" may be left out',
+    )
     given.add_argument("--events", metavar="FILE", help="contract events, one JSON object a line")
-    p.add_argument("--limit", type=int, default=40, metavar="N", help="decisions and moves listed in text (default 40)")
-    p.add_argument("--json", action="store_true", help="one JSON object (every decision) instead of text")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=40,
+        metavar="N",
+        help="decisions and moves listed in text (default 40)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="one JSON object (every decision) instead of text"
+    )
     p.set_defaults(func=cmd_what_if)

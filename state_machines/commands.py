@@ -157,9 +157,23 @@ class CompleteTopicDeletion:
 
 
 Op = Union[
-    LoadPartition, Failover, CreatePartition, BrokersStarted, BrokersFailed, ShutdownBroker, Reassign,
-    AlterIsr, Elect, TriggerOnline, ReplicaDeletionResponse, MarkQueued, ResumeDeletion,
-    CompleteTopicDeletion, Observe, LogDirFailure, AutoRebalance,
+    LoadPartition,
+    Failover,
+    CreatePartition,
+    BrokersStarted,
+    BrokersFailed,
+    ShutdownBroker,
+    Reassign,
+    AlterIsr,
+    Elect,
+    TriggerOnline,
+    ReplicaDeletionResponse,
+    MarkQueued,
+    ResumeDeletion,
+    CompleteTopicDeletion,
+    Observe,
+    LogDirFailure,
+    AutoRebalance,
 ]
 
 

@@ -25,17 +25,37 @@ from dataclasses import replace
 from . import event_types as ev
 from . import leader_balance
 from .commands import (
-    BrokersFailed, BrokersStarted, CreatePartition, Failover, LoadPartition, LogDirFailure, Observe, Op, ShutdownBroker,
+    BrokersFailed,
+    BrokersStarted,
+    CreatePartition,
+    Failover,
+    LoadPartition,
+    LogDirFailure,
+    Observe,
+    Op,
+    ShutdownBroker,
     TriggerOnline,
 )
+from .controller_requests import alter_partition, partition_reassignment, replica_leader_election
 from .directory import (
-    CONTROLLER_KEY, BrokerRecord, Continuation, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, topic_key,
+    CONTROLLER_KEY,
+    BrokerRecord,
+    Continuation,
+    DirectoryRecord,
+    DirectoryResult,
+    DirectoryView,
+    TopicRecord,
+    topic_key,
 )
 from .model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment, equals_ignore_case
+from .outputs import (
+    ControlledShutdownResultRecord,
+    DivergenceRecord,
+    ObservationOutcome,
+    StateChangeFailedRecord,
+)
 from .partition_summaries import offline_partitions
-from .outputs import ControlledShutdownResultRecord, DivergenceRecord, ObservationOutcome, StateChangeFailedRecord
 from .states import LeaderRecoveryState
-from .controller_requests import alter_partition, partition_reassignment, replica_leader_election
 from .topic_deletion import on_stop_replica_response, on_topic_deletion
 
 
@@ -43,13 +63,18 @@ def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continua
     c = d.controller
     if c.active and e.controller_epoch <= c.controller_epoch:
         return None  # a stale or repeated election: this controller already holds that epoch
-    d.put(CONTROLLER_KEY, replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch))
+    d.put(
+        CONTROLLER_KEY,
+        replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch),
+    )
     # initializeControllerContext clears shuttingDownBrokerIds, and a new controller knows
     # no failed log dirs
     for b in sorted(c.brokers):
         brec = d.broker(b)
         if brec.fact.shutting_down or brec.offline_dirs:
-            d.put_broker(b, replace(brec, fact=replace(brec.fact, shutting_down=False), offline_dirs=()))
+            d.put_broker(
+                b, replace(brec, fact=replace(brec.fact, shutting_down=False), offline_dirs=())
+            )
     leader_balance.schedule_at_failover(d)
     # UpdateMetadata to every broker before the state machines start (onControllerFailover)
     d.update_metadata(site=0)
@@ -58,7 +83,10 @@ def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continua
         for t in sorted(c.queued_topics):
             rec = d.topic(t)
             if rec is not None:
-                d.put(topic_key(t), replace(rec, queued=False, started=False, ineligible=False, mirror=()))
+                d.put(
+                    topic_key(t),
+                    replace(rec, queued=False, started=False, ineligible=False, mirror=()),
+                )
         d.put(CONTROLLER_KEY, replace(d.controller, queued_topics=frozenset()))
     # one op for every partition (ops are immutable): the job's codec writes a run of
     # commands sharing their op and context once
@@ -71,12 +99,19 @@ def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continua
     return Continuation(failover_init=True, resume=True)
 
 
-def _broker_startup(d: DirectoryView, e: ev.BrokerStartup) -> tuple[Continuation | None, tuple[ev.Event, ...]]:
+def _broker_startup(
+    d: DirectoryView, e: ev.BrokerStartup
+) -> tuple[Continuation | None, tuple[ev.Event, ...]]:
     rec = d.broker(e.broker_id)
     fact = rec.fact
     if fact.registered:
         cached = fact.broker_epoch
-        if e.broker_epoch is not None and cached is not None and e.broker_epoch > cached and d.controller.active:
+        if (
+            e.broker_epoch is not None
+            and cached is not None
+            and e.broker_epoch > cached
+            and d.controller.active
+        ):
             # A bounce (processBrokerChange): failure, then startup with the new epoch.
             return _broker_failure(d, ev.BrokerFailure(e.broker_id)), (e,)
         if e.broker_epoch is not None and (cached is None or e.broker_epoch > cached):
@@ -177,14 +212,18 @@ def _controlled_shutdown(d: DirectoryView, e: ev.ControlledShutdown) -> None:
         d.send(t, p, shutdown, (e.broker_id,))
 
 
-def _new_partitions(d: DirectoryView, topic: str, partitions: tuple[tuple[int, tuple[int, ...]], ...]) -> None:
+def _new_partitions(
+    d: DirectoryView, topic: str, partitions: tuple[tuple[int, tuple[int, ...]], ...]
+) -> None:
     active = d.controller.active
     d.remember_partitions(topic, partitions)
     ops: dict[tuple[int, ...], Op] = {}  # one op per assignment: partitions share it
     for p, replicas in partitions:
         op = ops.get(replicas)
         if op is None:
-            op = ops[replicas] = CreatePartition(replicas) if active else LoadPartition(ReplicaAssignment(replicas))
+            op = ops[replicas] = (
+                CreatePartition(replicas) if active else LoadPartition(ReplicaAssignment(replicas))
+            )
         d.send(topic, p, op, replicas)
 
 
@@ -215,16 +254,24 @@ def _topic_config_change(d: DirectoryView, e: ev.TopicConfigChange) -> None:
     # triggers triggerOnlinePartitionStateChange(topic). It reads the value with Scala's
     # toBoolean, untrimmed (the election's LogConfig trims it): " true" enables unclean
     # elections for the topic but triggers nothing here.
-    if d.controller.active and equals_ignore_case(dict(e.configs).get("unclean.leader.election.enable", ""), "true"):
+    if d.controller.active and equals_ignore_case(
+        dict(e.configs).get("unclean.leader.election.enable", ""), "true"
+    ):
         for p in rec.partition_ids():
             d.send(e.topic, p, TriggerOnline())
 
 
 def _partition_state_snapshot(d: DirectoryView, e: ev.PartitionStateSnapshot) -> None:
     if d.controller.active:
-        d.outputs.append(StateChangeFailedRecord(
-            e.topic, e.partition, None, "PartitionStateSnapshot",
-            "ignored: snapshots load context while the controller is inactive"))
+        d.outputs.append(
+            StateChangeFailedRecord(
+                e.topic,
+                e.partition,
+                None,
+                "PartitionStateSnapshot",
+                "ignored: snapshots load context while the controller is inactive",
+            )
+        )
         return
     rec = d.topic(e.topic)
     if rec is None:
@@ -233,7 +280,11 @@ def _partition_state_snapshot(d: DirectoryView, e: ev.PartitionStateSnapshot) ->
         d.put(CONTROLLER_KEY, replace(c, topics=c.topics | {e.topic}))
     d.remember_brokers(e.topic, e.partition, (*e.replicas, *e.isr))
     leadership = LeaderAndIsr(
-        e.leader, e.leader_epoch, e.isr, e.partition_epoch, LeaderRecoveryState(e.leader_recovery_state),
+        e.leader,
+        e.leader_epoch,
+        e.isr,
+        e.partition_epoch,
+        LeaderRecoveryState(e.leader_recovery_state),
         e.controller_epoch,
     )
     assignment = ReplicaAssignment(e.replicas, e.adding_replicas, e.removing_replicas)
@@ -247,13 +298,24 @@ def _observed_partition_state(d: DirectoryView, e: ev.ObservedPartitionState) ->
     rec = d.topic(e.topic)
     if rec is None or e.partition not in rec.partition_ids():
         observed = {"leader": e.leader, "leader_epoch": e.leader_epoch, "isr": list(e.isr)}
-        d.outputs.append(DivergenceRecord(e.topic, e.partition, {"leader": -1, "leader_epoch": None, "isr": []},
-                                          observed, "benign", "the shadow does not know this partition"))
+        d.outputs.append(
+            DivergenceRecord(
+                e.topic,
+                e.partition,
+                {"leader": -1, "leader_epoch": None, "isr": []},
+                observed,
+                "benign",
+                "the shadow does not know this partition",
+            )
+        )
         d.outputs.append(ObservationOutcome("benign"))
         return
-    d.send(e.topic, e.partition,
-           Observe(e.leader, e.leader_epoch, e.isr, e.partition_epoch, e.controller_epoch),
-           (e.leader, *e.isr))
+    d.send(
+        e.topic,
+        e.partition,
+        Observe(e.leader, e.leader_epoch, e.isr, e.partition_epoch, e.controller_epoch),
+        (e.leader, *e.isr),
+    )
 
 
 def _broker_config_change(d: DirectoryView, e: ev.BrokerConfigChange) -> None:
@@ -296,7 +358,9 @@ def _replica_dir_failure(d: DirectoryView, e: ev.ReplicaDirFailure) -> Continuat
     failed = {tp for tp in e.partitions if tp in answered}
     new = failed - set(brec.offline_dirs)
     if new:
-        d.put_broker(e.broker_id, replace(brec, offline_dirs=tuple(sorted({*brec.offline_dirs, *new}))))
+        d.put_broker(
+            e.broker_id, replace(brec, offline_dirs=tuple(sorted({*brec.offline_dirs, *new})))
+        )
     targets = list(hosted)
     if new:
         # onReplicasBecomeOffline: partitionsWithOfflineLeader is cluster-wide (leaders on
@@ -323,8 +387,13 @@ def _maybe_advance_event_time(d: DirectoryView) -> None:
 
 
 def directory_step(
-    view: Mapping[str, DirectoryRecord], event: ev.CauseStep, config: ControllerConfig, offset: int,
-    cause_id: str | None = None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None,
+    view: Mapping[str, DirectoryRecord],
+    event: ev.CauseStep,
+    config: ControllerConfig,
+    offset: int,
+    cause_id: str | None = None,
+    touched: frozenset[tuple[str, int]] = frozenset(),
+    ts: int | None = None,
 ) -> DirectoryResult:
     """One input event against the directory: (records, event) -> (changed records, commands,
     outputs). `touched`: the partitions earlier steps of the same cause reached; `ts`: the
@@ -376,4 +445,3 @@ def directory_step(
         raise TypeError(f"unknown event {event!r}")
     d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))
     return d.result(cont, followups)
-

@@ -23,7 +23,9 @@ def partition_reassignment(d: DirectoryView, e: ev.PartitionReassignment) -> Non
     rec = d.topic(e.topic)
     if rec is None or e.partition not in rec.partition_ids():
         error = _unknown_partition_reassignment_error(d, e.target_replicas)
-        d.outputs.append(StateChangeFailedRecord(e.topic, e.partition, None, "PartitionReassignment", error))
+        d.outputs.append(
+            StateChangeFailedRecord(e.topic, e.partition, None, "PartitionReassignment", error)
+        )
         return
     targets = [r for r in (e.target_replicas or ()) if isinstance(r, int) and r >= 0]
     d.remember_brokers(e.topic, e.partition, targets)
@@ -35,7 +37,9 @@ def _unknown_partition_reassignment_error(d: DirectoryView, target: tuple[int, .
     # replica is "adding" and must be live; then maybeBuildReassignment, then the lookup.
     if target is not None:
         if not target:
-            return "INVALID_REPLICA_ASSIGNMENT: empty replica list specified in partition reassignment"
+            return (
+                "INVALID_REPLICA_ASSIGNMENT: empty replica list specified in partition reassignment"
+            )
         if len(set(target)) != len(target):
             return f"INVALID_REPLICA_ASSIGNMENT: duplicate replica ids in partition reassignment replica list: {list(target)}"
         if any(r < 0 for r in target):
@@ -52,13 +56,21 @@ def alter_partition(d: DirectoryView, e: ev.AlterPartition) -> None:
     fact = d.fact(e.broker_id)
 
     def refuse(error: str) -> None:
-        d.outputs.append(AlterPartitionResultRecord(e.topic, e.partition, e.broker_id, error, None, None, None, None))
+        d.outputs.append(
+            AlterPartitionResultRecord(
+                e.topic, e.partition, e.broker_id, error, None, None, None, None
+            )
+        )
 
     # the request-level check: unknown broker or a broker epoch other than the cached one
     if not fact.registered:
         refuse("STALE_BROKER_EPOCH")
         return
-    if e.broker_epoch is not None and fact.broker_epoch is not None and e.broker_epoch != fact.broker_epoch:
+    if (
+        e.broker_epoch is not None
+        and fact.broker_epoch is not None
+        and e.broker_epoch != fact.broker_epoch
+    ):
         refuse("STALE_BROKER_EPOCH")
         return
     rec = d.topic(e.topic)
@@ -71,8 +83,12 @@ def alter_partition(d: DirectoryView, e: ev.AlterPartition) -> None:
         return
     mentioned = (e.broker_id, *e.isr)
     d.remember_brokers(e.topic, e.partition, mentioned)
-    d.send(e.topic, e.partition,
-           AlterIsr(e.broker_id, e.leader_epoch, e.partition_epoch, e.isr, e.leader_recovery_state), mentioned)
+    d.send(
+        e.topic,
+        e.partition,
+        AlterIsr(e.broker_id, e.leader_epoch, e.partition_epoch, e.isr, e.leader_recovery_state),
+        mentioned,
+    )
 
 
 def replica_leader_election(d: DirectoryView, e: ev.ReplicaLeaderElection) -> None:
@@ -86,14 +102,20 @@ def replica_leader_election(d: DirectoryView, e: ev.ReplicaLeaderElection) -> No
     # asked for it (AdminClientTriggered).
     allow_unclean = e.election_type == "UNCLEAN" and e.trigger == "admin"
     elect = Elect(e.election_type, allow_unclean)  # one op for every partition (ops are immutable)
-    known: dict[str, frozenset[int]] = {}  # each topic's partitions, read once (not once a partition)
+    known: dict[
+        str, frozenset[int]
+    ] = {}  # each topic's partitions, read once (not once a partition)
     for t, p in wanted:
         rec = d.topic(t)
         if rec is not None and t not in known:
             known[t] = frozenset(rec.partition_ids())
         if rec is None or p not in known[t]:
-            d.outputs.append(ElectionResultRecord(t, p, e.election_type, "UNKNOWN_TOPIC_OR_PARTITION", None))
+            d.outputs.append(
+                ElectionResultRecord(t, p, e.election_type, "UNKNOWN_TOPIC_OR_PARTITION", None)
+            )
         elif rec.queued:
-            d.outputs.append(ElectionResultRecord(t, p, e.election_type, "INVALID_TOPIC_EXCEPTION", None))
+            d.outputs.append(
+                ElectionResultRecord(t, p, e.election_type, "INVALID_TOPIC_EXCEPTION", None)
+            )
         else:
             d.send(t, p, elect)

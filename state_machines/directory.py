@@ -117,14 +117,18 @@ class TopicRecord:
 # The key says which record it holds: `controller`, `broker-<id>` or `topic-<name>`. In
 # kraft mode a broker's record is its `BrokerRegistration` (kraft/cluster_control.py), and
 # `kraft-tasks` and `kraft-heartbeats` the quorum controller's in-memory state (kraft/schedule.py).
-DirectoryRecord = Union[ControllerRecord, BrokerRecord, TopicRecord, BrokerRegistration, KraftTasks, HeartbeatStates]
+DirectoryRecord = Union[
+    ControllerRecord, BrokerRecord, TopicRecord, BrokerRegistration, KraftTasks, HeartbeatStates
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Continuation:
     """What the directory does after a round's deletion reports are in."""
 
-    failover_init: bool = False  # TopicDeletionManager.init: ineligible = offline replicas or reassigning
+    failover_init: bool = (
+        False  # TopicDeletionManager.init: ineligible = offline replicas or reassigning
+    )
     mark_topics: frozenset[str] = frozenset()  # markTopicIneligibleForDeletion
     resume_topics: frozenset[str] = frozenset()  # resumeDeletionForTopics
     resume: bool = False  # resumeDeletions
@@ -144,8 +148,15 @@ class DirectoryResult:
 class DirectoryView:
     """Read-your-writes view over the directory records for one step."""
 
-    def __init__(self, view: Mapping[str, DirectoryRecord], config: ControllerConfig, offset: int,
-                 cause_id: str | None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None):
+    def __init__(
+        self,
+        view: Mapping[str, DirectoryRecord],
+        config: ControllerConfig,
+        offset: int,
+        cause_id: str | None,
+        touched: frozenset[tuple[str, int]] = frozenset(),
+        ts: int | None = None,
+    ):
         self.view = view
         # the event time of the cause (its envelope's `ts`), if it has one
         self.ts = ts
@@ -202,7 +213,9 @@ class DirectoryView:
         """Add brokers to the partition's fan-out set."""
         self.remember_partitions(topic, ((partition, brokers),))
 
-    def remember_partitions(self, topic: str, partitions: Iterable[tuple[int, Iterable[int]]]) -> None:
+    def remember_partitions(
+        self, topic: str, partitions: Iterable[tuple[int, Iterable[int]]]
+    ) -> None:
         """`remember_brokers` for each (partition, brokers) in turn, with one copy of the
         topic's record (a creation names every partition of the topic)."""
         rec = self.topic(topic)
@@ -224,14 +237,20 @@ class DirectoryView:
             c = self.controller
             rec = self.topic(topic)
             configs = rec.configs if rec else ()
-            flags = self._topic_flags[topic] = (self.config.unclean_enabled_for(configs, c.dynamic_configs),
-                                                bool(rec and rec.queued))
+            flags = self._topic_flags[topic] = (
+                self.config.unclean_enabled_for(configs, c.dynamic_configs),
+                bool(rec and rec.queued),
+            )
         replicas = tuple(brokers)
         made = self._shared_contexts.get((*flags, replicas))
         if made is None:
             c = self.controller
             made = self._shared_contexts[(*flags, replicas)] = PartitionContext(
-                c.active, c.controller_epoch, flags[0], flags[1], self._broker_facts(replicas),
+                c.active,
+                c.controller_epoch,
+                flags[0],
+                flags[1],
+                self._broker_facts(replicas),
             )
         return made
 
@@ -249,7 +268,9 @@ class DirectoryView:
         return pairs
 
     def send(self, topic: str, partition: int, op: Op, brokers: Iterable[int] = ()) -> None:
-        self.commands.append(Command(topic, partition, self.offset, self.cause_id, self.ctx(topic, brokers), op))
+        self.commands.append(
+            Command(topic, partition, self.offset, self.cause_id, self.ctx(topic, brokers), op)
+        )
 
     def hosted(self, broker_id: int) -> list[tuple[str, int]]:
         """Partitions that have (or had) a replica on the broker, in (topic, partition) order:
@@ -267,8 +288,9 @@ class DirectoryView:
         """`liveOrShuttingDownBrokerIds`, in order."""
         return tuple(b for b in sorted(self.controller.brokers) if self.fact(b).registered)
 
-    def update_metadata(self, site: int, recipients: Iterable[int] | None = None,
-                        unless_sites: tuple[int, ...] = ()) -> None:
+    def update_metadata(
+        self, site: int, recipients: Iterable[int] | None = None, unless_sites: tuple[int, ...] = ()
+    ) -> None:
         """`sendUpdateMetadataRequest(recipients, ...)` at `site` of this round (default: every
         live or shutting-down broker); the partitions it names share their states at the same
         site (update_metadata.py)."""
@@ -277,15 +299,27 @@ class DirectoryView:
             self.outputs.append(UpdateMetadataSend(site, brokers, unless_sites))
             self._explicit_sends = True
 
-    def result(self, continuation: Continuation | None = None, followups: tuple[ev.CauseStep, ...] = ()) -> DirectoryResult:
+    def result(
+        self, continuation: Continuation | None = None, followups: tuple[ev.CauseStep, ...] = ()
+    ) -> DirectoryResult:
         if self.config.emit_update_metadata and (self.commands or self._explicit_sends):
             # the round's live brokers: the recipients of every UpdateMetadata a LeaderAndIsr queued
             self.outputs.append(UpdateMetadataSend(ROUND_BROKERS, self.live_or_shutting_down()))
-        return DirectoryResult(self.changes, tuple(self.commands), tuple(self.outputs), continuation, followups)
-
+        return DirectoryResult(
+            self.changes, tuple(self.commands), tuple(self.outputs), continuation, followups
+        )
 
 
 __all__ = [
-    "BrokerRecord", "CONTROLLER_KEY", "Continuation", "ControllerRecord", "DeletionMirror", "DirectoryRecord",
-    "DirectoryResult", "DirectoryView", "TopicRecord", "broker_key", "topic_key",
+    "BrokerRecord",
+    "CONTROLLER_KEY",
+    "Continuation",
+    "ControllerRecord",
+    "DeletionMirror",
+    "DirectoryRecord",
+    "DirectoryResult",
+    "DirectoryView",
+    "TopicRecord",
+    "broker_key",
+    "topic_key",
 ]

@@ -58,7 +58,9 @@ class ControlledShutdownElection:
     label = "controlled_shutdown"
 
 
-ElectionStrategy = OfflineElection | ReassignElection | PreferredElection | ControlledShutdownElection
+ElectionStrategy = (
+    OfflineElection | ReassignElection | PreferredElection | ControlledShutdownElection
+)
 
 OFFLINE = OfflineElection()
 REASSIGN = ReassignElection()
@@ -140,13 +142,19 @@ def elect_for_offline_partition(
     Recipients: the live replicas of the full assignment.
     """
     live = tuple(r for r in assignment if is_online(r))
-    leader = offline_partition_leader_election(assignment, current.isr, live, unclean_leader_election_enabled)
+    leader = offline_partition_leader_election(
+        assignment, current.isr, live, unclean_leader_election_enabled
+    )
     if leader is None:
         return ElectionOutcome(None, live)
     if leader in current.isr:
-        return ElectionOutcome(current.new_leader_and_isr(leader, tuple(r for r in current.isr if is_online(r))), live)
+        return ElectionOutcome(
+            current.new_leader_and_isr(leader, tuple(r for r in current.isr if is_online(r))), live
+        )
     if leader_recovery_supported:
-        return ElectionOutcome(current.new_recovering_leader_and_isr(leader, (leader,)), live, unclean=True)
+        return ElectionOutcome(
+            current.new_recovering_leader_and_isr(leader, (leader,)), live, unclean=True
+        )
     return ElectionOutcome(current.new_leader_and_isr(leader, (leader,)), live, unclean=True)
 
 
@@ -181,7 +189,9 @@ def elect_for_controlled_shutdown(
     one shutting down receives the request); the ISR loses every shutting-down broker but keeps
     dead ones."""
     live = tuple(r for r in assignment if is_online_or_shutting_down(r))
-    leader = controlled_shutdown_partition_leader_election(assignment, current.isr, live, shutting_down_brokers)
+    leader = controlled_shutdown_partition_leader_election(
+        assignment, current.isr, live, shutting_down_brokers
+    )
     if leader is None:
         return ElectionOutcome(None, live)
     new_isr = tuple(r for r in current.isr if r not in shutting_down_brokers)

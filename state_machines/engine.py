@@ -19,13 +19,19 @@ from typing import Any
 from .commands import Command
 from .directory import CONTROLLER_KEY, ControllerRecord, TopicRecord, topic_key
 from .events import Envelope
+from .fold import (
+    PartitionSlot,
+    Replies,
+    fold_partition,
+    merge_shutdown_shares,
+    number_directory_records,
+)
+from .kraft.cluster_control import BrokerRegistration
+from .kraft.commands import KraftPartition, kraft_partition_json
 from .loop import DIRECT, Sequencer, Work
-from .fold import PartitionSlot, Replies, fold_partition, merge_shutdown_shares, number_directory_records
 from .model import ControllerConfig
 from .outputs import _WRITERS, ControlledShutdownResultRecord, Record, to_contract
 from .outputs import _writer as to_contract_writer
-from .kraft.cluster_control import BrokerRegistration
-from .kraft.commands import KraftPartition, kraft_partition_json
 from .partition import PartitionRecord
 from .update_metadata import merge as merge_update_metadata
 
@@ -48,7 +54,9 @@ class _ContractReplies(Replies):
         super().__init__()
         self.contract: list[tuple[str, int, dict[str, Any]]] = []
 
-    def decision(self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None) -> None:
+    def decision(
+        self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None
+    ) -> None:
         cls = type(record)
         if cls is ControlledShutdownResultRecord:
             super().decision(cause_offset, key, seq, record, cause_id)
@@ -97,7 +105,9 @@ class Engine:
         out.sort(key=_KEY_SEQ)  # one cause: the contract's order is (key, seq)
         return [doc for _, _, doc in out]
 
-    def _fold(self, work: Iterable[Work], offset: int, seq_next: dict[str, int], replies: Replies) -> None:
+    def _fold(
+        self, work: Iterable[Work], offset: int, seq_next: dict[str, int], replies: Replies
+    ) -> None:
         # The work comes in the loop's order, (round, index); partitions are independent,
         # so each command is folded as it comes, with no grouping by partition.
         config, partitions = self.config, self.partitions
@@ -107,7 +117,11 @@ class Engine:
             target = w.target
             # PartitionSlot(...) without the named tuple's Python-level __new__
             record, _, seq_next[target] = fold_partition(
-                _new_tuple(PartitionSlot, (partitions.get(tp), offset, seq_next.get(target, 0))), [w], config, replies)
+                _new_tuple(PartitionSlot, (partitions.get(tp), offset, seq_next.get(target, 0))),
+                [w],
+                config,
+                replies,
+            )
             if record is None:
                 partitions.pop(tp, None)
             else:
@@ -124,12 +138,19 @@ class Engine:
         brokers = {}
         for b in sorted(c.brokers):
             rec = self.directory[f"broker-{b}"]
-            if isinstance(rec, BrokerRegistration):  # kraft mode: ClusterControlManager's registration
-                brokers[str(b)] = {"fenced": rec.fenced, "in_controlled_shutdown": rec.in_controlled_shutdown,
-                                   "broker_epoch": rec.epoch, "incarnation_id": rec.incarnation_id}
+            if isinstance(
+                rec, BrokerRegistration
+            ):  # kraft mode: ClusterControlManager's registration
+                brokers[str(b)] = {
+                    "fenced": rec.fenced,
+                    "in_controlled_shutdown": rec.in_controlled_shutdown,
+                    "broker_epoch": rec.epoch,
+                    "incarnation_id": rec.incarnation_id,
+                }
             elif rec.fact.registered or rec.fact.broker_epoch is not None:
                 brokers[str(b)] = {
-                    "live": rec.fact.live, "shutting_down": rec.fact.shutting_down,
+                    "live": rec.fact.live,
+                    "shutting_down": rec.fact.shutting_down,
                     "broker_epoch": rec.fact.broker_epoch,
                 }
         topics = {}
@@ -140,8 +161,11 @@ class Engine:
         for (t, p), prec in sorted(self.partitions.items()):
             partitions[f"{t}-{p}"] = partition_json(prec)
         out: dict[str, Any] = {
-            "active": c.active, "controller_epoch": c.controller_epoch,
-            "brokers": brokers, "topics": topics, "partitions": partitions,
+            "active": c.active,
+            "controller_epoch": c.controller_epoch,
+            "brokers": brokers,
+            "topics": topics,
+            "partitions": partitions,
         }
         # what only the controller-wide rules set: shown once set, so older states read the same
         if c.dynamic_configs:

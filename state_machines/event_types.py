@@ -144,10 +144,23 @@ class ControllerTick:
 
 
 Event = Union[
-    ControllerFailover, BrokerStartup, BrokerFailure, ControlledShutdown, TopicCreation,
-    PartitionExpansion, TopicDeletion, StopReplicaResponse, PartitionReassignment, AlterPartition,
-    ReplicaLeaderElection, TopicConfigChange, PartitionStateSnapshot, ObservedPartitionState,
-    BrokerConfigChange, ReplicaDirFailure, ControllerTick,
+    ControllerFailover,
+    BrokerStartup,
+    BrokerFailure,
+    ControlledShutdown,
+    TopicCreation,
+    PartitionExpansion,
+    TopicDeletion,
+    StopReplicaResponse,
+    PartitionReassignment,
+    AlterPartition,
+    ReplicaLeaderElection,
+    TopicConfigChange,
+    PartitionStateSnapshot,
+    ObservedPartitionState,
+    BrokerConfigChange,
+    ReplicaDirFailure,
+    ControllerTick,
 ]
 
 

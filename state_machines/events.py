@@ -16,12 +16,30 @@ import re
 from typing import Any
 
 from .errors import InvalidEvent
+from .event_types import (
+    AlterPartition,
+    BrokerConfigChange,
+    BrokerFailure,
+    BrokerStartup,
+    ControlledShutdown,
+    ControllerFailover,
+    ControllerTick,
+    Envelope,
+    Event,
+    ObservedPartitionState,
+    PartitionExpansion,
+    PartitionReassignment,
+    PartitionStateSnapshot,
+    ReplicaDirFailure,
+    ReplicaLeaderElection,
+    StopReplicaResponse,
+    TopicConfigChange,
+    TopicCreation,
+    TopicDeletion,
+)
 from .model import config_boolean
 from .record_bounds import DEFAULT_LIMITS, InputLimits, decode_record
 from .record_bounds import shown as _shown
-from .event_types import (
-    AlterPartition, BrokerConfigChange, BrokerFailure, BrokerStartup, ControlledShutdown, ControllerFailover, ControllerTick, Envelope, Event, ObservedPartitionState, PartitionExpansion, PartitionReassignment, PartitionStateSnapshot, ReplicaDirFailure, ReplicaLeaderElection, StopReplicaResponse, TopicConfigChange, TopicCreation, TopicDeletion,
-)
 
 CONTRACT_VERSION = 1
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -56,7 +74,9 @@ def _opt(obj: dict[str, Any], name: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def _opt_int(obj: dict[str, Any], name: str, *, minimum: int | None = None, bits: int = 32) -> int | None:
+def _opt_int(
+    obj: dict[str, Any], name: str, *, minimum: int | None = None, bits: int = 32
+) -> int | None:
     value = obj.get(name)
     return None if value is None else _int(value, name, minimum=minimum, bits=bits)
 
@@ -108,12 +128,16 @@ def _broker_list(value: Any, name: str, *, allow_empty: bool = False) -> tuple[i
 
 def _partition_map(value: Any) -> tuple[tuple[int, tuple[int, ...]], ...]:
     if not isinstance(value, dict) or not value:
-        raise InvalidEvent("field 'partitions' must be a non-empty object of partition -> replica list")
+        raise InvalidEvent(
+            "field 'partitions' must be a non-empty object of partition -> replica list"
+        )
     out = []
     for key, replicas in value.items():
         # ASCII digits: str.isdigit alone takes "²", which int() refuses, and "٣"
         if not isinstance(key, str) or not (key.isascii() and key.isdigit()):
-            raise InvalidEvent(f"partition number must be a non-negative integer string, got {_shown(key)}")
+            raise InvalidEvent(
+                f"partition number must be a non-negative integer string, got {_shown(key)}"
+            )
         # Kafka's partition ids are Java ints (TopicPartition.partition); int() refuses a
         # string of thousands of digits, so no more than ten reach it (leading zeros off)
         if len(key) > 10:
@@ -130,13 +154,17 @@ def _partition_map(value: Any) -> tuple[tuple[int, tuple[int, ...]], ...]:
         for key, (number, _) in zip(value, out):
             keys.setdefault(number, []).append(key)
         number = min(n for n, named in keys.items() if len(named) > 1)
-        raise InvalidEvent(f"field 'partitions' names partition {number} more than once: {_shown(keys[number])}")
+        raise InvalidEvent(
+            f"field 'partitions' names partition {number} more than once: {_shown(keys[number])}"
+        )
     out.sort()
     return tuple(out)
 
 
 def _configs(value: Any, name: str) -> tuple[tuple[str, str], ...]:
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
         raise InvalidEvent(f"field '{name}' must be an object of string -> string")
     _check_booleans(value)
     return tuple(sorted(value.items()))
@@ -157,17 +185,22 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
             _int(_req(obj, "controller_epoch"), "controller_epoch", minimum=0),
         )
     if kind == "BrokerStartup":
-        return BrokerStartup(_broker_id(_req(obj, "broker_id"), "broker_id"),
-                             _opt_int(obj, "broker_epoch", minimum=0, bits=64))
+        return BrokerStartup(
+            _broker_id(_req(obj, "broker_id"), "broker_id"),
+            _opt_int(obj, "broker_epoch", minimum=0, bits=64),
+        )
     if kind == "BrokerFailure":
         return BrokerFailure(_broker_id(_req(obj, "broker_id"), "broker_id"))
     if kind == "ControlledShutdown":
         return ControlledShutdown(
-            _broker_id(_req(obj, "broker_id"), "broker_id"), _opt_int(obj, "broker_epoch", minimum=-1, bits=64)
+            _broker_id(_req(obj, "broker_id"), "broker_id"),
+            _opt_int(obj, "broker_epoch", minimum=-1, bits=64),
         )
     if kind == "TopicCreation":
         return TopicCreation(
-            _topic(obj), _partition_map(_req(obj, "partitions")), _configs(_opt(obj, "configs", {}), "configs")
+            _topic(obj),
+            _partition_map(_req(obj, "partitions")),
+            _configs(_opt(obj, "configs", {}), "configs"),
         )
     if kind == "PartitionExpansion":
         return PartitionExpansion(_topic(obj), _partition_map(_req(obj, "partitions")))
@@ -210,13 +243,17 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
     if kind == "ReplicaLeaderElection":
         election_type = _req(obj, "election_type")
         if election_type not in ("PREFERRED", "UNCLEAN"):
-            raise InvalidEvent(f"field 'election_type' must be PREFERRED or UNCLEAN, got {_shown(election_type)}")
+            raise InvalidEvent(
+                f"field 'election_type' must be PREFERRED or UNCLEAN, got {_shown(election_type)}"
+            )
         trigger = _opt(obj, "trigger", "admin")
         if trigger == "auto":
             # the automatic rebalance is the controller's own (ControllerTick drives it):
             # Kafka never runs one on request
-            raise InvalidEvent("field 'trigger' auto is not an input: the controller runs its own automatic "
-                               "rebalance on ControllerTick; use admin or zk")
+            raise InvalidEvent(
+                "field 'trigger' auto is not an input: the controller runs its own automatic "
+                "rebalance on ControllerTick; use admin or zk"
+            )
         if trigger not in ("admin", "zk"):
             raise InvalidEvent(f"field 'trigger' must be admin or zk, got {_shown(trigger)}")
         if "partitions" not in obj:
@@ -225,11 +262,15 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
         partitions = None
         if raw is not None:
             if not isinstance(raw, list):
-                raise InvalidEvent("field 'partitions' must be a list of {topic, partition} or null")
+                raise InvalidEvent(
+                    "field 'partitions' must be a list of {topic, partition} or null"
+                )
             items = []
             for item in raw:
                 if not isinstance(item, dict):
-                    raise InvalidEvent("field 'partitions' must be a list of {topic, partition} or null")
+                    raise InvalidEvent(
+                        "field 'partitions' must be a list of {topic, partition} or null"
+                    )
                 items.append((_topic(item), _int(_req(item, "partition"), "partition", minimum=0)))
             partitions = tuple(dict.fromkeys(items))
         return ReplicaLeaderElection(election_type, partitions, trigger)
@@ -265,8 +306,10 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
     if kind == "BrokerConfigChange":
         return BrokerConfigChange(_dynamic_configs(_req(obj, "configs")))
     if kind == "ReplicaDirFailure":
-        return ReplicaDirFailure(_broker_id(_req(obj, "broker_id"), "broker_id"),
-                                 _topic_partitions(_req(obj, "partitions"), "partitions"))
+        return ReplicaDirFailure(
+            _broker_id(_req(obj, "broker_id"), "broker_id"),
+            _topic_partitions(_req(obj, "partitions"), "partitions"),
+        )
     if kind == "ControllerTick":
         return ControllerTick()
     raise InvalidEvent(f"unknown event type {_shown(kind)}")
@@ -277,8 +320,9 @@ _BOOLEAN_CONFIGS = frozenset({"unclean.leader.election.enable"})
 
 
 def _dynamic_configs(value: Any) -> tuple[tuple[str, str | None], ...]:
-    if not isinstance(value, dict) or not all(isinstance(k, str) and (v is None or isinstance(v, str))
-                                              for k, v in value.items()):
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in value.items()
+    ):
         raise InvalidEvent("field 'configs' must be an object of string -> string or null")
     _check_booleans(value)
     return tuple(sorted(value.items()))
@@ -309,7 +353,9 @@ def _topic_partitions(value: Any, name: str) -> tuple[tuple[str, int], ...]:
 def _reassignment_target(value: Any) -> tuple[int, ...]:
     # Kafka validates the list itself (empty, duplicates, negative ids) and answers
     # INVALID_REPLICA_ASSIGNMENT, so only the type is checked here.
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
         raise InvalidEvent("field 'target_replicas' must be a list of broker ids or null")
     # ...but an id outside int32 cannot be on the wire (AlterPartitionReassignments' []int32)
     for v in value:
@@ -334,7 +380,9 @@ def parse_event(obj: Any, offset: int, limits: InputLimits = DEFAULT_LIMITS) -> 
     if event_id is not None and not isinstance(event_id, str):
         raise InvalidEvent("field 'id' must be a string")
     if event_id is not None and len(event_id) > limits.max_id_chars:
-        raise InvalidEvent(f"field 'id' has {len(event_id)} characters, over the limit of {limits.max_id_chars}")
+        raise InvalidEvent(
+            f"field 'id' has {len(event_id)} characters, over the limit of {limits.max_id_chars}"
+        )
     ts = obj.get("ts")
     if ts is not None:
         ts = _int(ts, "ts", bits=64)
@@ -343,7 +391,9 @@ def parse_event(obj: Any, offset: int, limits: InputLimits = DEFAULT_LIMITS) -> 
     return Envelope(offset, _parse_body(kind, obj), event_id, ts)
 
 
-def parse_line(line: str | bytes | None, offset: int, limits: InputLimits = DEFAULT_LIMITS) -> Envelope:
+def parse_line(
+    line: str | bytes | None, offset: int, limits: InputLimits = DEFAULT_LIMITS
+) -> Envelope:
     """Decode one record within `limits` (`record_bounds.decode_record`) and validate it.
     Every way a record can be bad is an InvalidEvent."""
     return parse_event(decode_record(line, limits), offset, limits)

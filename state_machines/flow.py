@@ -55,8 +55,9 @@ class Run:
             if step.update_metadata:
                 self.update_metadata(site)
 
-    def partition(self, target: PartitionState, strategy: ElectionStrategy | None = None,
-                  site: int = 0) -> Refusal | None:
+    def partition(
+        self, target: PartitionState, strategy: ElectionStrategy | None = None, site: int = 0
+    ) -> Refusal | None:
         """`partitionStateMachine.handleStateChanges(Seq(partition), target, strategy)`."""
         step = psm.handle_state_changes(self.rec, self.facts, target, strategy)
         self.rec = step.record
@@ -72,7 +73,9 @@ class Run:
         if self.facts.config.emit_update_metadata:
             rec = self.rec
             state = None if mark else partition_state(rec, self.facts)
-            self.out.append(UpdateMetadataShare(site, self.scope, rec.topic, rec.partition, state, mark))
+            self.out.append(
+                UpdateMetadataShare(site, self.scope, rec.topic, rec.partition, state, mark)
+            )
 
     def set_offline_dirs(self, offline_dirs: tuple[int, ...]) -> None:
         """`replicasOnOfflineDirs` changed for this partition: the record and what this run
@@ -90,4 +93,6 @@ class Run:
 
     def failed(self, target: str, reason: str) -> None:
         """A failure Kafka logs (or answers an admin request with) outside the machines."""
-        self.out.append(StateChangeFailedRecord(self.rec.topic, self.rec.partition, None, target, reason))
+        self.out.append(
+            StateChangeFailedRecord(self.rec.topic, self.rec.partition, None, target, reason)
+        )

@@ -86,7 +86,9 @@ def brokers_started(run: Run, new_brokers: tuple[int, ...]) -> None:
     # the existing brokers' send, with no partitions)
     if run.rec.leadership is not None and not run.facts.queued:
         run.update_metadata(site=1)
-    run.replicas([b for b in new_brokers if b in run.rec.assignment.replicas], R.OnlineReplica, site=2)
+    run.replicas(
+        [b for b in new_brokers if b in run.rec.assignment.replicas], R.OnlineReplica, site=2
+    )
     trigger_online(run, site=3)
     # maybeResumeReassignments: a reassignment whose target includes a new broker
     a = run.rec.assignment
@@ -164,7 +166,12 @@ def controlled_shutdown(run: Run, broker: int) -> None:
             run.replicas((broker,), R.OfflineReplica, site=3)
     # partitionLeadersOnBroker: the broker's reply lists what it still leads
     la = run.rec.leadership
-    if la is not None and la.leader == broker and len(run.rec.assignment.replicas) > 1 and not queued:
+    if (
+        la is not None
+        and la.leader == broker
+        and len(run.rec.assignment.replicas) > 1
+        and not queued
+    ):
         run.out.append(StillLeads(broker, rec.topic, rec.partition))
 
 
@@ -184,11 +191,18 @@ def _try_alter_partition(run: Run, op: AlterIsr) -> bool:
     la = rec.leadership
 
     def result(error: str | None, state: LeaderAndIsr | None = None) -> None:
-        run.out.append(AlterPartitionResultRecord(
-            rec.topic, rec.partition, op.broker_id, error,
-            state.leader if state else None, state.leader_epoch if state else None,
-            state.isr if state else None, state.partition_epoch if state else None,
-        ))
+        run.out.append(
+            AlterPartitionResultRecord(
+                rec.topic,
+                rec.partition,
+                op.broker_id,
+                error,
+                state.leader if state else None,
+                state.leader_epoch if state else None,
+                state.isr if state else None,
+                state.partition_epoch if state else None,
+            )
+        )
 
     if la is None:
         result("UNKNOWN_TOPIC_OR_PARTITION")
@@ -201,17 +215,25 @@ def _try_alter_partition(run: Run, op: AlterIsr) -> bool:
         result("FENCED_LEADER_EPOCH")
         return False
     success = True
-    if (op.broker_id == la.leader and op.isr == la.isr and requested == la.leader_recovery_state
-            and op.partition_epoch <= la.partition_epoch):
+    if (
+        op.broker_id == la.leader
+        and op.isr == la.isr
+        and requested == la.leader_recovery_state
+        and op.partition_epoch <= la.partition_epoch
+    ):
         # equalsAllowStalePartitionEpoch: an idempotent retry gets the current state
         result(None, la)
     elif op.partition_epoch < la.partition_epoch:
         result("INVALID_UPDATE_VERSION")
         success = False
-    elif requested is LeaderRecoveryState.RECOVERING and len(op.isr) > 1:
-        result("INVALID_REQUEST")
-        success = False
-    elif la.leader_recovery_state is LeaderRecoveryState.RECOVERED and requested is LeaderRecoveryState.RECOVERING:
+    elif (
+        requested is LeaderRecoveryState.RECOVERING
+        and len(op.isr) > 1
+        or (
+            la.leader_recovery_state is LeaderRecoveryState.RECOVERED
+            and requested is LeaderRecoveryState.RECOVERING
+        )
+    ):
         result("INVALID_REQUEST")
         success = False
     elif any(not run.facts.is_live_broker(r) for r in op.isr):
@@ -222,8 +244,14 @@ def _try_alter_partition(run: Run, op: AlterIsr) -> bool:
     else:
         # The stored state takes the sender as leader and keeps the leader epoch: only
         # controller writes bump it. Kafka does not check that the sender is the leader.
-        written = LeaderAndIsr(op.broker_id, op.leader_epoch, op.isr, la.partition_epoch, requested,
-                               la.controller_epoch).written(run.facts.controller_epoch)
+        written = LeaderAndIsr(
+            op.broker_id,
+            op.leader_epoch,
+            op.isr,
+            la.partition_epoch,
+            requested,
+            la.controller_epoch,
+        ).written(run.facts.controller_epoch)
         run.rec = rec.with_leadership(written)
         result(None, written)
     return success
@@ -234,7 +262,9 @@ def elect(run: Run, op: Elect) -> None:
     rec = run.rec
 
     def result(error: str | None, leader: int | None = None) -> None:
-        run.out.append(ElectionResultRecord(rec.topic, rec.partition, op.election_type, error, leader))
+        run.out.append(
+            ElectionResultRecord(rec.topic, rec.partition, op.election_type, error, leader)
+        )
 
     la = rec.leadership
     if la is None:
@@ -249,7 +279,9 @@ def elect(run: Run, op: Elect) -> None:
     if not needed:
         result("ELECTION_NOT_NEEDED")
         return
-    refusal = run.partition(P.OnlinePartition, PREFERRED if preferred else OfflineElection(op.allow_unclean), site=1)
+    refusal = run.partition(
+        P.OnlinePartition, PREFERRED if preferred else OfflineElection(op.allow_unclean), site=1
+    )
     if refusal is None:
         assert run.rec.leadership is not None
         result(None, run.rec.leadership.leader)
@@ -263,9 +295,16 @@ def observe(run: Run, op: Observe) -> None:
     """Shadow mode: compare the cluster's state with ours; with `shadow_follow`, adopt it."""
     rec = run.rec
     outputs, outcome = shadow.compare(
-        rec.topic, rec.partition, rec.leadership, rec.assignment.replicas, op, run.facts.is_online_or_shutting_down,
+        rec.topic,
+        rec.partition,
+        rec.leadership,
+        rec.assignment.replicas,
+        op,
+        run.facts.is_online_or_shutting_down,
         run.facts.ctx.unclean_leader_election_enable,
     )
     run.out.extend(outputs)
     if outcome != "match" and run.facts.config.shadow_follow and rec.leadership is not None:
-        run.rec = rec.with_leadership(shadow.adopt(rec.leadership, op)).with_state(shadow.followed_state(rec.state, op.leader))
+        run.rec = rec.with_leadership(shadow.adopt(rec.leadership, op)).with_state(
+            shadow.followed_state(rec.state, op.leader)
+        )

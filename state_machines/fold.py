@@ -22,7 +22,12 @@ from .kraft.commands import KraftContext, KraftPartition
 from .loop import DeadLetter, Wake, Work
 from .model import ControllerConfig
 from .outputs import (
-    ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads, UpdateMetadataSend, UpdateMetadataShare,
+    ControlledShutdownResultRecord,
+    ObservationOutcome,
+    Record,
+    StillLeads,
+    UpdateMetadataSend,
+    UpdateMetadataShare,
 )
 from .partition import PartitionRecord
 from .rule_sets import rules_for
@@ -73,12 +78,15 @@ class Replies:
     # UpdateMetadata shares and sends, merged by update_metadata.merge
     metadata: list[Piece] = field(default_factory=list)
 
-    def decision(self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None) -> None:
+    def decision(
+        self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None
+    ) -> None:
         self.decisions.append(Decision(cause_offset, key, seq, record, cause_id))
 
 
-def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: ControllerConfig,
-                   replies: Replies) -> PartitionSlot:
+def fold_partition(
+    slot: PartitionSlot, work: Iterable[Work], config: ControllerConfig, replies: Replies
+) -> PartitionSlot:
     """Apply one partition's commands in (cause, round, index) order; its records go to
     `replies.decisions`, numbered per (cause, key)."""
     record, seq_cause, seq_next = slot
@@ -96,7 +104,9 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
         if cause != seq_cause:
             seq_cause, seq_next = cause, 0
         if error is not None:
-            replies.dead_letters.append(DeadLetter(cause, f"partition:{w.target}", error, None, cmd))
+            replies.dead_letters.append(
+                DeadLetter(cause, f"partition:{w.target}", error, None, cmd)
+            )
         if result.outputs:
             cause_id = cmd.cause_id
             for o in result.outputs:
@@ -118,12 +128,18 @@ def fold_partition(slot: PartitionSlot, work: Iterable[Work], config: Controller
     # the two summaries of every partition a fan-out reaches
     if record is not start and not rules.same_summary(start, record):
         ts = cmd.ctx.ts if isinstance(cmd.ctx, KraftContext) else None
-        replies.summaries.append(SummaryReport(cmd.topic, cmd.partition, rules.summary_of(record), cmd.cause_offset, ts))
+        replies.summaries.append(
+            SummaryReport(cmd.topic, cmd.partition, rules.summary_of(record), cmd.cause_offset, ts)
+        )
     return _new_tuple(PartitionSlot, (record, seq_cause, seq_next))
 
 
-def fold_partitions(slots: MutableMapping[str, PartitionSlot], work: Iterable[Work], config: ControllerConfig,
-                    replies: Replies) -> None:
+def fold_partitions(
+    slots: MutableMapping[str, PartitionSlot],
+    work: Iterable[Work],
+    config: ControllerConfig,
+    replies: Replies,
+) -> None:
     """Fold each partition's commands on its own slot (updated in place; a removed
     partition leaves), partitions in key order."""
     by_target: dict[str, list[Work]] = {}
@@ -165,7 +181,9 @@ def number_directory_records(work: Iterable[Work], replies: Replies) -> None:
             replies.decision(w.cause_offset, key, seq, item, w.cause_id)  # type: ignore[arg-type]
 
 
-def merge_shutdown_shares(decisions: Iterable[Decision], still: Iterable[tuple[int, StillLeads]]) -> Iterator[Decision]:
+def merge_shutdown_shares(
+    decisions: Iterable[Decision], still: Iterable[tuple[int, StillLeads]]
+) -> Iterator[Decision]:
     """Each accepted `ControlledShutdownResult` with the partitions its broker still leads
     (Kafka's `partitionLeadersOnBroker`, a set; the contract sorts it by topic, then
     partition number)."""
@@ -175,6 +193,8 @@ def merge_shutdown_shares(decisions: Iterable[Decision], still: Iterable[tuple[i
     for d in decisions:
         rec = d.record
         if isinstance(rec, ControlledShutdownResultRecord) and rec.error is None:
-            remaining = tuple(f"{t}-{p}" for t, p in sorted(shares.get((d.cause_offset, rec.broker_id), ())))
+            remaining = tuple(
+                f"{t}-{p}" for t, p in sorted(shares.get((d.cause_offset, rec.broker_id), ()))
+            )
             d = d._replace(record=ControlledShutdownResultRecord(rec.broker_id, remaining, None))
         yield d

@@ -38,7 +38,14 @@ from .directory import CONTROLLER_KEY, ControllerRecord, DirectoryView
 from .event_types import RebalanceCheck
 
 __all__ = [
-    "FIRST_DELAY_MS", "PENDING_START", "BrokerImbalance", "RebalanceCheck", "check", "due_check", "imbalance", "is_due",
+    "FIRST_DELAY_MS",
+    "PENDING_START",
+    "BrokerImbalance",
+    "RebalanceCheck",
+    "check",
+    "due_check",
+    "imbalance",
+    "is_due",
     "schedule_at_failover",
 ]
 
@@ -118,9 +125,10 @@ def imbalance(summaries: Iterable[tuple[str, int, PartitionSummary]]) -> list[Br
     for topic, p, s in summaries:
         if s.preferred >= 0:
             by_preferred.setdefault(s.preferred, []).append((topic, p, s))
-    return [BrokerImbalance(broker, len(group),
-                            tuple((t, p) for t, p, s in group if led_by_another(s)))
-            for broker, group in sorted(by_preferred.items())]
+    return [
+        BrokerImbalance(broker, len(group), tuple((t, p) for t, p, s in group if led_by_another(s)))
+        for broker, group in sorted(by_preferred.items())
+    ]
 
 
 def _check_and_trigger(d: DirectoryView) -> bool:

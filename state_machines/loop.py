@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 from .commands import Command, DeletionReport, SummaryReport
 from .directory import Continuation, DirectoryResult
@@ -89,7 +89,7 @@ class Work(NamedTuple):
     cause_offset: int
     round: int
     idx: int
-    item: Union[Command, Record, ObservationOutcome, UpdateMetadataSend, DeadLetter, Wake]
+    item: Command | Record | ObservationOutcome | UpdateMetadataSend | DeadLetter | Wake
     cause_id: str | None = None
 
 
@@ -135,8 +135,12 @@ class Sequencer:
     _unsettled: bool = False
 
     def run(
-        self, pending: Pending | None, buffered: Sequence[RawEvent], events: Iterable[RawEvent],
-        reports: Iterable[DeletionReport], summaries: Iterable[SummaryReport] = (),
+        self,
+        pending: Pending | None,
+        buffered: Sequence[RawEvent],
+        events: Iterable[RawEvent],
+        reports: Iterable[DeletionReport],
+        summaries: Iterable[SummaryReport] = (),
     ) -> tuple[Pending | None, list[RawEvent]]:
         """Apply the partitions' summaries (everything sent before this run is folded),
         resume a waiting cause with `reports`, then apply events in offset order until one
@@ -149,8 +153,12 @@ class Sequencer:
         return pending, rest
 
     def _run(
-        self, pending: Pending | None, buffered: Sequence[RawEvent], events: Iterable[RawEvent],
-        reports: Iterable[DeletionReport], summaries: Iterable[SummaryReport],
+        self,
+        pending: Pending | None,
+        buffered: Sequence[RawEvent],
+        events: Iterable[RawEvent],
+        reports: Iterable[DeletionReport],
+        summaries: Iterable[SummaryReport],
     ) -> tuple[Pending | None, list[RawEvent]]:
         ordered = sorted(summaries, key=lambda s: s.cause_offset)
         if ordered:
@@ -158,7 +166,9 @@ class Sequencer:
         if pending is not None:
             got = pending.reports + tuple(reports)
             if len(got) < pending.expected:
-                return replace(pending, reports=got), sorted([*buffered, *events], key=lambda e: e.offset)
+                return replace(pending, reports=got), sorted(
+                    [*buffered, *events], key=lambda e: e.offset
+                )
             pending = self.resume(pending, got)
         queue = sorted([*buffered, *events], key=lambda e: e.offset)
         position = 0
@@ -168,13 +178,31 @@ class Sequencer:
             try:
                 env = parse_line(raw.value, raw.offset, self.limits)
             except InvalidEvent as exc:
-                self.work.append(Work(DIRECT, raw.offset, 0, 0, DeadLetter(raw.offset, raw.source, str(exc), raw.value)))
+                self.work.append(
+                    Work(
+                        DIRECT,
+                        raw.offset,
+                        0,
+                        0,
+                        DeadLetter(raw.offset, raw.source, str(exc), raw.value),
+                    )
+                )
                 continue
-            except Exception as exc:  # noqa: BLE001 - parse_line raises only InvalidEvent; never crash on input
+            except Exception as exc:
                 reason = f"not decodable: {type(exc).__name__}"
-                self.work.append(Work(DIRECT, raw.offset, 0, 0, DeadLetter(raw.offset, raw.source, reason, raw.value)))
+                self.work.append(
+                    Work(
+                        DIRECT,
+                        raw.offset,
+                        0,
+                        0,
+                        DeadLetter(raw.offset, raw.source, reason, raw.value),
+                    )
+                )
                 continue
-            if (self._unsettled or self._reads_summaries(env)) and any(w.target != DIRECT for w in self.work):
+            if (self._unsettled or self._reads_summaries(env)) and any(
+                w.target != DIRECT for w in self.work
+            ):
                 # what this run sent has not been folded yet, and this event reads every
                 # partition's summary: it waits for the next run (partition_summaries.py)
                 position -= 1
@@ -207,14 +235,28 @@ class Sequencer:
         self._ts = pending.ts
         self._unfolded = False
         if pending.barrier:
-            return self._events(pending.cause_offset, pending.cause_id, list(pending.followups), pending.round + 1)
+            return self._events(
+                pending.cause_offset, pending.cause_id, list(pending.followups), pending.round + 1
+            )
         ordered = sorted(reports, key=lambda r: (r.topic, r.partition))
-        result = self._step(pending.cause_offset, after_reports, ordered, pending.continuation, self.config,
-                            pending.cause_offset, pending.cause_id)
+        result = self._step(
+            pending.cause_offset,
+            after_reports,
+            ordered,
+            pending.continuation,
+            self.config,
+            pending.cause_offset,
+            pending.cause_id,
+        )
         if result is None:
             return None
-        return self._settle(pending.cause_offset, pending.cause_id, pending.round + 1,
-                            replace(result, continuation=None), pending.followups)
+        return self._settle(
+            pending.cause_offset,
+            pending.cause_id,
+            pending.round + 1,
+            replace(result, continuation=None),
+            pending.followups,
+        )
 
     # -- one cause -------------------------------------------------------------------------
 
@@ -223,16 +265,32 @@ class Sequencer:
         dead letters and what earlier steps of the cause did stands."""
         try:
             result: DirectoryResult = step(self.directory, *args)
-        except Exception as exc:  # noqa: BLE001 - the loop's boundary: a bug must not stop the controller
+        except Exception as exc:
             raw = self._cause if self._cause is not None and self._cause.offset == offset else None
-            letter = DeadLetter(offset, raw.source if raw else "", describe_error(exc, "the directory step"),
-                                raw.value if raw else None)
+            letter = DeadLetter(
+                offset,
+                raw.source if raw else "",
+                describe_error(exc, "the directory step"),
+                raw.value if raw else None,
+            )
             self.work.append(Work(DIRECT, offset, 0, 0, letter))
             return None
         if result.rejected is not None:
             raw = self._cause if self._cause is not None and self._cause.offset == offset else None
-            self.work.append(Work(DIRECT, offset, 0, 0, DeadLetter(offset, raw.source if raw else "", result.rejected,
-                                                                   raw.value if raw else None)))
+            self.work.append(
+                Work(
+                    DIRECT,
+                    offset,
+                    0,
+                    0,
+                    DeadLetter(
+                        offset,
+                        raw.source if raw else "",
+                        result.rejected,
+                        raw.value if raw else None,
+                    ),
+                )
+            )
         for key, record in result.changes.items():
             self.changed.add(key)
             if record is None:
@@ -241,21 +299,39 @@ class Sequencer:
                 self.directory[key] = record
         return result
 
-    def _events(self, offset: int, cause_id: str | None, events: list[CauseStep], round_: int) -> Pending | None:
+    def _events(
+        self, offset: int, cause_id: str | None, events: list[CauseStep], round_: int
+    ) -> Pending | None:
         """Run the steps of one cause (the input event, then any follow-ups) in order."""
         if not events:
             return None
         if isinstance(events[0], (RebalanceCheck, KraftTask)) and self._unfolded:
             # a check reads every partition's summary: what this cause sent must fold first
-            return Pending(offset, cause_id, round_ - 1, 0, None, tuple(events), barrier=True, ts=self._ts)
-        result = self._step(offset, rules_for(self.config).directory_step, events[0], self.config, offset, cause_id,
-                            frozenset(self._touched), self._ts)
+            return Pending(
+                offset, cause_id, round_ - 1, 0, None, tuple(events), barrier=True, ts=self._ts
+            )
+        result = self._step(
+            offset,
+            rules_for(self.config).directory_step,
+            events[0],
+            self.config,
+            offset,
+            cause_id,
+            frozenset(self._touched),
+            self._ts,
+        )
         if result is None:
             return None
         return self._settle(offset, cause_id, round_, result, (*result.followups, *events[1:]))
 
-    def _settle(self, offset: int, cause_id: str | None, round_: int, result: DirectoryResult,
-                followups: tuple[CauseStep, ...]) -> Pending | None:
+    def _settle(
+        self,
+        offset: int,
+        cause_id: str | None,
+        round_: int,
+        result: DirectoryResult,
+        followups: tuple[CauseStep, ...],
+    ) -> Pending | None:
         while True:
             for i, rec in enumerate(result.outputs):
                 self.work.append(Work(DIRECT, offset, round_, i, rec, cause_id))
@@ -266,20 +342,28 @@ class Sequencer:
                 tp = (cmd.topic, cmd.partition)
                 # Work(...) without the named tuple's Python-level __new__: a fan-out makes
                 # one per partition
-                work.append(_new_tuple(Work, (f"{tp[0]}-{tp[1]}", offset, round_, i, cmd, cause_id)))
+                work.append(
+                    _new_tuple(Work, (f"{tp[0]}-{tp[1]}", offset, round_, i, cmd, cause_id))
+                )
                 touched.add(tp)
                 if cmd.ctx.queued_for_deletion:
                     expected += 1
             if commands:
                 self._unfolded = True
-                if rules_for(self.config).reads_partition_zero(self.config) and any(c.partition == 0 for c in commands):
+                if rules_for(self.config).reads_partition_zero(self.config) and any(
+                    c.partition == 0 for c in commands
+                ):
                     self._unsettled = True
             if expected:
-                return Pending(offset, cause_id, round_, expected, result.continuation, followups, ts=self._ts)
+                return Pending(
+                    offset, cause_id, round_, expected, result.continuation, followups, ts=self._ts
+                )
             if result.continuation is None:
                 break
             # no partition reports back: the continuation runs on at once
-            nxt = self._step(offset, after_reports, (), result.continuation, self.config, offset, cause_id)
+            nxt = self._step(
+                offset, after_reports, (), result.continuation, self.config, offset, cause_id
+            )
             if nxt is None:
                 return None
             result = replace(nxt, continuation=None)

@@ -31,30 +31,48 @@ class LeaderAndIsr:
     controller_epoch: int = 0
 
     @staticmethod
-    def initial(leader: int, isr: tuple[int, ...], controller_epoch: int) -> "LeaderAndIsr":
+    def initial(leader: int, isr: tuple[int, ...], controller_epoch: int) -> LeaderAndIsr:
         return LeaderAndIsr(leader, 0, isr, 0, LeaderRecoveryState.RECOVERED, controller_epoch)
 
     # Constructors rather than dataclasses.replace: these run for every decision, and
     # replace() looks the fields up each time.
-    def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> "LeaderAndIsr":
-        return LeaderAndIsr(leader, self.leader_epoch + 1, isr, self.partition_epoch, self.leader_recovery_state,
-                            self.controller_epoch)
+    def new_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
+        return LeaderAndIsr(
+            leader,
+            self.leader_epoch + 1,
+            isr,
+            self.partition_epoch,
+            self.leader_recovery_state,
+            self.controller_epoch,
+        )
 
-    def new_leader(self, leader: int) -> "LeaderAndIsr":
+    def new_leader(self, leader: int) -> LeaderAndIsr:
         return self.new_leader_and_isr(leader, self.isr)
 
-    def new_epoch(self) -> "LeaderAndIsr":
+    def new_epoch(self) -> LeaderAndIsr:
         return self.new_leader_and_isr(self.leader, self.isr)
 
-    def new_recovering_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> "LeaderAndIsr":
-        return LeaderAndIsr(leader, self.leader_epoch + 1, isr, self.partition_epoch, LeaderRecoveryState.RECOVERING,
-                            self.controller_epoch)
+    def new_recovering_leader_and_isr(self, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
+        return LeaderAndIsr(
+            leader,
+            self.leader_epoch + 1,
+            isr,
+            self.partition_epoch,
+            LeaderRecoveryState.RECOVERING,
+            self.controller_epoch,
+        )
 
-    def written(self, controller_epoch: int) -> "LeaderAndIsr":
+    def written(self, controller_epoch: int) -> LeaderAndIsr:
         """The state as stored by a successful conditional write (`updateLeaderAndIsr`): the
         znode version, which is the partition epoch, moves by one."""
-        return LeaderAndIsr(self.leader, self.leader_epoch, self.isr, self.partition_epoch + 1,
-                            self.leader_recovery_state, controller_epoch)
+        return LeaderAndIsr(
+            self.leader,
+            self.leader_epoch,
+            self.isr,
+            self.partition_epoch + 1,
+            self.leader_recovery_state,
+            controller_epoch,
+        )
 
 
 @quick_init
@@ -79,7 +97,7 @@ class ReplicaAssignment:
     def is_being_reassigned(self) -> bool:
         return bool(self.adding_replicas or self.removing_replicas)
 
-    def reassign_to(self, target: tuple[int, ...]) -> "ReplicaAssignment":
+    def reassign_to(self, target: tuple[int, ...]) -> ReplicaAssignment:
         origin = self.origin_replicas
         full = tuple(dict.fromkeys(target + origin))
         return ReplicaAssignment(
@@ -88,7 +106,7 @@ class ReplicaAssignment:
             tuple(r for r in full if r not in target),
         )
 
-    def remove_replica(self, replica: int) -> "ReplicaAssignment":
+    def remove_replica(self, replica: int) -> ReplicaAssignment:
         return ReplicaAssignment(
             tuple(r for r in self.replicas if r != replica),
             tuple(r for r in self.adding_replicas if r != replica),
@@ -166,8 +184,10 @@ class ControllerConfig:
             raise ValueError("eligible.leader.replicas.version must be 0 or 1")
         if self.eligible_leader_replicas_version == 1 and not mv.is_elr_supported:
             # FeatureControlManager: eligible.leader.replicas.version 1 depends on metadata.version 4.0-IV1
-            raise ValueError(f"eligible.leader.replicas.version 1 needs metadata.version 4.0-IV1 or later, "
-                             f"not {self.metadata_version}")
+            raise ValueError(
+                f"eligible.leader.replicas.version 1 needs metadata.version 4.0-IV1 or later, "
+                f"not {self.metadata_version}"
+            )
         # ServerLogConfigs: min.insync.replicas is atLeast(1)
         if self.min_insync_replicas < 1:
             raise ValueError("min.insync.replicas must be at least 1")
@@ -175,7 +195,7 @@ class ControllerConfig:
             raise ValueError("unclean.leader.election.interval.ms must be at least 1")
 
     @staticmethod
-    def from_properties(props: dict[str, object]) -> "ControllerConfig":
+    def from_properties(props: dict[str, object]) -> ControllerConfig:
         def flag(name: str, default: bool) -> bool:
             value = props.get(name, default)
             return value if isinstance(value, bool) else str(value).strip().lower() == "true"
@@ -201,8 +221,12 @@ class ControllerConfig:
         return ControllerConfig(
             unclean_leader_election_enable=flag("unclean.leader.election.enable", False),
             auto_leader_rebalance_enable=flag("auto.leader.rebalance.enable", True),
-            leader_imbalance_per_broker_percentage=int(props.get("leader.imbalance.per.broker.percentage", 10)),  # type: ignore[call-overload]
-            leader_imbalance_check_interval_seconds=int(props.get("leader.imbalance.check.interval.seconds", 300)),  # type: ignore[call-overload]
+            leader_imbalance_per_broker_percentage=int(
+                props.get("leader.imbalance.per.broker.percentage", 10)
+            ),  # type: ignore[call-overload]
+            leader_imbalance_check_interval_seconds=int(
+                props.get("leader.imbalance.check.interval.seconds", 300)
+            ),  # type: ignore[call-overload]
             delete_topic_enable=flag("delete.topic.enable", True),
             leader_recovery_supported=flag("leader.recovery.supported", True),
             shadow_follow=flag("shadow.follow", True),
@@ -211,11 +235,16 @@ class ControllerConfig:
             metadata_version=str(props.get("metadata.version", "3.9-IV0")),
             eligible_leader_replicas_version=int(props.get("eligible.leader.replicas.version", 0)),  # type: ignore[call-overload]
             min_insync_replicas=int(props.get("min.insync.replicas", 1)),  # type: ignore[call-overload]
-            unclean_leader_election_interval_ms=int(props.get("unclean.leader.election.interval.ms", 300_000)),  # type: ignore[call-overload]
+            unclean_leader_election_interval_ms=int(
+                props.get("unclean.leader.election.interval.ms", 300_000)
+            ),  # type: ignore[call-overload]
         )
 
-    def unclean_enabled_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...],
-                            cluster_dynamic: tuple[tuple[str, str], ...] = ()) -> bool:
+    def unclean_enabled_for(
+        self,
+        topic_configs: dict[str, str] | tuple[tuple[str, str], ...],
+        cluster_dynamic: tuple[tuple[str, str], ...] = (),
+    ) -> bool:
         """A topic's effective `unclean.leader.election.enable`: its own override, else the
         cluster-wide dynamic default, else this static setting (LogConfig's precedence)."""
         value = dict(topic_configs).get("unclean.leader.election.enable")
@@ -230,14 +259,20 @@ class ControllerConfig:
             return self.unclean_leader_election_enable
         return config_boolean(value) is True
 
-    def min_isr_for(self, topic_configs: dict[str, str] | tuple[tuple[str, str], ...],
-                    cluster_dynamic: tuple[tuple[str, str], ...] = ()) -> tuple[int, str]:
+    def min_isr_for(
+        self,
+        topic_configs: dict[str, str] | tuple[tuple[str, str], ...],
+        cluster_dynamic: tuple[tuple[str, str], ...] = (),
+    ) -> tuple[int, str]:
         """A topic's effective `min.insync.replicas` and the level it comes from
         (`MIN_ISR_TOPIC`, `MIN_ISR_DYNAMIC`, `MIN_ISR_STATIC`): its own config, else the
         cluster-wide dynamic default (`BrokerConfigChange`), else this static setting
         (LogConfig's precedence). A level holding anything but a whole number of at least 1
         is passed over: Kafka refuses such a config (atLeast(1)), so it never applies."""
-        for configs, level in ((dict(topic_configs), MIN_ISR_TOPIC), (dict(cluster_dynamic), MIN_ISR_DYNAMIC)):
+        for configs, level in (
+            (dict(topic_configs), MIN_ISR_TOPIC),
+            (dict(cluster_dynamic), MIN_ISR_DYNAMIC),
+        ):
             value = configs.get(MIN_ISR)
             number = None if value is None else config_int(value)
             if number is not None and number >= 1:
@@ -280,5 +315,7 @@ def config_int(value: str) -> int | None:
         return None
     number = int(trimmed)
     return number if -(2**31) <= number < 2**31 else None
+
+
 # where a topic's min.insync.replicas comes from (ControllerConfig.min_isr_for)
 MIN_ISR_TOPIC, MIN_ISR_DYNAMIC, MIN_ISR_STATIC = "topic", "dynamic", "static"

@@ -9,13 +9,18 @@ into the result by `fold.merge_shutdown_shares`; so are `UpdateMetadataShare` an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache
-from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple, Union
 
 from .kraft.records import (
-    CONFIG_RESOURCE_TOPIC, NO_LEADER_CHANGE, MetadataPartitionRecord, MetadataRecord, MetadataTopicRecord, PartitionChangeRecord,
+    CONFIG_RESOURCE_TOPIC,
+    NO_LEADER_CHANGE,
+    MetadataPartitionRecord,
+    MetadataRecord,
+    MetadataTopicRecord,
+    PartitionChangeRecord,
 )
 from .states import LeaderRecoveryState
 from .values import quick_init
@@ -191,19 +196,49 @@ class UpdateMetadataRecord(_Record):
 
 # UpdateMetadataPartitionState as a plain tuple (a partition shares one per send: a tuple of
 # ints and int tuples is not tracked by the cyclic collector), and its contract fields
-MetadataState = tuple[str, int, int, int, int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]]
-METADATA_STATE_FIELDS = ("topic", "partition", "controller_epoch", "leader", "leader_epoch", "isr", "zk_version",
-                         "replicas", "offline_replicas")
+MetadataState = tuple[
+    str, int, int, int, int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]
+]
+METADATA_STATE_FIELDS = (
+    "topic",
+    "partition",
+    "controller_epoch",
+    "leader",
+    "leader_epoch",
+    "isr",
+    "zk_version",
+    "replicas",
+    "offline_replicas",
+)
 
 
-def _update_metadata_writer(r: UpdateMetadataRecord, cause_offset: int, cause_id: str | None,
-                            seq: int) -> dict[str, Any]:
-    return {"v": 1, "type": r.TYPE, "cause_offset": cause_offset, "cause_id": cause_id, "seq": seq,
-            "send": r.send, "recipients": list(r.recipients), "live_brokers": list(r.live_brokers),
-            "partitions": [{"topic": t, "partition": p, "controller_epoch": ce, "leader": leader, "leader_epoch": le,
-                            "isr": list(isr), "zk_version": zk, "replicas": list(replicas),
-                            "offline_replicas": list(offline)}
-                           for t, p, ce, leader, le, isr, zk, replicas, offline in r.partitions]}
+def _update_metadata_writer(
+    r: UpdateMetadataRecord, cause_offset: int, cause_id: str | None, seq: int
+) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "type": r.TYPE,
+        "cause_offset": cause_offset,
+        "cause_id": cause_id,
+        "seq": seq,
+        "send": r.send,
+        "recipients": list(r.recipients),
+        "live_brokers": list(r.live_brokers),
+        "partitions": [
+            {
+                "topic": t,
+                "partition": p,
+                "controller_epoch": ce,
+                "leader": leader,
+                "leader_epoch": le,
+                "isr": list(isr),
+                "zk_version": zk,
+                "replicas": list(replicas),
+                "offline_replicas": list(offline),
+            }
+            for t, p, ce, leader, le, isr, zk, replicas, offline in r.partitions
+        ],
+    }
 
 
 class UpdateMetadataShare(NamedTuple):
@@ -246,7 +281,9 @@ class AppendedRecord(_Record):
     a `PartitionChangeRecord` carries only the fields it changes; leader recovery states
     are Kafka's bytes (0 RECOVERED, 1 RECOVERING)."""
 
-    TYPE: ClassVar[str] = "MetadataRecord"  # not written: the document's type is the record's own name
+    TYPE: ClassVar[str] = (
+        "MetadataRecord"  # not written: the document's type is the record's own name
+    )
     entity: str
     topic: str | None
     partition: int | None
@@ -262,7 +299,10 @@ class AppendedRecord(_Record):
 
 
 # Kafka's record names, where this project's class is renamed
-KAFKA_NAMES: dict[type, str] = {MetadataPartitionRecord: "PartitionRecord", MetadataTopicRecord: "TopicRecord"}
+KAFKA_NAMES: dict[type, str] = {
+    MetadataPartitionRecord: "PartitionRecord",
+    MetadataTopicRecord: "TopicRecord",
+}
 _RECOVERY_BYTE = {LeaderRecoveryState.RECOVERED: 0, LeaderRecoveryState.RECOVERING: 1}
 
 
@@ -271,10 +311,17 @@ def kafka_name(record: MetadataRecord) -> str:
     return KAFKA_NAMES.get(cls, cls.__name__)
 
 
-def _appended_writer(r: AppendedRecord, cause_offset: int, cause_id: str | None, seq: int) -> dict[str, Any]:
+def _appended_writer(
+    r: AppendedRecord, cause_offset: int, cause_id: str | None, seq: int
+) -> dict[str, Any]:
     m = r.record
-    doc: dict[str, Any] = {"v": 1, "type": kafka_name(m), "cause_offset": cause_offset, "cause_id": cause_id,
-                           "seq": seq}
+    doc: dict[str, Any] = {
+        "v": 1,
+        "type": kafka_name(m),
+        "cause_offset": cause_offset,
+        "cause_id": cause_id,
+        "seq": seq,
+    }
     if r.topic is not None:
         doc["topic"] = r.topic
     if r.partition is not None:
@@ -305,9 +352,17 @@ class ObservationOutcome:
 
 
 Record = Union[
-    LeaderAndIsrRecord, StopReplicaRecord, PartitionStateChangeRecord, ReplicaStateChangeRecord,
-    StateChangeFailedRecord, ControlledShutdownResultRecord, AlterPartitionResultRecord,
-    ElectionResultRecord, DivergenceRecord, UpdateMetadataRecord, AppendedRecord,
+    LeaderAndIsrRecord,
+    StopReplicaRecord,
+    PartitionStateChangeRecord,
+    ReplicaStateChangeRecord,
+    StateChangeFailedRecord,
+    ControlledShutdownResultRecord,
+    AlterPartitionResultRecord,
+    ElectionResultRecord,
+    DivergenceRecord,
+    UpdateMetadataRecord,
+    AppendedRecord,
 ]
 Output = Union[Record, StillLeads, ObservationOutcome, UpdateMetadataShare]
 
@@ -315,7 +370,9 @@ Output = Union[Record, StillLeads, ObservationOutcome, UpdateMetadataShare]
 def contract_key(doc: dict[str, Any]) -> str:
     """The record key of a contract document (`_Record.key` of the record it was written from)."""
     kind = doc["type"]
-    if "version" in doc:  # kraft mode's metadata records (AppendedRecord), the only ones with a version
+    if (
+        "version" in doc
+    ):  # kraft mode's metadata records (AppendedRecord), the only ones with a version
         return _appended_key(doc)
     if kind == ControlledShutdownResultRecord.TYPE:
         return f"broker-{doc['broker_id']}"
@@ -329,7 +386,9 @@ def _appended_key(doc: dict[str, Any]) -> str:
     kind = doc["type"]
     if "partition" in doc:
         return f"{doc['topic']}-{doc['partition']}"
-    if kind in ("TopicRecord", "RemoveTopicRecord") or (kind == "ConfigRecord" and doc["resource_type"] == CONFIG_RESOURCE_TOPIC):
+    if kind in ("TopicRecord", "RemoveTopicRecord") or (
+        kind == "ConfigRecord" and doc["resource_type"] == CONFIG_RESOURCE_TOPIC
+    ):
         return f"topic/{doc['topic']}"
     if kind == "ConfigRecord":
         return "cluster" if doc["resource_name"] == "" else f"broker-{doc['resource_name']}"
@@ -338,7 +397,9 @@ def _appended_key(doc: dict[str, Any]) -> str:
     return f"broker-{doc['id'] if kind in ('FenceBrokerRecord', 'UnfenceBrokerRecord') else doc['broker_id']}"
 
 
-def to_contract(record: Record, cause_offset: int, cause_id: str | None, seq: int) -> dict[str, Any]:
+def to_contract(
+    record: Record, cause_offset: int, cause_id: str | None, seq: int
+) -> dict[str, Any]:
     """The record's contract document: the envelope, then its fields in declaration order
     (tuples as lists), the same dict as `{envelope..., **record.body()}`."""
     cls: type = type(record)
@@ -347,7 +408,10 @@ def to_contract(record: Record, cause_offset: int, cause_id: str | None, seq: in
 
 
 _Writer = Callable[[Any, int, "str | None", int], dict[str, Any]]
-_WRITERS: dict[type, _Writer] = {UpdateMetadataRecord: _update_metadata_writer, AppendedRecord: _appended_writer}
+_WRITERS: dict[type, _Writer] = {
+    UpdateMetadataRecord: _update_metadata_writer,
+    AppendedRecord: _appended_writer,
+}
 
 
 def _writer(cls: type) -> _Writer:
@@ -357,11 +421,17 @@ def _writer(cls: type) -> _Writer:
     for f in fields(cls):
         # a tuple-typed field may hold a tuple (a list in the contract) or None
         # (`_list` written out: a call per tuple field costs a fifth of the writer)
-        read = f"(list(_v) if isinstance(_v := r.{f.name}, tuple) else _v)" if "tuple" in str(f.type) else f"r.{f.name}"
+        read = (
+            f"(list(_v) if isinstance(_v := r.{f.name}, tuple) else _v)"
+            if "tuple" in str(f.type)
+            else f"r.{f.name}"
+        )
         parts.append(f"{f.name!r}: {read}")
-    source = ("def write(r, cause_offset, cause_id, seq):\n"
-              f"    return {{'v': 1, 'type': {cls.TYPE!r}, 'cause_offset': cause_offset, 'cause_id': cause_id, "  # type: ignore[attr-defined]
-              f"'seq': seq, {', '.join(parts)}}}\n")
+    source = (
+        "def write(r, cause_offset, cause_id, seq):\n"
+        f"    return {{'v': 1, 'type': {cls.TYPE!r}, 'cause_offset': cause_offset, 'cause_id': cause_id, "  # type: ignore[attr-defined]
+        f"'seq': seq, {', '.join(parts)}}}\n"
+    )
     env: dict[str, Any] = {"_list": _list, "list": list, "isinstance": isinstance, "tuple": tuple}
     exec(source, env)
     writer: _Writer = env["write"]

@@ -22,9 +22,26 @@ from dataclasses import dataclass
 
 from . import flows, reassignment, topic_deletion
 from .commands import (
-    AlterIsr, AutoRebalance, BrokersFailed, BrokersStarted, Command, CompleteTopicDeletion, CreatePartition, DeletionReport, Elect,
-    Failover, LoadPartition, LogDirFailure, MarkQueued, Observe, PartitionContext, Reassign, ReplicaDeletionResponse,
-    ResumeDeletion, ShutdownBroker, TriggerOnline,
+    AlterIsr,
+    AutoRebalance,
+    BrokersFailed,
+    BrokersStarted,
+    Command,
+    CompleteTopicDeletion,
+    CreatePartition,
+    DeletionReport,
+    Elect,
+    Failover,
+    LoadPartition,
+    LogDirFailure,
+    MarkQueued,
+    Observe,
+    PartitionContext,
+    Reassign,
+    ReplicaDeletionResponse,
+    ResumeDeletion,
+    ShutdownBroker,
+    TriggerOnline,
 )
 from .election import ElectionStrategy
 from .flow import Run
@@ -35,8 +52,13 @@ from .states import PartitionState, ReplicaState
 from .values import quick_init
 
 __all__ = [
-    "PartitionRecord", "PartitionResult", "describe_error", "guarded_partition_step", "handle_partition_state_changes",
-    "handle_replica_state_changes", "partition_step",
+    "PartitionRecord",
+    "PartitionResult",
+    "describe_error",
+    "guarded_partition_step",
+    "handle_partition_state_changes",
+    "handle_replica_state_changes",
+    "partition_step",
 ]
 
 
@@ -55,9 +77,18 @@ def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig
     made = _VIEWS.get((id(old), id(told))) or _view(old, told)
     view, brokers = made[2], made[3]
     if view is not old:
-        rec = PartitionRecord(rec.topic, rec.partition, rec.assignment, rec.state, rec.leadership,
-                              rec.replica_states, view, rec.being_reassigned, rec.offline_dirs,
-                              rec.reassignment_started)
+        rec = PartitionRecord(
+            rec.topic,
+            rec.partition,
+            rec.assignment,
+            rec.state,
+            rec.leadership,
+            rec.replica_states,
+            view,
+            rec.being_reassigned,
+            rec.offline_dirs,
+            rec.reassignment_started,
+        )
     return Run(rec, Facts(ctx, config, brokers, rec.offline_dirs))
 
 
@@ -66,8 +97,15 @@ def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig
 # The partitions a fan-out reaches hold the same few views (one per context the directory
 # made, contexts being shared by replica set), so each update is worked out once and the
 # partitions share its result.
-_VIEWS: dict[tuple[int, int], tuple[tuple[tuple[int, BrokerFact], ...], tuple[tuple[int, BrokerFact], ...],
-                                   tuple[tuple[int, BrokerFact], ...], dict[int, BrokerFact]]] = {}
+_VIEWS: dict[
+    tuple[int, int],
+    tuple[
+        tuple[tuple[int, BrokerFact], ...],
+        tuple[tuple[int, BrokerFact], ...],
+        tuple[tuple[int, BrokerFact], ...],
+        dict[int, BrokerFact],
+    ],
+] = {}
 
 
 # The (broker, fact) pairs of the partitions' broker views, the last one made for each
@@ -76,9 +114,14 @@ _VIEWS: dict[tuple[int, int], tuple[tuple[tuple[int, BrokerFact], ...], tuple[tu
 _BROKER_PAIRS: dict[int, tuple[int, BrokerFact]] = {}
 
 
-def _view(old: tuple[tuple[int, BrokerFact], ...], told: tuple[tuple[int, BrokerFact], ...]
-          ) -> tuple[tuple[tuple[int, BrokerFact], ...], tuple[tuple[int, BrokerFact], ...],
-                     tuple[tuple[int, BrokerFact], ...], dict[int, BrokerFact]]:
+def _view(
+    old: tuple[tuple[int, BrokerFact], ...], told: tuple[tuple[int, BrokerFact], ...]
+) -> tuple[
+    tuple[tuple[int, BrokerFact], ...],
+    tuple[tuple[int, BrokerFact], ...],
+    tuple[tuple[int, BrokerFact], ...],
+    dict[int, BrokerFact],
+]:
     brokers = dict(old)
     changed = False
     for b, fact in told:
@@ -101,7 +144,9 @@ def _view(old: tuple[tuple[int, BrokerFact], ...], told: tuple[tuple[int, Broker
     return made
 
 
-def partition_step(state: PartitionRecord | None, cmd: Command, config: ControllerConfig) -> PartitionResult:
+def partition_step(
+    state: PartitionRecord | None, cmd: Command, config: ControllerConfig
+) -> PartitionResult:
     """Apply one command to one partition: (state or None, command) -> (new state or None, outputs)."""
     op = cmd.op
     ctx = cmd.ctx
@@ -111,9 +156,16 @@ def partition_step(state: PartitionRecord | None, cmd: Command, config: Controll
             return PartitionResult(state, (), None)
         base = state or PartitionRecord(cmd.topic, cmd.partition, op.assignment)
         new = PartitionRecord(
-            base.topic, base.partition, op.assignment, base.state, op.leadership if op.overwrite else base.leadership,
-            base.replica_states, tuple(sorted({**dict(base.brokers), **dict(ctx.brokers)}.items())),
-            base.being_reassigned, base.offline_dirs, base.reassignment_started,
+            base.topic,
+            base.partition,
+            op.assignment,
+            base.state,
+            op.leadership if op.overwrite else base.leadership,
+            base.replica_states,
+            tuple(sorted({**dict(base.brokers), **dict(ctx.brokers)}.items())),
+            base.being_reassigned,
+            base.offline_dirs,
+            base.reassignment_started,
         )
         return PartitionResult(new, (), None)
 
@@ -212,14 +264,18 @@ def guarded_partition_step(
     the directory would wait for its report for good."""
     try:
         return partition_step(state, cmd, config), None
-    except Exception as exc:  # noqa: BLE001 - the boundary of the core: nothing may escape
+    except Exception as exc:
         report = None
         if isinstance(cmd.ctx, PartitionContext) and cmd.ctx.queued_for_deletion:
             if state is None:
                 report = DeletionReport(cmd.topic, cmd.partition, (), (), False, removed=True)
             else:
-                report = topic_deletion.report(Run(state, Facts(cmd.ctx, config, dict(state.brokers), state.offline_dirs)))
-        return PartitionResult(state, (), report), describe_error(exc, f"partition {cmd.topic}-{cmd.partition}")
+                report = topic_deletion.report(
+                    Run(state, Facts(cmd.ctx, config, dict(state.brokers), state.offline_dirs))
+                )
+        return PartitionResult(state, (), report), describe_error(
+            exc, f"partition {cmd.topic}-{cmd.partition}"
+        )
 
 
 def describe_error(exc: BaseException, where: str) -> str:
@@ -228,4 +284,3 @@ def describe_error(exc: BaseException, where: str) -> str:
     if len(text) > 200:
         text = text[:200] + "..."
     return f"controller error in {where}: {type(exc).__name__}: {text}"
-

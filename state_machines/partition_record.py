@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .commands import PartitionContext
-from .model import EPOCH_DURING_DELETE, NO_EPOCH, UNKNOWN_BROKER, BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment
+from .model import (
+    EPOCH_DURING_DELETE,
+    NO_EPOCH,
+    UNKNOWN_BROKER,
+    BrokerFact,
+    ControllerConfig,
+    LeaderAndIsr,
+    ReplicaAssignment,
+)
 from .outputs import Output
 from .states import PartitionState, ReplicaState
 from .values import quick_init
@@ -50,51 +58,129 @@ class PartitionRecord:
 
     def with_assignment(self, assignment: ReplicaAssignment) -> PartitionRecord:
         """`updateReplicaAssignmentForPartition`: the assignment znode and the context."""
-        return PartitionRecord(self.topic, self.partition, assignment, self.state, self.leadership,
-                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs,
-                               self.reassignment_started)
+        return PartitionRecord(
+            self.topic,
+            self.partition,
+            assignment,
+            self.state,
+            self.leadership,
+            self.replica_states,
+            self.brokers,
+            self.being_reassigned,
+            self.offline_dirs,
+            self.reassignment_started,
+        )
 
     def with_leadership(self, leadership: LeaderAndIsr | None) -> PartitionRecord:
         """A successful conditional write of the partition-state znode (or, in shadow mode,
         the state adopted from the cluster)."""
-        return PartitionRecord(self.topic, self.partition, self.assignment, self.state, leadership,
-                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs,
-                               self.reassignment_started)
+        return PartitionRecord(
+            self.topic,
+            self.partition,
+            self.assignment,
+            self.state,
+            leadership,
+            self.replica_states,
+            self.brokers,
+            self.being_reassigned,
+            self.offline_dirs,
+            self.reassignment_started,
+        )
 
     def with_state(self, state: PartitionState | None) -> PartitionRecord:
-        return PartitionRecord(self.topic, self.partition, self.assignment, state, self.leadership,
-                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs,
-                               self.reassignment_started)
+        return PartitionRecord(
+            self.topic,
+            self.partition,
+            self.assignment,
+            state,
+            self.leadership,
+            self.replica_states,
+            self.brokers,
+            self.being_reassigned,
+            self.offline_dirs,
+            self.reassignment_started,
+        )
 
-    def with_replica_states(self, replica_states: tuple[tuple[int, ReplicaState], ...]) -> PartitionRecord:
-        return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
-                               replica_states, self.brokers, self.being_reassigned, self.offline_dirs,
-                               self.reassignment_started)
+    def with_replica_states(
+        self, replica_states: tuple[tuple[int, ReplicaState], ...]
+    ) -> PartitionRecord:
+        return PartitionRecord(
+            self.topic,
+            self.partition,
+            self.assignment,
+            self.state,
+            self.leadership,
+            replica_states,
+            self.brokers,
+            self.being_reassigned,
+            self.offline_dirs,
+            self.reassignment_started,
+        )
 
     def with_being_reassigned(self, being_reassigned: bool) -> PartitionRecord:
         """`controllerContext.partitionsBeingReassigned` gains or loses this partition (and,
         losing it, when its reassignment started)."""
-        return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
-                               self.replica_states, self.brokers, being_reassigned, self.offline_dirs,
-                               self.reassignment_started if being_reassigned else None)
+        return PartitionRecord(
+            self.topic,
+            self.partition,
+            self.assignment,
+            self.state,
+            self.leadership,
+            self.replica_states,
+            self.brokers,
+            being_reassigned,
+            self.offline_dirs,
+            self.reassignment_started if being_reassigned else None,
+        )
 
     def with_offline_dirs(self, offline_dirs: tuple[int, ...]) -> PartitionRecord:
-        return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
-                               self.replica_states, self.brokers, self.being_reassigned, offline_dirs,
-                               self.reassignment_started)
+        return PartitionRecord(
+            self.topic,
+            self.partition,
+            self.assignment,
+            self.state,
+            self.leadership,
+            self.replica_states,
+            self.brokers,
+            self.being_reassigned,
+            offline_dirs,
+            self.reassignment_started,
+        )
 
     def with_reassignment_started(self, started: tuple[int, int | None] | None) -> PartitionRecord:
-        return PartitionRecord(self.topic, self.partition, self.assignment, self.state, self.leadership,
-                               self.replica_states, self.brokers, self.being_reassigned, self.offline_dirs, started)
+        return PartitionRecord(
+            self.topic,
+            self.partition,
+            self.assignment,
+            self.state,
+            self.leadership,
+            self.replica_states,
+            self.brokers,
+            self.being_reassigned,
+            self.offline_dirs,
+            started,
+        )
 
-    def reset_for_failover(self, replica_states: tuple[tuple[int, ReplicaState], ...]) -> PartitionRecord:
+    def reset_for_failover(
+        self, replica_states: tuple[tuple[int, ReplicaState], ...]
+    ) -> PartitionRecord:
         """What a new controller holds after `resetContext` and reading the store: the
         assignment and the leader-and-ISR, no partition state, `replica_states` (its replica
         state machine's startup), being reassigned as the stored assignment says, and no
         failed log dirs. When the reassignment it resumes started stays known."""
         resumed = self.assignment.is_being_reassigned
-        return PartitionRecord(self.topic, self.partition, self.assignment, None, self.leadership, replica_states,
-                               self.brokers, resumed, (), self.reassignment_started if resumed else None)
+        return PartitionRecord(
+            self.topic,
+            self.partition,
+            self.assignment,
+            None,
+            self.leadership,
+            replica_states,
+            self.brokers,
+            resumed,
+            (),
+            self.reassignment_started if resumed else None,
+        )
 
 
 class Facts:
@@ -113,8 +199,13 @@ class Facts:
 
     __slots__ = ("ctx", "config", "brokers", "offline_dirs")
 
-    def __init__(self, ctx: PartitionContext, config: ControllerConfig, brokers: dict[int, BrokerFact],
-                 offline_dirs: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self,
+        ctx: PartitionContext,
+        config: ControllerConfig,
+        brokers: dict[int, BrokerFact],
+        offline_dirs: tuple[int, ...] = (),
+    ) -> None:
         self.ctx = ctx
         self.config = config
         self.brokers = brokers
@@ -139,7 +230,9 @@ class Facts:
 
     def is_online_or_shutting_down(self, broker: int) -> bool:
         """`isReplicaOnline(broker, partition, includeShuttingDownBrokers = true)`."""
-        return self.brokers.get(broker, UNKNOWN_BROKER).registered and broker not in self.offline_dirs
+        return (
+            self.brokers.get(broker, UNKNOWN_BROKER).registered and broker not in self.offline_dirs
+        )
 
     def shutting_down(self) -> frozenset[int]:
         return frozenset(b for b, f in self.brokers.items() if f.registered and f.shutting_down)

@@ -29,8 +29,15 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .election import (
-    ControlledShutdownElection, ElectionOutcome, ElectionStrategy, OfflineElection, PreferredElection,
-    ReassignElection, elect_for_controlled_shutdown, elect_for_offline_partition, elect_for_reassigned_partition,
+    ControlledShutdownElection,
+    ElectionOutcome,
+    ElectionStrategy,
+    OfflineElection,
+    PreferredElection,
+    ReassignElection,
+    elect_for_controlled_shutdown,
+    elect_for_offline_partition,
+    elect_for_reassigned_partition,
     elect_preferred_replica,
 )
 from .model import LeaderAndIsr
@@ -64,8 +71,12 @@ class PartitionStep(NamedTuple):
     update_metadata: bool = False
 
 
-def handle_state_changes(rec: PartitionRecord, facts: Facts, target: PartitionState,
-                         strategy: ElectionStrategy | None = None) -> PartitionStep:
+def handle_state_changes(
+    rec: PartitionRecord,
+    facts: Facts,
+    target: PartitionState,
+    strategy: ElectionStrategy | None = None,
+) -> PartitionStep:
     """`PartitionStateMachine.handleStateChanges(partitions, target, strategy)` for one partition."""
     topic, partition = rec.topic, rec.partition
     current = rec.state or P.NonExistentPartition  # putPartitionStateIfNotExists
@@ -83,7 +94,10 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, target: PartitionSt
         leadership, failure = _initialize_leader_and_isr(rec, facts, batch)
     elif strategy is None:
         # IllegalArgumentException, caught: every partition reported as failed
-        leadership, failure = None, "election strategy is a required field when the target state is OnlinePartition"
+        leadership, failure = (
+            None,
+            "election strategy is a required field when the target state is OnlinePartition",
+        )
     else:
         leadership, failure = _elect_leader(rec, facts, strategy, batch)
     if failure is not None:
@@ -91,16 +105,34 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, target: PartitionSt
         new = rec.with_state(current) if rec.state is None else rec
     else:
         if current is not P.OnlinePartition:
-            out.append(PartitionStateChangeRecord(topic, partition, _NAME[current], _NAME[P.OnlinePartition]))
-        new = PartitionRecord(topic, partition, rec.assignment, P.OnlinePartition, leadership, rec.replica_states,
-                              rec.brokers, rec.being_reassigned, rec.offline_dirs, rec.reassignment_started)
+            out.append(
+                PartitionStateChangeRecord(
+                    topic, partition, _NAME[current], _NAME[P.OnlinePartition]
+                )
+            )
+        new = PartitionRecord(
+            topic,
+            partition,
+            rec.assignment,
+            P.OnlinePartition,
+            leadership,
+            rec.replica_states,
+            rec.brokers,
+            rec.being_reassigned,
+            rec.offline_dirs,
+            rec.reassignment_started,
+        )
     out.extend(batch.records(topic, partition, facts.is_registered))
     # PartitionStep(...), without the named tuple's Python-level __new__
-    return _new_tuple(PartitionStep, (new, out, None if failure is None else Refusal(failure), batch.update_metadata))
+    return _new_tuple(
+        PartitionStep,
+        (new, out, None if failure is None else Refusal(failure), batch.update_metadata),
+    )
 
 
-def _initialize_leader_and_isr(rec: PartitionRecord, facts: Facts,
-                               batch: RequestBatch) -> tuple[LeaderAndIsr | None, str | None]:
+def _initialize_leader_and_isr(
+    rec: PartitionRecord, facts: Facts, batch: RequestBatch
+) -> tuple[LeaderAndIsr | None, str | None]:
     """`initializeLeaderAndIsrForPartitions` for one partition."""
     live = tuple(r for r in rec.assignment.replicas if facts.is_online(r))
     if not live:
@@ -111,12 +143,15 @@ def _initialize_leader_and_isr(rec: PartitionRecord, facts: Facts,
         return None, "NODEEXISTS: the partition state already exists"
     # The znode is created (version 0): leader epoch and partition epoch both start at 0.
     leadership = LeaderAndIsr.initial(live[0], live, facts.controller_epoch)
-    batch.add_leader_and_isr(leadership.isr, partition_state_for(leadership, rec.assignment, "initial"), True)
+    batch.add_leader_and_isr(
+        leadership.isr, partition_state_for(leadership, rec.assignment, "initial"), True
+    )
     return leadership, None
 
 
-def _elect_leader(rec: PartitionRecord, facts: Facts, strategy: ElectionStrategy,
-                  batch: RequestBatch) -> tuple[LeaderAndIsr | None, str | None]:
+def _elect_leader(
+    rec: PartitionRecord, facts: Facts, strategy: ElectionStrategy, batch: RequestBatch
+) -> tuple[LeaderAndIsr | None, str | None]:
     """`electLeaderForPartitions` for one partition, then the conditional write."""
     la = rec.leadership
     if la is None:
@@ -129,21 +164,32 @@ def _elect_leader(rec: PartitionRecord, facts: Facts, strategy: ElectionStrategy
         # collectUncleanLeaderElectionState: the unclean flag matters only when no ISR
         # member is online; an admin UNCLEAN election allows it without reading config.
         has_live_isr = any(facts.is_online(r) for r in la.isr)
-        unclean = False if has_live_isr else (strategy.allow_unclean or facts.ctx.unclean_leader_election_enable)
-        outcome = elect_for_offline_partition(la, replicas, facts.is_online, unclean,
-                                              facts.config.leader_recovery_supported)
+        unclean = (
+            False
+            if has_live_isr
+            else (strategy.allow_unclean or facts.ctx.unclean_leader_election_enable)
+        )
+        outcome = elect_for_offline_partition(
+            la, replicas, facts.is_online, unclean, facts.config.leader_recovery_supported
+        )
     elif isinstance(strategy, ReassignElection):
-        outcome = elect_for_reassigned_partition(la, rec.assignment.target_replicas, facts.is_online)
+        outcome = elect_for_reassigned_partition(
+            la, rec.assignment.target_replicas, facts.is_online
+        )
     elif isinstance(strategy, PreferredElection):
         outcome = elect_preferred_replica(la, replicas, facts.is_online)
     else:
         assert isinstance(strategy, ControlledShutdownElection)
-        outcome = elect_for_controlled_shutdown(la, replicas, facts.is_online_or_shutting_down, facts.shutting_down())
+        outcome = elect_for_controlled_shutdown(
+            la, replicas, facts.is_online_or_shutting_down, facts.shutting_down()
+        )
     if outcome.leader_and_isr is None:
         return None, f"failed to elect leader under strategy {strategy.label}"
     written = outcome.leader_and_isr.written(facts.controller_epoch)
     label = "unclean" if outcome.unclean else strategy.label
-    batch.add_leader_and_isr(outcome.recipients, partition_state_for(written, rec.assignment, label), False)
+    batch.add_leader_and_isr(
+        outcome.recipients, partition_state_for(written, rec.assignment, label), False
+    )
     return written, None
 
 

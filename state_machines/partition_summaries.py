@@ -35,15 +35,23 @@ from .states import PartitionState
 _NEW, _OFFLINE = PartitionState.NewPartition, PartitionState.OfflinePartition
 
 __all__ = [
-    "PartitionSummary", "SummaryReport", "apply_summaries", "interned_summary", "offline_partitions", "replica_count",
-    "same_summary", "summary_of",
+    "PartitionSummary",
+    "SummaryReport",
+    "apply_summaries",
+    "interned_summary",
+    "offline_partitions",
+    "replica_count",
+    "same_summary",
+    "summary_of",
 ]
 
 
 # Summaries take few values (a state, a preferred replica, a leader, three small counts):
 # one object per value, shared by every partition that has it, rather than one per
 # partition for the cyclic collector to walk.
-_SUMMARIES: dict[tuple[PartitionState | None, int, int | None, int, int, int], PartitionSummary] = {}
+_SUMMARIES: dict[
+    tuple[PartitionState | None, int, int | None, int, int, int], PartitionSummary
+] = {}
 
 
 def summary_of(rec: PartitionRecord | None) -> PartitionSummary | None:
@@ -53,12 +61,24 @@ def summary_of(rec: PartitionRecord | None) -> PartitionSummary | None:
     replicas = a.replicas
     la = rec.leadership
     leader = la.leader if la is not None else None
-    return interned_summary(rec.state, replicas[0] if replicas else -1, leader, len(la.isr) if la is not None else 0,
-                            len(replicas) - len(a.adding_replicas), replica_count(replicas, leader))
+    return interned_summary(
+        rec.state,
+        replicas[0] if replicas else -1,
+        leader,
+        len(la.isr) if la is not None else 0,
+        len(replicas) - len(a.adding_replicas),
+        replica_count(replicas, leader),
+    )
 
 
-def interned_summary(state: PartitionState | None, preferred: int, leader: int | None, isr_size: int,
-                     replication_factor: int, replica_count: int) -> PartitionSummary:
+def interned_summary(
+    state: PartitionState | None,
+    preferred: int,
+    leader: int | None,
+    isr_size: int,
+    replication_factor: int,
+    replica_count: int,
+) -> PartitionSummary:
     """The one summary object of these values."""
     key = (state, preferred, leader, isr_size, replication_factor, replica_count)
     summary = _SUMMARIES.get(key)
@@ -93,13 +113,20 @@ def same_summary(a: PartitionRecord | None, b: PartitionRecord | None) -> bool:
     if aa is ab:
         return True
     ra, rb = aa.replicas, ab.replicas
-    return ((ra[0] if ra else -1) == (rb[0] if rb else -1)
-            and len(ra) - len(aa.adding_replicas) == len(rb) - len(ab.adding_replicas)
-            and replica_count(ra, leader) == replica_count(rb, leader))
+    return (
+        (ra[0] if ra else -1) == (rb[0] if rb else -1)
+        and len(ra) - len(aa.adding_replicas) == len(rb) - len(ab.adding_replicas)
+        and replica_count(ra, leader) == replica_count(rb, leader)
+    )
 
 
-def apply_summaries(view: Mapping[str, DirectoryRecord], reports: Iterable[SummaryReport], config: ControllerConfig,
-                    offset: int, cause_id: str | None = None) -> DirectoryResult:
+def apply_summaries(
+    view: Mapping[str, DirectoryRecord],
+    reports: Iterable[SummaryReport],
+    config: ControllerConfig,
+    offset: int,
+    cause_id: str | None = None,
+) -> DirectoryResult:
     """Fold reports into the topics' summaries; a later report of a partition wins."""
     d = DirectoryView(view, config, offset, cause_id)
     by_topic: dict[str, dict[int, PartitionSummary | None]] = {}
@@ -114,15 +141,21 @@ def apply_summaries(view: Mapping[str, DirectoryRecord], reports: Iterable[Summa
         merged = _replaced(rec.summaries, reported)
         if merged is None:
             pairs = [pair for pair in rec.summaries if pair[0] not in reported]
-            pairs.extend((partition, summary) for partition, summary in reported.items() if summary is not None)
+            pairs.extend(
+                (partition, summary)
+                for partition, summary in reported.items()
+                if summary is not None
+            )
             merged = tuple(sorted(pairs))
         if merged != rec.summaries:
             d.put(topic_key(topic), replace(rec, summaries=merged))
     return d.result()
 
 
-def _replaced(summaries: tuple[tuple[int, PartitionSummary], ...], reported: dict[int, PartitionSummary | None]
-              ) -> tuple[tuple[int, PartitionSummary], ...] | None:
+def _replaced(
+    summaries: tuple[tuple[int, PartitionSummary], ...],
+    reported: dict[int, PartitionSummary | None],
+) -> tuple[tuple[int, PartitionSummary], ...] | None:
     """The summaries with the reported ones in their places, when each reported partition
     has a summary and holds the place of its number (a topic's partitions are numbered
     from 0, so they do unless one has none): a fan-out reports a few partitions of each of

@@ -45,7 +45,9 @@ def request(run: Run, target: tuple[int, ...] | None, known: bool) -> None:
     error = None
     if target is not None:
         if not target:
-            error = "INVALID_REPLICA_ASSIGNMENT: empty replica list specified in partition reassignment"
+            error = (
+                "INVALID_REPLICA_ASSIGNMENT: empty replica list specified in partition reassignment"
+            )
         elif len(set(target)) != len(target):
             error = f"INVALID_REPLICA_ASSIGNMENT: duplicate replica ids in partition reassignment replica list: {list(target)}"
         elif any(r < 0 for r in target):
@@ -73,13 +75,16 @@ def request(run: Run, target: tuple[int, ...] | None, known: bool) -> None:
     run_reassignment(run, reassignment)
 
 
-def maybe_mark_started(run: Run, before: PartitionRecord, cause_offset: int, ts: int | None) -> None:
+def maybe_mark_started(
+    run: Run, before: PartitionRecord, cause_offset: int, ts: int | None
+) -> None:
     """Not Kafka's: remember when the reassignment now in progress was asked for (a new
     target, or a cancellation, restarts the clock), for the operator's tools. A completed
     reassignment forgets it (`PartitionRecord.with_being_reassigned`)."""
     a = run.rec.assignment
-    if run.rec.being_reassigned and (not before.being_reassigned
-                                     or a.target_replicas != before.assignment.target_replicas):
+    if run.rec.being_reassigned and (
+        not before.being_reassigned or a.target_replicas != before.assignment.target_replicas
+    ):
         run.rec = run.rec.with_reassignment_started((cause_offset, ts))
 
 
@@ -131,8 +136,14 @@ def _update_leader_epoch_and_send(run: Run, assignment: ReplicaAssignment, site:
 
 def _stop_removed_replicas(run: Run, removed: Sequence[int], site: int) -> None:
     """`stopRemovedReplicasOfReassignedPartition`: four batches, at `site` and after."""
-    for i, target in enumerate((R.OfflineReplica, R.ReplicaDeletionStarted, R.ReplicaDeletionSuccessful,
-                                R.NonExistentReplica)):
+    for i, target in enumerate(
+        (
+            R.OfflineReplica,
+            R.ReplicaDeletionStarted,
+            R.ReplicaDeletionSuccessful,
+            R.NonExistentReplica,
+        )
+    ):
         run.replicas(removed, target, site + i)
 
 

@@ -83,7 +83,8 @@ def _check_shape(text: str, limits: InputLimits) -> None:
         number = _digit_run(limits.max_number_digits + 1).search(bare)
         if number is not None:
             raise InvalidEvent(
-                f"a number has {len(number.group())} digits, over the limit of {limits.max_number_digits}")
+                f"a number has {len(number.group())} digits, over the limit of {limits.max_number_digits}"
+            )
 
 
 def _reject_constant(name: str) -> Any:
@@ -118,6 +119,9 @@ def decode_record(line: str | bytes | None, limits: InputLimits = DEFAULT_LIMITS
         obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise InvalidEvent(f"not JSON: {exc.msg} at column {exc.colno}") from None
-    except (RecursionError, ValueError) as exc:  # bounds above make these unreachable; belt and braces
+    except (
+        RecursionError,
+        ValueError,
+    ) as exc:  # bounds above make these unreachable; belt and braces
         raise InvalidEvent(f"not decodable: {type(exc).__name__}") from None
     return obj

@@ -65,19 +65,27 @@ Transition = tuple[ReplicaState | None, LeaderAndIsr | None, ReplicaAssignment, 
 _last_state: list[object] = [None, None, None]
 
 
-def partition_state_for(leadership: LeaderAndIsr, assignment: ReplicaAssignment,
-                        election: str | None = None) -> LeaderAndIsrPartitionState:
+def partition_state_for(
+    leadership: LeaderAndIsr, assignment: ReplicaAssignment, election: str | None = None
+) -> LeaderAndIsrPartitionState:
     last = _last_state
     if election is None and last[0] is leadership and last[1] is assignment:
         return last[2]  # type: ignore[return-value]
-    state = LeaderAndIsrPartitionState(leadership, assignment.replicas, assignment.adding_replicas,
-                                       assignment.removing_replicas, election)
+    state = LeaderAndIsrPartitionState(
+        leadership,
+        assignment.replicas,
+        assignment.adding_replicas,
+        assignment.removing_replicas,
+        election,
+    )
     if election is None:
         last[0], last[1], last[2] = leadership, assignment, state
     return state
 
 
-def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[int], target: ReplicaState) -> Step:
+def handle_state_changes(
+    rec: PartitionRecord, facts: Facts, brokers: Sequence[int], target: ReplicaState
+) -> Step:
     """`ReplicaStateMachine.handleStateChanges` for this partition's replicas on `brokers`."""
     if not brokers:
         return Step(rec, [])
@@ -91,17 +99,26 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
     transition = _TRANSITIONS[target]
     valid = VALID_PREVIOUS_REPLICA_STATES[target]  # target.valid_previous_states
     name = _NAME
-    for broker in (brokers if len(brokers) == 1 else dict.fromkeys(brokers)):
+    for broker in brokers if len(brokers) == 1 else dict.fromkeys(brokers):
         # putReplicaStateIfNotExists(NonExistentReplica), then validate
         current = states.get(broker)
         if current is None:
             current = states[broker] = R.NonExistentReplica
             added = True
         if current not in valid:
-            out.append(StateChangeFailedRecord(topic, partition, broker, target.value,
-                                               f"invalid transition from {current.value}"))
+            out.append(
+                StateChangeFailedRecord(
+                    topic,
+                    partition,
+                    broker,
+                    target.value,
+                    f"invalid transition from {current.value}",
+                )
+            )
             continue
-        new_state, leadership, assignment, failure = transition(broker, current, leadership, assignment, facts, batch)
+        new_state, leadership, assignment, failure = transition(
+            broker, current, leadership, assignment, facts, batch
+        )
         if failure is not None:
             # ZkReplicaStateMachine.doHandleStateChanges logs a refused NewReplica naming
             # OfflineReplica as the target state (logFailedStateChange(..., OfflineReplica, ...)).
@@ -110,11 +127,17 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
         elif new_state is None:
             del states[broker]
             changed = True
-            out.append(ReplicaStateChangeRecord(topic, partition, broker, name[current], name[R.NonExistentReplica]))
+            out.append(
+                ReplicaStateChangeRecord(
+                    topic, partition, broker, name[current], name[R.NonExistentReplica]
+                )
+            )
         elif current is not new_state:
             states[broker] = new_state
             changed = True
-            out.append(ReplicaStateChangeRecord(topic, partition, broker, name[current], name[new_state]))
+            out.append(
+                ReplicaStateChangeRecord(topic, partition, broker, name[current], name[new_state])
+            )
     if batch.leader_and_isr or batch.stop_replica:
         out.extend(batch.records(topic, partition, facts.is_registered))
     if not (added or changed) and leadership is rec.leadership and assignment is rec.assignment:
@@ -123,8 +146,18 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
     pairs = _PAIRS
     items = sorted(states.items()) if added else states.items()
     replica_states = tuple([pairs[s].get(b) or _pair(b, s) for b, s in items])
-    new = PartitionRecord(topic, partition, assignment, rec.state, leadership, replica_states, rec.brokers,
-                          rec.being_reassigned, rec.offline_dirs, rec.reassignment_started)
+    new = PartitionRecord(
+        topic,
+        partition,
+        assignment,
+        rec.state,
+        leadership,
+        replica_states,
+        rec.brokers,
+        rec.being_reassigned,
+        rec.offline_dirs,
+        rec.reassignment_started,
+    )
     # Step(new, out, ...), without the named tuple's Python-level __new__
     return _new_tuple(Step, (new, out, batch.update_metadata))
 
@@ -132,8 +165,14 @@ def handle_state_changes(rec: PartitionRecord, facts: Facts, brokers: Sequence[i
 # -- transitions: doHandleStateChanges, one case per target state --------------------------
 
 
-def _to_new(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-            facts: Facts, batch: RequestBatch) -> Transition:
+def _to_new(
+    broker: int,
+    current: ReplicaState,
+    la: LeaderAndIsr | None,
+    a: ReplicaAssignment,
+    facts: Facts,
+    batch: RequestBatch,
+) -> Transition:
     if la is None:
         return R.NewReplica, la, a, None
     if la.leader == broker:
@@ -142,8 +181,14 @@ def _to_new(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: Repl
     return R.NewReplica, la, a, None
 
 
-def _to_online(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-               facts: Facts, batch: RequestBatch) -> Transition:
+def _to_online(
+    broker: int,
+    current: ReplicaState,
+    la: LeaderAndIsr | None,
+    a: ReplicaAssignment,
+    facts: Facts,
+    batch: RequestBatch,
+) -> Transition:
     if current is R.NewReplica:
         if broker not in a.replicas:
             # Kafka logs an error and appends the replica to the assignment.
@@ -154,8 +199,14 @@ def _to_online(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: R
     return R.OnlineReplica, la, a, None
 
 
-def _to_offline(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-                facts: Facts, batch: RequestBatch) -> Transition:
+def _to_offline(
+    broker: int,
+    current: ReplicaState,
+    la: LeaderAndIsr | None,
+    a: ReplicaAssignment,
+    facts: Facts,
+    batch: RequestBatch,
+) -> Transition:
     batch.add_stop_replica(broker, False, facts.stop_replica_epoch(la))
     if la is None:
         # replicasWithoutLeadershipInfo: UpdateMetadata for the partition all the same
@@ -170,32 +221,62 @@ def _to_offline(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: 
         leader = NO_LEADER if la.leader == broker else la.leader
         isr = la.isr if len(la.isr) == 1 else tuple([r for r in la.isr if r != broker])
         # la.new_leader_and_isr(leader, isr).written(facts.controller_epoch), built once
-        la = LeaderAndIsr(leader, la.leader_epoch + 1, isr, la.partition_epoch + 1, la.leader_recovery_state,
-                          facts.controller_epoch)
+        la = LeaderAndIsr(
+            leader,
+            la.leader_epoch + 1,
+            isr,
+            la.partition_epoch + 1,
+            la.leader_recovery_state,
+            facts.controller_epoch,
+        )
     if not facts.queued:
         others = tuple([r for r in a.replicas if r != broker])
         batch.add_leader_and_isr(others, partition_state_for(la, a), False)
     return R.OfflineReplica, la, a, None
 
 
-def _to_deletion_started(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-                         facts: Facts, batch: RequestBatch) -> Transition:
+def _to_deletion_started(
+    broker: int,
+    current: ReplicaState,
+    la: LeaderAndIsr | None,
+    a: ReplicaAssignment,
+    facts: Facts,
+    batch: RequestBatch,
+) -> Transition:
     batch.add_stop_replica(broker, True, facts.stop_replica_epoch(la))
     return R.ReplicaDeletionStarted, la, a, None
 
 
-def _to_deletion_successful(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-                            facts: Facts, batch: RequestBatch) -> Transition:
+def _to_deletion_successful(
+    broker: int,
+    current: ReplicaState,
+    la: LeaderAndIsr | None,
+    a: ReplicaAssignment,
+    facts: Facts,
+    batch: RequestBatch,
+) -> Transition:
     return R.ReplicaDeletionSuccessful, la, a, None
 
 
-def _to_deletion_ineligible(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-                            facts: Facts, batch: RequestBatch) -> Transition:
+def _to_deletion_ineligible(
+    broker: int,
+    current: ReplicaState,
+    la: LeaderAndIsr | None,
+    a: ReplicaAssignment,
+    facts: Facts,
+    batch: RequestBatch,
+) -> Transition:
     return R.ReplicaDeletionIneligible, la, a, None
 
 
-def _to_nonexistent(broker: int, current: ReplicaState, la: LeaderAndIsr | None, a: ReplicaAssignment,
-                    facts: Facts, batch: RequestBatch) -> Transition:
+def _to_nonexistent(
+    broker: int,
+    current: ReplicaState,
+    la: LeaderAndIsr | None,
+    a: ReplicaAssignment,
+    facts: Facts,
+    batch: RequestBatch,
+) -> Transition:
     return None, la, a.remove_replica(broker), None
 
 
@@ -214,6 +295,9 @@ def startup(rec: PartitionRecord, facts: Facts) -> tuple[tuple[int, ReplicaState
     """`initializeReplicaState`: online replicas start Online, the others
     ReplicaDeletionIneligible, recorded directly (no transition, no record)."""
     is_online = facts.is_online
-    states = {r: R.OnlineReplica if is_online(r) else R.ReplicaDeletionIneligible for r in rec.assignment.replicas}
+    states = {
+        r: R.OnlineReplica if is_online(r) else R.ReplicaDeletionIneligible
+        for r in rec.assignment.replicas
+    }
     pairs = _PAIRS
     return tuple([pairs[s].get(b) or _pair(b, s) for b, s in sorted(states.items())])

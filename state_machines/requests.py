@@ -66,7 +66,9 @@ class RequestBatch:
         # UpdateMetadata for this partition to every live or shutting-down broker
         self.update_metadata = False
 
-    def add_leader_and_isr(self, brokers: Iterable[int], state: LeaderAndIsrPartitionState, is_new: bool) -> None:
+    def add_leader_and_isr(
+        self, brokers: Iterable[int], state: LeaderAndIsrPartitionState, is_new: bool
+    ) -> None:
         # brokerIds.filter(_ >= 0): the -1 of a leaderless ISR is never a recipient
         self.update_metadata = True
         entries = self.leader_and_isr
@@ -81,7 +83,10 @@ class RequestBatch:
         if broker < 0:
             return
         previous = self.stop_replica.get(broker)
-        self.stop_replica[broker] = (delete_partition or (previous is not None and previous[0]), leader_epoch)
+        self.stop_replica[broker] = (
+            delete_partition or (previous is not None and previous[0]),
+            leader_epoch,
+        )
 
     def records(self, topic: str, partition: int, reachable: Callable[[int], bool]) -> list[Output]:
         """`sendRequestsToBrokers`: the batch as output records, LeaderAndIsr first.
@@ -115,12 +120,24 @@ class RequestBatch:
                 groups.extend((s, n, brokers) for (s, n), brokers in by_value.items())
         for state, is_new, recipients in groups:
             la = state.leadership
-            out.append(LeaderAndIsrRecord(
-                topic, partition, la.leader, la.leader_epoch, la.isr, la.partition_epoch, la.controller_epoch,
-                state.replicas, state.adding_replicas, state.removing_replicas,
-                _RECOVERY_NAME[la.leader_recovery_state],
-                is_new, tuple(recipients), state.election,
-            ))
+            out.append(
+                LeaderAndIsrRecord(
+                    topic,
+                    partition,
+                    la.leader,
+                    la.leader_epoch,
+                    la.isr,
+                    la.partition_epoch,
+                    la.controller_epoch,
+                    state.replicas,
+                    state.adding_replicas,
+                    state.removing_replicas,
+                    _RECOVERY_NAME[la.leader_recovery_state],
+                    is_new,
+                    tuple(recipients),
+                    state.election,
+                )
+            )
         for broker, (delete, epoch) in self.stop_replica.items():
             if reachable(broker):
                 out.append(StopReplicaRecord(topic, partition, broker, delete, epoch))

@@ -29,8 +29,8 @@ from typing import Any
 from . import event_types as ev
 from .commands import PartitionSummary
 from .controller_events import directory_step
-from .kraft.partition_step import guarded_kraft_partition_step, kraft_same_summary, kraft_summary_of
 from .directory import CONTROLLER_KEY, ControllerRecord
+from .kraft.partition_step import guarded_kraft_partition_step, kraft_same_summary, kraft_summary_of
 from .kraft.periodic_tasks import kraft_apply_summaries
 from .kraft.quorum_controller import kraft_directory_step, kraft_reads_summaries
 from .leader_balance import is_due
@@ -42,7 +42,9 @@ from .partition_summaries import apply_summaries, same_summary, summary_of
 def _zk_reads_summaries(env: ev.Envelope, directory: Mapping[str, Any]) -> bool:
     """A broker change or a cluster config change may retry every offline partition, and a
     due rebalance check reads every partition's leader."""
-    if isinstance(env.event, (ev.BrokerStartup, ev.BrokerFailure, ev.BrokerConfigChange, ev.ReplicaDirFailure)):
+    if isinstance(
+        env.event, (ev.BrokerStartup, ev.BrokerFailure, ev.BrokerConfigChange, ev.ReplicaDirFailure)
+    ):
         return True
     controller = directory.get(CONTROLLER_KEY)
     return isinstance(controller, ControllerRecord) and is_due(controller, env.ts)
@@ -61,12 +63,26 @@ class RuleSet:
     reads_partition_zero: Callable[[ControllerConfig], bool] = lambda config: False
 
 
-ZK = RuleSet("zk", directory_step, guarded_partition_step, summary_of, same_summary, _zk_reads_summaries,
-             apply_summaries)
-KRAFT = RuleSet("kraft", kraft_directory_step, guarded_kraft_partition_step, kraft_summary_of, kraft_same_summary,
-                kraft_reads_summaries, kraft_apply_summaries,
-                # with ELR, the effective min ISR is capped by partition 0's replica count
-                lambda config: config.eligible_leader_replicas_version >= 1)
+ZK = RuleSet(
+    "zk",
+    directory_step,
+    guarded_partition_step,
+    summary_of,
+    same_summary,
+    _zk_reads_summaries,
+    apply_summaries,
+)
+KRAFT = RuleSet(
+    "kraft",
+    kraft_directory_step,
+    guarded_kraft_partition_step,
+    kraft_summary_of,
+    kraft_same_summary,
+    kraft_reads_summaries,
+    kraft_apply_summaries,
+    # with ELR, the effective min ISR is capped by partition 0's replica count
+    lambda config: config.eligible_leader_replicas_version >= 1,
+)
 
 
 def rules_for(config: ControllerConfig) -> RuleSet:

@@ -30,21 +30,38 @@ _Field = int | list[int] | None
 
 
 def compare(
-    topic: str, partition: int, current: LeaderAndIsr | None, replicas: tuple[int, ...], op: Observe,
-    is_registered: Callable[[int], bool], unclean_allowed: bool,
+    topic: str,
+    partition: int,
+    current: LeaderAndIsr | None,
+    replicas: tuple[int, ...],
+    op: Observe,
+    is_registered: Callable[[int], bool],
+    unclean_allowed: bool,
 ) -> tuple[list[Output], str]:
     """Returns the outputs and the outcome: match | benign | safety."""
-    observed: dict[str, _Field] = {"leader": op.leader, "leader_epoch": op.leader_epoch, "isr": list(op.isr)}
+    observed: dict[str, _Field] = {
+        "leader": op.leader,
+        "leader_epoch": op.leader_epoch,
+        "isr": list(op.isr),
+    }
     if op.partition_epoch is not None:
         observed["partition_epoch"] = op.partition_epoch
     if current is None:
         expected: dict[str, _Field] = {"leader": NO_LEADER, "leader_epoch": None, "isr": []}
         reason = "the shadow has no leader-and-ISR state for this partition"
-        return [DivergenceRecord(topic, partition, expected, observed, "benign", reason), ObservationOutcome("benign")], "benign"
-    expected = {"leader": current.leader, "leader_epoch": current.leader_epoch, "isr": list(current.isr),
-                "partition_epoch": current.partition_epoch}
+        return [
+            DivergenceRecord(topic, partition, expected, observed, "benign", reason),
+            ObservationOutcome("benign"),
+        ], "benign"
+    expected = {
+        "leader": current.leader,
+        "leader_epoch": current.leader_epoch,
+        "isr": list(current.isr),
+        "partition_epoch": current.partition_epoch,
+    }
     same = (
-        op.leader == current.leader and op.leader_epoch == current.leader_epoch
+        op.leader == current.leader
+        and op.leader_epoch == current.leader_epoch
         and set(op.isr) == set(current.isr)
         and (op.partition_epoch is None or op.partition_epoch == current.partition_epoch)
     )
@@ -57,20 +74,33 @@ def compare(
         safety.append(f"leader {op.leader} is outside its own ISR {list(op.isr)}")
     elif op.leader != NO_LEADER and op.leader not in current.isr and not unclean_allowed:
         if tuple(op.isr) == (op.leader,):
-            safety.append(f"unclean election of {op.leader} (outside the ISR {list(current.isr)}) "
-                          "while unclean.leader.election.enable is false")
+            safety.append(
+                f"unclean election of {op.leader} (outside the ISR {list(current.isr)}) "
+                "while unclean.leader.election.enable is false"
+            )
         else:
-            safety.append(f"leader {op.leader} is outside the ISR {list(current.isr)} and unclean election is not allowed")
+            safety.append(
+                f"leader {op.leader} is outside the ISR {list(current.isr)} and unclean election is not allowed"
+            )
     if op.leader_epoch < current.leader_epoch:
         safety.append(f"leader epoch went backwards: {op.leader_epoch} < {current.leader_epoch}")
     if op.partition_epoch is not None and op.partition_epoch < current.partition_epoch:
-        safety.append(f"partition epoch went backwards: {op.partition_epoch} < {current.partition_epoch}")
+        safety.append(
+            f"partition epoch went backwards: {op.partition_epoch} < {current.partition_epoch}"
+        )
     if safety:
         severity, reason = "safety", "; ".join(safety)
     else:
-        diffs = [f"{k} {observed[k]} (expected {expected[k]})" for k in observed if k in expected and _norm(observed[k]) != _norm(expected[k])]
+        diffs = [
+            f"{k} {observed[k]} (expected {expected[k]})"
+            for k in observed
+            if k in expected and _norm(observed[k]) != _norm(expected[k])
+        ]
         severity, reason = "benign", "; ".join(diffs) or "states differ"
-    return [DivergenceRecord(topic, partition, expected, observed, severity, reason), ObservationOutcome(severity)], severity
+    return [
+        DivergenceRecord(topic, partition, expected, observed, severity, reason),
+        ObservationOutcome(severity),
+    ], severity
 
 
 def _norm(value: _Field) -> _Field:
@@ -81,13 +111,22 @@ def adopt(current: LeaderAndIsr | None, op: Observe) -> LeaderAndIsr:
     """The observed state as ours (shadow.follow)."""
     base = current or LeaderAndIsr(NO_LEADER, 0, (), 0)
     return replace(
-        base, leader=op.leader, leader_epoch=op.leader_epoch, isr=tuple(op.isr),
-        partition_epoch=op.partition_epoch if op.partition_epoch is not None else base.partition_epoch,
-        controller_epoch=op.controller_epoch if op.controller_epoch is not None else base.controller_epoch,
+        base,
+        leader=op.leader,
+        leader_epoch=op.leader_epoch,
+        isr=tuple(op.isr),
+        partition_epoch=op.partition_epoch
+        if op.partition_epoch is not None
+        else base.partition_epoch,
+        controller_epoch=op.controller_epoch
+        if op.controller_epoch is not None
+        else base.controller_epoch,
     )
 
 
 def followed_state(state: PartitionState | None, leader: int) -> PartitionState | None:
     if state not in (PartitionState.OnlinePartition, PartitionState.OfflinePartition):
         return state
-    return PartitionState.OfflinePartition if leader == NO_LEADER else PartitionState.OnlinePartition
+    return (
+        PartitionState.OfflinePartition if leader == NO_LEADER else PartitionState.OnlinePartition
+    )

@@ -30,7 +30,7 @@ class ReplicaState(str, Enum):
         return REPLICA_STATE_IDS[self]
 
     @property
-    def valid_previous_states(self) -> frozenset["ReplicaState"]:
+    def valid_previous_states(self) -> frozenset[ReplicaState]:
         return VALID_PREVIOUS_REPLICA_STATES[self]
 
 
@@ -45,7 +45,7 @@ class PartitionState(str, Enum):
         return PARTITION_STATE_IDS[self]
 
     @property
-    def valid_previous_states(self) -> frozenset["PartitionState"]:
+    def valid_previous_states(self) -> frozenset[PartitionState]:
         return VALID_PREVIOUS_PARTITION_STATES[self]
 
 
@@ -53,39 +53,51 @@ _R = ReplicaState
 _P = PartitionState
 
 # `state: Byte` of each case object; replica ids start at 1, partition ids at 0.
-REPLICA_STATE_IDS = MappingProxyType({
-    _R.NewReplica: 1,
-    _R.OnlineReplica: 2,
-    _R.OfflineReplica: 3,
-    _R.ReplicaDeletionStarted: 4,
-    _R.ReplicaDeletionSuccessful: 5,
-    _R.ReplicaDeletionIneligible: 6,
-    _R.NonExistentReplica: 7,
-})
+REPLICA_STATE_IDS = MappingProxyType(
+    {
+        _R.NewReplica: 1,
+        _R.OnlineReplica: 2,
+        _R.OfflineReplica: 3,
+        _R.ReplicaDeletionStarted: 4,
+        _R.ReplicaDeletionSuccessful: 5,
+        _R.ReplicaDeletionIneligible: 6,
+        _R.NonExistentReplica: 7,
+    }
+)
 
-PARTITION_STATE_IDS = MappingProxyType({
-    _P.NewPartition: 0,
-    _P.OnlinePartition: 1,
-    _P.OfflinePartition: 2,
-    _P.NonExistentPartition: 3,
-})
+PARTITION_STATE_IDS = MappingProxyType(
+    {
+        _P.NewPartition: 0,
+        _P.OnlinePartition: 1,
+        _P.OfflinePartition: 2,
+        _P.NonExistentPartition: 3,
+    }
+)
 
-VALID_PREVIOUS_REPLICA_STATES = MappingProxyType({
-    _R.NewReplica: frozenset({_R.NonExistentReplica}),
-    _R.OnlineReplica: frozenset({_R.NewReplica, _R.OnlineReplica, _R.OfflineReplica, _R.ReplicaDeletionIneligible}),
-    _R.OfflineReplica: frozenset({_R.NewReplica, _R.OnlineReplica, _R.OfflineReplica, _R.ReplicaDeletionIneligible}),
-    _R.ReplicaDeletionStarted: frozenset({_R.OfflineReplica}),
-    _R.ReplicaDeletionSuccessful: frozenset({_R.ReplicaDeletionStarted}),
-    _R.ReplicaDeletionIneligible: frozenset({_R.OfflineReplica, _R.ReplicaDeletionStarted}),
-    _R.NonExistentReplica: frozenset({_R.ReplicaDeletionSuccessful}),
-})
+VALID_PREVIOUS_REPLICA_STATES = MappingProxyType(
+    {
+        _R.NewReplica: frozenset({_R.NonExistentReplica}),
+        _R.OnlineReplica: frozenset(
+            {_R.NewReplica, _R.OnlineReplica, _R.OfflineReplica, _R.ReplicaDeletionIneligible}
+        ),
+        _R.OfflineReplica: frozenset(
+            {_R.NewReplica, _R.OnlineReplica, _R.OfflineReplica, _R.ReplicaDeletionIneligible}
+        ),
+        _R.ReplicaDeletionStarted: frozenset({_R.OfflineReplica}),
+        _R.ReplicaDeletionSuccessful: frozenset({_R.ReplicaDeletionStarted}),
+        _R.ReplicaDeletionIneligible: frozenset({_R.OfflineReplica, _R.ReplicaDeletionStarted}),
+        _R.NonExistentReplica: frozenset({_R.ReplicaDeletionSuccessful}),
+    }
+)
 
-VALID_PREVIOUS_PARTITION_STATES = MappingProxyType({
-    _P.NewPartition: frozenset({_P.NonExistentPartition}),
-    _P.OnlinePartition: frozenset({_P.NewPartition, _P.OnlinePartition, _P.OfflinePartition}),
-    _P.OfflinePartition: frozenset({_P.NewPartition, _P.OnlinePartition, _P.OfflinePartition}),
-    _P.NonExistentPartition: frozenset({_P.OfflinePartition}),
-})
+VALID_PREVIOUS_PARTITION_STATES = MappingProxyType(
+    {
+        _P.NewPartition: frozenset({_P.NonExistentPartition}),
+        _P.OnlinePartition: frozenset({_P.NewPartition, _P.OnlinePartition, _P.OfflinePartition}),
+        _P.OfflinePartition: frozenset({_P.NewPartition, _P.OnlinePartition, _P.OfflinePartition}),
+        _P.NonExistentPartition: frozenset({_P.OfflinePartition}),
+    }
+)
 
 
 def is_valid_replica_transition(current: ReplicaState, target: ReplicaState) -> bool:

@@ -23,9 +23,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from . import event_types as ev
-from .commands import CompleteTopicDeletion, DeletionReport, MarkQueued, ReplicaDeletionResponse, ResumeDeletion
+from .commands import (
+    CompleteTopicDeletion,
+    DeletionReport,
+    MarkQueued,
+    ReplicaDeletionResponse,
+    ResumeDeletion,
+)
 from .directory import (
-    CONTROLLER_KEY, Continuation, DeletionMirror, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord,
+    CONTROLLER_KEY,
+    Continuation,
+    DeletionMirror,
+    DirectoryRecord,
+    DirectoryResult,
+    DirectoryView,
+    TopicRecord,
     topic_key,
 )
 from .flow import Run
@@ -77,7 +89,6 @@ def on_stop_replica_response(d: DirectoryView, e: ev.StopReplicaResponse) -> Con
     return Continuation(resume=True)
 
 
-
 # -- the directory side: after the reports of a round ------------------------------------
 
 
@@ -105,7 +116,9 @@ def after_reports(
             if r.removed:
                 mirror.pop(r.partition, None)
             else:
-                mirror[r.partition] = DeletionMirror(r.replicas, r.replica_states, r.being_reassigned)
+                mirror[r.partition] = DeletionMirror(
+                    r.replicas, r.replica_states, r.being_reassigned
+                )
         d.put(topic_key(topic), replace(rec, mirror=tuple(sorted(mirror.items()))))
 
     queued = d.controller.queued_topics
@@ -114,7 +127,9 @@ def after_reports(
             rec = d.topic(t)
             assert rec is not None
             # TopicDeletionManager.init: isReplicaOnline (a new controller knows no failed dirs)
-            offline = any(not d.is_replica_online(b, t, p) for p, m in rec.mirror for b in m.replicas)
+            offline = any(
+                not d.is_replica_online(b, t, p) for p, m in rec.mirror for b in m.replicas
+            )
             reassigning = any(m.being_reassigned for _, m in rec.mirror)
             if offline or reassigning:
                 d.put(topic_key(t), replace(rec, ineligible=True))
@@ -177,8 +192,12 @@ def _resume_deletions(d: DirectoryView) -> None:
         assert rec is not None
         first = t in eligible and not rec.started
         for p, m in rec.mirror:
-            has_ineligible = any(s is ReplicaState.ReplicaDeletionIneligible for _, s in m.replica_states)
-            op = ResumeDeletion(retry=t in retry and has_ineligible, start=t in eligible, first=first)
+            has_ineligible = any(
+                s is ReplicaState.ReplicaDeletionIneligible for _, s in m.replica_states
+            )
+            op = ResumeDeletion(
+                retry=t in retry and has_ineligible, start=t in eligible, first=first
+            )
             if op.retry or op.start:
                 d.send(t, p, op)
         if t in eligible:
@@ -194,7 +213,10 @@ def _complete_delete_topic(d: DirectoryView, topic: str) -> None:
     for p in rec.partition_ids():
         d.send(topic, p, CompleteTopicDeletion())
     c = d.controller
-    d.put(CONTROLLER_KEY, replace(c, topics=c.topics - {topic}, queued_topics=c.queued_topics - {topic}))
+    d.put(
+        CONTROLLER_KEY,
+        replace(c, topics=c.topics - {topic}, queued_topics=c.queued_topics - {topic}),
+    )
     d.put(topic_key(topic), None)
 
 
@@ -204,8 +226,11 @@ def _complete_delete_topic(d: DirectoryView, topic: str) -> None:
 def replica_deletion_response(run: Run, op: ReplicaDeletionResponse) -> None:
     """`completeReplicaDeletion` / `failReplicaDeletion` for the responding replica."""
     if run.facts.queued:
-        run.replicas((op.broker_id,), R.ReplicaDeletionIneligible if op.error else R.ReplicaDeletionSuccessful,
-                     site=1)
+        run.replicas(
+            (op.broker_id,),
+            R.ReplicaDeletionIneligible if op.error else R.ReplicaDeletionSuccessful,
+            site=1,
+        )
 
 
 def resume_deletion(run: Run, op: ResumeDeletion) -> None:
@@ -213,8 +238,11 @@ def resume_deletion(run: Run, op: ResumeDeletion) -> None:
     rec = run.rec
     if op.retry:
         # retryDeletionForIneligibleReplicas
-        run.replicas([b for b, s in rec.replica_states if s is R.ReplicaDeletionIneligible], R.OfflineReplica,
-                     site=1)
+        run.replicas(
+            [b for b, s in rec.replica_states if s is R.ReplicaDeletionIneligible],
+            R.OfflineReplica,
+            site=1,
+        )
     if op.start:
         if op.first:
             run.partition(P.OfflinePartition, site=2)
@@ -226,7 +254,11 @@ def resume_deletion(run: Run, op: ResumeDeletion) -> None:
         replicas = rec.assignment.replicas
         states = dict(rec.replica_states)
         dead = [r for r in replicas if not run.facts.is_online(r)]
-        retry = [r for r in replicas if run.facts.is_online(r) and states.get(r) is not R.ReplicaDeletionSuccessful]
+        retry = [
+            r
+            for r in replicas
+            if run.facts.is_online(r) and states.get(r) is not R.ReplicaDeletionSuccessful
+        ]
         run.replicas(dead, R.ReplicaDeletionIneligible, site=5)
         run.replicas(retry, R.OfflineReplica, site=6)
         run.replicas(retry, R.ReplicaDeletionStarted, site=7)
@@ -235,13 +267,24 @@ def resume_deletion(run: Run, op: ResumeDeletion) -> None:
 def complete_topic_deletion(run: Run) -> None:
     """`completeDeleteTopic` for this partition: its successfully deleted replicas become
     NonExistent, and the partition is gone."""
-    run.replicas([b for b, s in run.rec.replica_states if s is R.ReplicaDeletionSuccessful], R.NonExistentReplica,
-                 site=1)
+    run.replicas(
+        [b for b, s in run.rec.replica_states if s is R.ReplicaDeletionSuccessful],
+        R.NonExistentReplica,
+        site=1,
+    )
     run.removed = True
 
 
 def report(run: Run) -> DeletionReport:
     """What a partition of a queued topic tells the directory after each command."""
     rec = run.rec
-    return DeletionReport(rec.topic, rec.partition, rec.assignment.replicas, rec.replica_states,
-                          rec.being_reassigned, run.mark_ineligible, run.resume_deletion, run.removed)
+    return DeletionReport(
+        rec.topic,
+        rec.partition,
+        rec.assignment.replicas,
+        rec.replica_states,
+        rec.being_reassigned,
+        run.mark_ineligible,
+        run.resume_deletion,
+        run.removed,
+    )

@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
 from .model import LeaderAndIsr
-from .outputs import ROUND_BROKERS, MetadataState, UpdateMetadataRecord, UpdateMetadataSend, UpdateMetadataShare
+from .outputs import (
+    ROUND_BROKERS,
+    MetadataState,
+    UpdateMetadataRecord,
+    UpdateMetadataSend,
+    UpdateMetadataShare,
+)
 from .partition_record import Facts, PartitionRecord
 
 # An UpdateMetadata send to a starting broker carries every partition of the cluster: its
@@ -53,9 +59,28 @@ def partition_state(rec: PartitionRecord, facts: Facts) -> MetadataState | None:
     is_online = facts.is_online
     offline = tuple([r for r in replicas if not is_online(r)])
     if facts.queued:
-        return (rec.topic, rec.partition, la.controller_epoch, _LEADER_DURING_DELETE, 0, la.isr, 0, replicas, offline)
-    return (rec.topic, rec.partition, la.controller_epoch, la.leader, la.leader_epoch, la.isr, la.partition_epoch,
-            replicas, offline)
+        return (
+            rec.topic,
+            rec.partition,
+            la.controller_epoch,
+            _LEADER_DURING_DELETE,
+            0,
+            la.isr,
+            0,
+            replicas,
+            offline,
+        )
+    return (
+        rec.topic,
+        rec.partition,
+        la.controller_epoch,
+        la.leader,
+        la.leader_epoch,
+        la.isr,
+        la.partition_epoch,
+        replicas,
+        offline,
+    )
 
 
 class Piece(NamedTuple):
@@ -103,9 +128,13 @@ class Round(Generic[S]):
             return
         self.shared_sites.add(item.site)
         if not item.mark:
-            self.shares.setdefault((item.scope, item.site), {})[(item.topic, item.partition)] = state
+            self.shares.setdefault((item.scope, item.site), {})[(item.topic, item.partition)] = (
+                state
+            )
 
-    def join_head(self, live: tuple[int, ...], explicit: dict[int, UpdateMetadataSend], shared_sites: set[int]) -> None:
+    def join_head(
+        self, live: tuple[int, ...], explicit: dict[int, UpdateMetadataSend], shared_sites: set[int]
+    ) -> None:
         """Another task's part of this round, but its shares (which the joiner adds to
         `shares` as it reads them): its live brokers if it saw them, its explicit sends
         and the sites its partitions shared at."""
@@ -115,7 +144,9 @@ class Round(Generic[S]):
         self.shared_sites |= shared_sites
 
 
-def gather(pieces: Iterable[Piece], state: Callable[[MetadataState], S]) -> dict[tuple[int, int], Round[S]]:
+def gather(
+    pieces: Iterable[Piece], state: Callable[[MetadataState], S]
+) -> dict[tuple[int, int], Round[S]]:
     """The pieces by (cause, round), each share's state as `state` makes it."""
     rounds: dict[tuple[int, int], Round[S]] = {}
     for p in pieces:
@@ -123,7 +154,12 @@ def gather(pieces: Iterable[Piece], state: Callable[[MetadataState], S]) -> dict
         if r is None:
             r = rounds[(p.cause_offset, p.round)] = Round(p.cause_id)
         item = p.item
-        r.add(item, None if isinstance(item, UpdateMetadataSend) or item.state is None else state(item.state))
+        r.add(
+            item,
+            None
+            if isinstance(item, UpdateMetadataSend) or item.state is None
+            else state(item.state),
+        )
     return rounds
 
 
@@ -152,7 +188,10 @@ def chunks(round_: int, r: Round[S]) -> Iterator[Chunk[S]]:
             continue  # the broker set was empty, or none of it is live: nothing is sent
         states = [s for _, s in sorted(shares[(scope, site)].items(), key=_place) if s is not None]
         key = f"update-metadata-{round_:03d}" + (f"-{scope}" if scope else "") + f"-{site:03d}"
-        parts = [states[i:i + MAX_PARTITIONS_PER_RECORD] for i in range(0, len(states), MAX_PARTITIONS_PER_RECORD)]
+        parts = [
+            states[i : i + MAX_PARTITIONS_PER_RECORD]
+            for i in range(0, len(states), MAX_PARTITIONS_PER_RECORD)
+        ]
         for seq, part in enumerate(parts or [[]]):
             yield Chunk(key, seq, recipients, r.live, tuple(part))
 
@@ -169,4 +208,10 @@ def merge(pieces: Iterable[Piece]) -> Iterator[Send]:
     """The UpdateMetadata records of the pieces, per (cause, round) in send order."""
     for (cause, round_), r in sorted(gather(pieces, _same).items(), key=lambda kv: kv[0]):
         for c in chunks(round_, r):
-            yield Send(cause, r.cause_id, c.key, c.seq, UpdateMetadataRecord(c.key, c.recipients, c.live, c.states))
+            yield Send(
+                cause,
+                r.cause_id,
+                c.key,
+                c.seq,
+                UpdateMetadataRecord(c.key, c.recipients, c.live, c.states),
+            )

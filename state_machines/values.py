@@ -24,16 +24,24 @@ def quick_init(cls: type[T]) -> type[T]:
     """Apply above `@dataclass(frozen=True, slots=True)`."""
     # `__dataclass_params__` is set by @dataclass but is not in typeshed's dataclass
     # protocol, which only has `__dataclass_fields__`.
-    if not (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
-            and "__slots__" in vars(cls) and not hasattr(cls, "__post_init__")):
-        raise TypeError(f"quick_init needs a frozen, slotted dataclass without __post_init__: {cls.__name__}")
+    if not (
+        dataclasses.is_dataclass(cls)
+        and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        and "__slots__" in vars(cls)
+        and not hasattr(cls, "__post_init__")
+    ):
+        raise TypeError(
+            f"quick_init needs a frozen, slotted dataclass without __post_init__: {cls.__name__}"
+        )
     args: list[str] = []
     body: list[str] = []
     # the namespace of the generated function: field defaults and slot setters of any type
     env: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if not f.init or f.kw_only or f.default_factory is not dataclasses.MISSING:
-            raise TypeError(f"quick_init supports positional fields with plain defaults: {cls.__name__}.{f.name}")
+            raise TypeError(
+                f"quick_init supports positional fields with plain defaults: {cls.__name__}.{f.name}"
+            )
         if f.default is dataclasses.MISSING:
             args.append(f.name)
         else:

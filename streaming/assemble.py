@@ -90,7 +90,7 @@ def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
             shutdowns.append(Decision(cause, key, seq, codec.loads(text, Record), json.loads(cid)))
         elif kind == "still":
             topic, partition = payload.split("\t")
-            still.append((cause, StillLeads(int(key[len("broker-"):]), topic, int(partition))))
+            still.append((cause, StillLeads(int(key[len("broker-") :]), topic, int(partition))))
         elif kind == "meta":
             metadata.append(payload)
         elif kind == "dlq":
@@ -106,11 +106,26 @@ def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
         elif kind == "metrics":
             metrics = decode_metrics(payload)
     for d in merge_shutdown_shares(shutdowns, still):
-        runs.append((d.cause_offset, d.key, d.seq, decision_json(d.record, d.cause_offset, d.cause_id, d.seq)))
+        runs.append(
+            (
+                d.cause_offset,
+                d.key,
+                d.seq,
+                decision_json(d.record, d.cause_offset, d.cause_id, d.seq),
+            )
+        )
     for (cause, round_), r in sorted(read_metadata(metadata).items(), key=lambda kv: kv[0]):
         for c in chunks(round_, r):
-            runs.append((cause, c.key, c.seq, update_metadata_json(cause, r.cause_id, c.seq, c.key, c.recipients, c.live,
-                                                                   c.states)))
+            runs.append(
+                (
+                    cause,
+                    c.key,
+                    c.seq,
+                    update_metadata_json(
+                        cause, r.cause_id, c.seq, c.key, c.recipients, c.live, c.states
+                    ),
+                )
+            )
     runs.sort(key=run_order)
     dlq.sort(key=lambda d: d["offset"])
     return Assembled(runs, dlq, reports, observations, metrics)

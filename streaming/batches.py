@@ -129,8 +129,10 @@ class WorkerPool:
     in random order, sharing workers (fewer cores than tasks). `reads` counts the batches
     whose sequencer read the directory from its state."""
 
-    def __init__(self, config: ControllerConfig, storage: Any, mirrors: int, workers: int, seed: int) -> None:
-        from .operators import LastDirectory, SEQUENCER_KEY, SequencerProcessor, mirror_keys
+    def __init__(
+        self, config: ControllerConfig, storage: Any, mirrors: int, workers: int, seed: int
+    ) -> None:
+        from .operators import SEQUENCER_KEY, LastDirectory, SequencerProcessor, mirror_keys
 
         self.keys = [SEQUENCER_KEY, *mirror_keys(mirrors + 1, mirrors)]
         self.copies = [LastDirectory() for _ in range(workers)]
@@ -182,19 +184,28 @@ class WorkerPool:
 
 def _batches(texts: list[str]) -> list[list[str]]:
     """Packed rows in Arrow batches of two, as Spark cuts a task's input."""
-    return [texts[i:i + 2] for i in range(0, len(texts), 2)]
+    return [texts[i : i + 2] for i in range(0, len(texts), 2)]
 
 
-def _through_parts(packed: list[str], base: str, batch_id: int, dlq: list[dict[str, Any]],
-                   feedback: list[str], written: bool) -> list[dict[str, Any]]:
+def _through_parts(
+    packed: list[str],
+    base: str,
+    batch_id: int,
+    dlq: list[dict[str, Any]],
+    feedback: list[str],
+    written: bool,
+) -> list[dict[str, Any]]:
     """File output's sink (`sink.BatchSink`): parts written by three tasks (by the
     partition stage already if `written`), merged."""
     directory = parts.parts_dir(base, batch_id)
     if written:
         small = packed
     else:
-        small = [text for task in range(3)
-                 for text in parts.write_part(_batches(packed[task::3]), directory, f"{task:05d}-0")]
+        small = [
+            text
+            for task in range(3)
+            for text in parts.write_part(_batches(packed[task::3]), directory, f"{task:05d}-0")
+        ]
     out = parts.write_batch(base, batch_id, unpack_outputs(small)).out
     dlq.extend(out.dlq)
     feedback.extend(out.reports)
@@ -211,8 +222,12 @@ class Batches:
     state, and what the sequencer holds. `run` goes on from where the last call stopped, so
     a test can look at a group's state between two runs (`states`, keyed by `storage.group`)."""
 
-    def __init__(self, config: ControllerConfig = ControllerConfig(), buckets: int = 0,
-                 workers: tuple[int, int, int] | None = None) -> None:
+    def __init__(
+        self,
+        config: ControllerConfig = ControllerConfig(),
+        buckets: int = 0,
+        workers: tuple[int, int, int] | None = None,
+    ) -> None:
         self.config = config
         self.buckets = buckets
         self.storage = partition_storage(buckets, shuffle_partitions=1)
@@ -226,8 +241,12 @@ class Batches:
         self.offset = 0
         self.batches = 0
 
-    def run(self, lines: Sequence[bytes], batch_size: int, parts_base: str | None = None,
-            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def run(
+        self,
+        lines: Sequence[bytes],
+        batch_size: int,
+        parts_base: str | None = None,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """`lines` in micro-batches of `batch_size` events, then the batches their feedback
         leads to: (decisions, dlq records). With `parts_base`, the sink is file output's:
         the decision runs go to parts there (`decision_parts.py`), written by the partition
@@ -238,23 +257,33 @@ class Batches:
         dlq: list[dict[str, Any]] = []
         position = 0
         while True:
-            chunk = [RawEvent(self.offset + i, lines[i], f"line:{self.offset + i}")
-                     for i in range(position, min(position + batch_size, len(lines)))]
+            chunk = [
+                RawEvent(self.offset + i, lines[i], f"line:{self.offset + i}")
+                for i in range(position, min(position + batch_size, len(lines)))
+            ]
             position += len(chunk)
             if not chunk and not feedback:
                 if self.pending is not None or self.buffer:
-                    raise InvariantViolation("the sequencer waits for deletion reports that no command will send")
+                    raise InvariantViolation(
+                        "the sequencer waits for deletion reports that no command will send"
+                    )
                 break
             if self.pool is None:
                 seq = Sequencer(self.directory, self.config)
-                self.pending, self.buffer = seq.run(self.pending, self.buffer, chunk, *read_feedback(feedback))
+                self.pending, self.buffer = seq.run(
+                    self.pending, self.buffer, chunk, *read_feedback(feedback)
+                )
                 groups = pack_groups(seq.work, self.storage.group)
             else:
                 groups = self.pool.run(self.batches, chunk, feedback)
             packed: list[str] = []
             # file output in scale mode: the partition stage writes the runs, the groups
             # split between three tasks in turn
-            stage_parts = None if parts_base is None else parts.stage_parts_base(f"file:{parts_base}", self.buckets)
+            stage_parts = (
+                None
+                if parts_base is None
+                else parts.stage_parts_base(f"file:{parts_base}", self.buckets)
+            )
             for i, (grp, texts) in enumerate(groups.items()):
                 work = unpack_work(texts)  # as they cross Spark
                 state = self.states.setdefault(grp, MemoryState())
@@ -270,16 +299,25 @@ class Batches:
                 feedback = batch.assembled.reports
             else:
                 feedback = []
-                decisions.extend(_through_parts(packed, parts_base, self.batches, dlq, feedback, stage_parts is not None))
+                decisions.extend(
+                    _through_parts(
+                        packed, parts_base, self.batches, dlq, feedback, stage_parts is not None
+                    )
+                )
             self.batches += 1
         self.offset += len(lines)
         decisions.sort(key=_order)
         return decisions, dlq
 
 
-def run_batches(lines: Sequence[bytes], batch_size: int, config: ControllerConfig = ControllerConfig(),
-                buckets: int = 0, parts_base: str | None = None, workers: tuple[int, int, int] | None = None,
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+def run_batches(
+    lines: Sequence[bytes],
+    batch_size: int,
+    config: ControllerConfig = ControllerConfig(),
+    buckets: int = 0,
+    parts_base: str | None = None,
+    workers: tuple[int, int, int] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
     """Replay lines in micro-batches of `batch_size` events as the Spark job does (feedback
     included, everything packed as it crosses Spark). Returns (decisions, dlq records,
     number of micro-batches); `Batches.run` says what `parts_base` does, `Batches` what

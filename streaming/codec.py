@@ -32,18 +32,51 @@ import pyarrow
 from state_machines import commands, directory, partition
 
 from .command_codec import command_from_text, command_text
-from .directory_codec import DIRECTORY_TYPES as _DIRECTORY_TYPES, directory_in as _directory_in, topic_text as _topic_text
+from .directory_codec import (
+    DIRECTORY_TYPES as _DIRECTORY_TYPES,
+)
+from .directory_codec import (
+    directory_in as _directory_in,
+)
 from .directory_codec import directory_out as _directory_out
+from .directory_codec import (
+    topic_text as _topic_text,
+)
 from .json_text import canonical_json, compact_json
 from .record_codec import record_from_text, record_text
 from .tagged import from_jsonable, to_jsonable
 from .versions import (
-    BUCKET_HEADER, BUCKET_HEADER_V1, COMPACT_VERSION, CONTRACT_VERSION, MIGRATIONS, SCHEMA_VERSION, VERSIONS, UnknownEncoding, check_compact,
+    BUCKET_HEADER,
+    BUCKET_HEADER_V1,
+    COMPACT_VERSION,
+    CONTRACT_VERSION,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    VERSIONS,
+    UnknownEncoding,
+    check_compact,
 )
 
-__all__ = ["BUCKET_HEADER", "COMPACT_VERSION", "CONTRACT_VERSION", "MIGRATIONS", "SCHEMA_VERSION", "VERSIONS",
-           "UnknownEncoding", "check_compact", "dumps", "loads", "bucket_entries", "bucket_entry_in",
-           "bucket_entry_out", "bucket_entry_seq", "bucket_text", "compressed", "decompressed", "DirectoryRecord"]
+__all__ = [
+    "BUCKET_HEADER",
+    "COMPACT_VERSION",
+    "CONTRACT_VERSION",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "VERSIONS",
+    "UnknownEncoding",
+    "check_compact",
+    "dumps",
+    "loads",
+    "bucket_entries",
+    "bucket_entry_in",
+    "bucket_entry_out",
+    "bucket_entry_seq",
+    "bucket_text",
+    "compressed",
+    "decompressed",
+    "DirectoryRecord",
+]
 
 DirectoryRecord = Union[directory.ControllerRecord, directory.BrokerRecord, directory.TopicRecord]
 PartitionRecordType = partition.PartitionRecord
@@ -53,6 +86,7 @@ _Cmd = commands.Command
 
 
 # -- dumps and loads: the encoding by type --------------------------------------------------
+
 
 def dumps(value: Any) -> str:
     """`value` in its encoding: compact for a command, a partition record and a directory
@@ -66,6 +100,7 @@ def dumps(value: Any) -> str:
     if isinstance(value, _DIRECTORY_TYPES):
         return compact_json(_directory_out(value))
     return canonical_json({"v": SCHEMA_VERSION, "d": to_jsonable(value)})
+
 
 def loads(text: str, hint: Any) -> Any:
     """The value of type `hint` that `dumps` wrote as `text` (a generic document of an
@@ -82,7 +117,9 @@ def loads(text: str, hint: Any) -> Any:
     doc = json.loads(text)
     version = doc.get("v")
     if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise UnknownEncoding(f"state written by schema version {version!r}; this build reads up to {SCHEMA_VERSION}")
+        raise UnknownEncoding(
+            f"state written by schema version {version!r}; this build reads up to {SCHEMA_VERSION}"
+        )
     while version < SCHEMA_VERSION:
         doc = MIGRATIONS[version](doc)
         version += 1
@@ -117,7 +154,11 @@ def compressed(text: str) -> str:
 def decompressed(packed: str) -> str:
     head, _, data = packed.partition("\n")
     size = int(head)
-    return _ZSTD.decompress(base64.b64decode(data), decompressed_size=size, asbytes=True).decode() if size else ""
+    return (
+        _ZSTD.decompress(base64.b64decode(data), decompressed_size=size, asbytes=True).decode()
+        if size
+        else ""
+    )
 
 
 def bucket_entries(text: str | None) -> dict[str, str]:
@@ -128,8 +169,10 @@ def bucket_entries(text: str | None) -> dict[str, str]:
     if header == BUCKET_HEADER:
         body = decompressed(body)
     elif header != BUCKET_HEADER_V1:
-        raise UnknownEncoding(f"bucket state in layout {header[:20]!r}; this build reads {BUCKET_HEADER!r} "
-                              f"and {BUCKET_HEADER_V1!r}")
+        raise UnknownEncoding(
+            f"bucket state in layout {header[:20]!r}; this build reads {BUCKET_HEADER!r} "
+            f"and {BUCKET_HEADER_V1!r}"
+        )
     if not body:  # a bucket whose partitions were all deleted
         return {}
     out = {}

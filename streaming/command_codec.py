@@ -24,17 +24,29 @@ from .versions import COMPACT_VERSION, SCHEMA_VERSION, UnknownEncoding, check_co
 def _op_out(op: Any) -> list:
     if isinstance(op, commands.LoadPartition):
         a = op.assignment
-        return ["LoadPartition", list(a.replicas), list(a.adding_replicas), list(a.removing_replicas),
-                la_out(op.leadership), op.overwrite]
+        return [
+            "LoadPartition",
+            list(a.replicas),
+            list(a.adding_replicas),
+            list(a.removing_replicas),
+            la_out(op.leadership),
+            op.overwrite,
+        ]
     cls = type(op)
-    return [cls.__name__, *(getattr(op, n) for n in outputs.field_names(cls))]  # tuples encode as arrays
+    return [
+        cls.__name__,
+        *(getattr(op, n) for n in outputs.field_names(cls)),
+    ]  # tuples encode as arrays
 
 
 def _op_in(a: list) -> Any:
     name, args = a[0], a[1:]
     if name == "LoadPartition":
-        return commands.LoadPartition(model.ReplicaAssignment(tuple(args[0]), tuple(args[1]), tuple(args[2])),
-                                      la_in(args[3]), args[4])
+        return commands.LoadPartition(
+            model.ReplicaAssignment(tuple(args[0]), tuple(args[1]), tuple(args[2])),
+            la_in(args[3]),
+            args[4],
+        )
     cls = TAGGED[name]
     return cls(*(tuple(v) if isinstance(v, list) else v for v in args))
 
@@ -70,8 +82,15 @@ def _context_text(x: commands.PartitionContext) -> str:
         if text is None:
             if len(_CONTEXT_BY_VALUE) >= 65536:
                 _CONTEXT_BY_VALUE.clear()
-            text = _CONTEXT_BY_VALUE[x] = compact_json([x.active, x.controller_epoch, x.unclean_leader_election_enable,
-                                                        x.queued_for_deletion, brokers_out(x.brokers)])
+            text = _CONTEXT_BY_VALUE[x] = compact_json(
+                [
+                    x.active,
+                    x.controller_epoch,
+                    x.unclean_leader_election_enable,
+                    x.queued_for_deletion,
+                    brokers_out(x.brokers),
+                ]
+            )
         if len(_CONTEXT_TEXT) >= 4096:
             _CONTEXT_TEXT.clear()
         kept = _CONTEXT_TEXT[id(x)] = (x, text)
@@ -103,8 +122,12 @@ def command_shared(c: commands.Command) -> str:
     if type(c.ctx) is not commands.PartitionContext:
         return _generic_shared_text(c)
     last = _last_shared
-    if not (last[0] is c.ctx and last[2] == c.cause_offset and last[3] == c.cause_id
-            and (last[1] is c.op or last[1] == c.op)):
+    if not (
+        last[0] is c.ctx
+        and last[2] == c.cause_offset
+        and last[3] == c.cause_id
+        and (last[1] is c.op or last[1] == c.op)
+    ):
         key = (id(c.ctx), id(c.op), c.cause_offset, c.cause_id)
         kept = _SHARED_TEXT.get(key)
         if kept is not None and kept[0] is c.ctx and kept[1] is c.op:
@@ -112,8 +135,10 @@ def command_shared(c: commands.Command) -> str:
         else:
             # compact_json([COMPACT_VERSION, cause_offset, cause_id, ctx, op]), the context's
             # part written once per context (a creation sends each partition its own op)
-            text = (f"[{COMPACT_VERSION},{c.cause_offset},{'null' if c.cause_id is None else json_str(c.cause_id)},"
-                    f"{_context_text(c.ctx)},{_op_text(c.op)}]")
+            text = (
+                f"[{COMPACT_VERSION},{c.cause_offset},{'null' if c.cause_id is None else json_str(c.cause_id)},"
+                f"{_context_text(c.ctx)},{_op_text(c.op)}]"
+            )
             if len(_SHARED_TEXT) >= 4096:
                 _SHARED_TEXT.clear()
             _SHARED_TEXT[key] = (c.ctx, c.op, text)
@@ -125,9 +150,15 @@ def _generic_shared_text(c: commands.Command) -> str:
     """A command of another rule set (kraft mode's contexts and ops): the generic document
     of its shared part, which the decoder tells from the compact array by its "{"."""
     last = _last_shared
-    if not (last[0] is c.ctx and last[2] == c.cause_offset and last[3] == c.cause_id and last[1] == c.op):
-        text = canonical_json({"v": SCHEMA_VERSION, "d": [c.cause_offset, c.cause_id, to_jsonable(c.ctx),
-                                                          to_jsonable(c.op)]})
+    if not (
+        last[0] is c.ctx and last[2] == c.cause_offset and last[3] == c.cause_id and last[1] == c.op
+    ):
+        text = canonical_json(
+            {
+                "v": SCHEMA_VERSION,
+                "d": [c.cause_offset, c.cause_id, to_jsonable(c.ctx), to_jsonable(c.op)],
+            }
+        )
         last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
     return last[4]
 
@@ -135,9 +166,16 @@ def _generic_shared_text(c: commands.Command) -> str:
 def _generic_shared(shared: str) -> tuple:
     doc = json.loads(shared)
     if doc.get("v") != SCHEMA_VERSION:
-        raise UnknownEncoding(f"command in schema version {doc.get('v')!r}; this build reads {SCHEMA_VERSION}")
+        raise UnknownEncoding(
+            f"command in schema version {doc.get('v')!r}; this build reads {SCHEMA_VERSION}"
+        )
     cause_offset, cause_id, ctx, op = doc["d"]
-    return (cause_offset, cause_id, from_jsonable(ctx, TAGGED[ctx["_t"]]), from_jsonable(op, TAGGED[op["_t"]]))
+    return (
+        cause_offset,
+        cause_id,
+        from_jsonable(ctx, TAGGED[ctx["_t"]]),
+        from_jsonable(op, TAGGED[op["_t"]]),
+    )
 
 
 def command_from_text(text: str) -> commands.Command:
@@ -187,7 +225,7 @@ def _compact_shared(shared: str) -> tuple | None:
     cause_end = shared.find(",", len(_SHARED_HEAD))
     if cause_end < 0 or not shared.endswith("]"):
         return None
-    cause_text = shared[len(_SHARED_HEAD):cause_end]
+    cause_text = shared[len(_SHARED_HEAD) : cause_end]
     if not cause_text.isdigit():
         return None
     if shared.startswith("null,", cause_end + 1):
@@ -205,7 +243,7 @@ def _compact_shared(shared: str) -> tuple | None:
     op_start = shared.find(',["', ctx_start)
     if op_start < 0 or not shared.startswith("[", ctx_start):
         return None
-    ctx_text, op_text = shared[ctx_start:op_start], shared[op_start + 1:-1]
+    ctx_text, op_text = shared[ctx_start:op_start], shared[op_start + 1 : -1]
     ctx = _CONTEXTS_IN.get(ctx_text)
     op = _OPS_IN.get(op_text)
     if ctx is None or op is None:

@@ -64,17 +64,33 @@ from state_machines.states import PartitionState, ReplicaState
 
 # Kafka's names, in the order of KafkaController.updateMetrics
 GAUGES = (
-    "ActiveControllerCount", "OfflinePartitionsCount", "PreferredReplicaImbalanceCount", "GlobalTopicCount",
-    "GlobalPartitionCount", "TopicsToDeleteCount", "ReplicasToDeleteCount", "TopicsIneligibleToDeleteCount",
-    "ReplicasIneligibleToDeleteCount", "ControllerState",
+    "ActiveControllerCount",
+    "OfflinePartitionsCount",
+    "PreferredReplicaImbalanceCount",
+    "GlobalTopicCount",
+    "GlobalPartitionCount",
+    "TopicsToDeleteCount",
+    "ReplicasToDeleteCount",
+    "TopicsIneligibleToDeleteCount",
+    "ReplicasIneligibleToDeleteCount",
+    "ControllerState",
 )
 # Kafka's names (ReplicaManager's gauges)
-REPLICA_GAUGES = ("UnderReplicatedPartitions", "UnderMinIsrPartitionCount", "AtMinIsrPartitionCount")
+REPLICA_GAUGES = (
+    "UnderReplicatedPartitions",
+    "UnderMinIsrPartitionCount",
+    "AtMinIsrPartitionCount",
+)
 # KRaft's own (ControllerMetadataMetrics, 3.9.0), served in kraft mode only
 KRAFT_GAUGES = ("FencedBrokerCount", "ActiveBrokerCount", "MigratingZkBrokerCount")
 # the ZK controller's gauges that KRaft's quorum controller does not have
-ZK_ONLY = ("TopicsToDeleteCount", "ReplicasToDeleteCount", "TopicsIneligibleToDeleteCount",
-           "ReplicasIneligibleToDeleteCount", "ControllerState")
+ZK_ONLY = (
+    "TopicsToDeleteCount",
+    "ReplicasToDeleteCount",
+    "TopicsIneligibleToDeleteCount",
+    "ReplicasIneligibleToDeleteCount",
+    "ControllerState",
+)
 ALL = GAUGES + REPLICA_GAUGES + KRAFT_GAUGES
 IDLE, TOPIC_DELETION = 0, 4  # ControllerState.value (kafka/controller/ControllerState.scala)
 _second = itemgetter(1)
@@ -110,8 +126,12 @@ def replica_metrics(s: PartitionSummary, min_isr: int) -> tuple[bool, bool, bool
 _SHARES: dict[str, tuple[Any, int, bool, Any, tuple[int, ...]]] = {}
 
 
-def _zk_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: int, started: bool,
-                       count_imbalance: bool) -> tuple[int, ...]:
+def _zk_summary_counts(
+    pairs: Iterable[tuple[int, PartitionSummary]],
+    min_isr: int,
+    started: bool,
+    count_imbalance: bool,
+) -> tuple[int, ...]:
     """(GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
     UnderReplicated, UnderMinIsr, AtMinIsr) of these (partition, summary) pairs of a topic.
     The imbalance counts the partitions `leader_balance.imbalance` lists as not preferred
@@ -119,7 +139,9 @@ def _zk_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: i
     return _summed(pairs, _zk_counts_of, min_isr, started, count_imbalance)
 
 
-def _zk_counts_of(s: PartitionSummary, min_isr: int, started: bool, count_imbalance: bool) -> tuple[int, ...]:
+def _zk_counts_of(
+    s: PartitionSummary, min_isr: int, started: bool, count_imbalance: bool
+) -> tuple[int, ...]:
     """`_zk_summary_counts` of one partition whose summary is `s`."""
     partitions = offline = imbalanced = under = under_min = at_min = 0
     leader = s.leader
@@ -139,7 +161,9 @@ def _zk_counts_of(s: PartitionSummary, min_isr: int, started: bool, count_imbala
 _COUNTS_OF: dict[tuple, dict[int, tuple[PartitionSummary, tuple[int, ...]]]] = {}
 
 
-def _summed(pairs: Iterable[tuple[int, PartitionSummary]], counts_of: Any, *args: Any) -> tuple[int, ...]:
+def _summed(
+    pairs: Iterable[tuple[int, PartitionSummary]], counts_of: Any, *args: Any
+) -> tuple[int, ...]:
     """The column sums of `counts_of(summary, *args)` over the pairs' summaries.
 
     A partition's counts depend on its summary alone, and a cluster has few distinct ones,
@@ -167,7 +191,8 @@ def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
     TopicsToDeleteCount, ReplicasToDeleteCount, TopicsIneligibleToDeleteCount,
     ReplicasIneligibleToDeleteCount, UnderReplicated, UnderMinIsr, AtMinIsr) of one topic."""
     partitions, offline, imbalanced, under, under_min, at_min = _zk_summary_counts(
-        rec.summaries, min_isr, rec.queued and rec.started, active and not rec.queued)
+        rec.summaries, min_isr, rec.queued and rec.started, active and not rec.queued
+    )
     to_delete = ineligible_replicas = 0
     if rec.queued:
         for _, mirror in rec.mirror:
@@ -175,19 +200,31 @@ def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
             for r in mirror.replicas:
                 to_delete += states.get(r) is not ReplicaState.ReplicaDeletionSuccessful
                 ineligible_replicas += states.get(r) is ReplicaState.ReplicaDeletionIneligible
-    return (partitions, offline, imbalanced, int(rec.queued), to_delete, int(rec.queued and rec.ineligible),
-            ineligible_replicas, under, under_min, at_min)
+    return (
+        partitions,
+        offline,
+        imbalanced,
+        int(rec.queued),
+        to_delete,
+        int(rec.queued and rec.ineligible),
+        ineligible_replicas,
+        under,
+        under_min,
+        at_min,
+    )
 
 
-def _zk_changed(before: tuple[int, ...], gone: list, came: list, rec: TopicRecord, min_isr: int,
-                active: bool) -> tuple[int, ...]:
+def _zk_changed(
+    before: tuple[int, ...], gone: list, came: list, rec: TopicRecord, min_isr: int, active: bool
+) -> tuple[int, ...]:
     """`_zk_share` of `rec` from the share `before` of a record that differed from it only
     in the pairs `gone`, which `rec` holds as `came` (`_changed_summaries`)."""
     started, count_imbalance = rec.queued and rec.started, active and not rec.queued
     minus = _zk_summary_counts(gone, min_isr, started, count_imbalance)
     plus = _zk_summary_counts(came, min_isr, started, count_imbalance)
     partitions, offline, imbalanced, under, under_min, at_min = (
-        b - m + p for b, m, p in zip(before[:3] + before[7:], minus, plus))
+        b - m + p for b, m, p in zip(before[:3] + before[7:], minus, plus)
+    )
     return (partitions, offline, imbalanced, *before[3:7], under, under_min, at_min)
 
 
@@ -197,7 +234,9 @@ def _kraft_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...
     return _kraft_summary_counts(rec.summaries, min_isr)
 
 
-def _kraft_summary_counts(pairs: Iterable[tuple[int, PartitionSummary]], min_isr: int) -> tuple[int, ...]:
+def _kraft_summary_counts(
+    pairs: Iterable[tuple[int, PartitionSummary]], min_isr: int
+) -> tuple[int, ...]:
     return _summed(pairs, _kraft_counts_of, min_isr)
 
 
@@ -207,11 +246,19 @@ def _kraft_counts_of(s: PartitionSummary, min_isr: int) -> tuple[int, ...]:
     under = under_min = at_min = False
     if leader is not None and leader >= 0:
         under, under_min, at_min = replica_metrics(s, min_isr)
-    return (1, int(leader == -1), int(leader != s.preferred), int(under), int(under_min), int(at_min))
+    return (
+        1,
+        int(leader == -1),
+        int(leader != s.preferred),
+        int(under),
+        int(under_min),
+        int(at_min),
+    )
 
 
-def _kraft_changed(before: tuple[int, ...], gone: list, came: list, rec: TopicRecord, min_isr: int,
-                   active: bool) -> tuple[int, ...]:
+def _kraft_changed(
+    before: tuple[int, ...], gone: list, came: list, rec: TopicRecord, min_isr: int, active: bool
+) -> tuple[int, ...]:
     """`_kraft_share` of `rec` from the share `before`, as `_zk_changed`."""
     minus, plus = _kraft_summary_counts(gone, min_isr), _kraft_summary_counts(came, min_isr)
     return tuple(b - m + p for b, m, p in zip(before, minus, plus))
@@ -227,8 +274,13 @@ def _changed_summaries(before: TopicRecord, rec: TopicRecord) -> tuple[list, lis
     fields the shares read. None otherwise, or if more than half the pairs changed (a
     whole count is then the cheaper)."""
     old, new = before.summaries, rec.summaries
-    if (len(old) != len(new) or before.queued != rec.queued or before.started != rec.started
-            or before.ineligible != rec.ineligible or before.mirror != rec.mirror):
+    if (
+        len(old) != len(new)
+        or before.queued != rec.queued
+        or before.started != rec.started
+        or before.ineligible != rec.ineligible
+        or before.mirror != rec.mirror
+    ):
         return None
     # a batch's summaries keep the pairs they did not report (`apply_summaries`)
     moved = list(map(is_not, old, new))
@@ -238,8 +290,13 @@ def _changed_summaries(before: TopicRecord, rec: TopicRecord) -> tuple[list, lis
     return gone, came
 
 
-def _topic_shares(directory: Mapping[str, Any], c: ControllerRecord, config: ControllerConfig, share: Any,
-                  active: bool) -> list[int]:
+def _topic_shares(
+    directory: Mapping[str, Any],
+    c: ControllerRecord,
+    config: ControllerConfig,
+    share: Any,
+    active: bool,
+) -> list[int]:
     """The column sums of each topic's share, each share counted anew only if its topic's
     record, min ISR or the controller's activity changed since the last call."""
     global _SHARES
@@ -269,7 +326,9 @@ def _topic_shares(directory: Mapping[str, Any], c: ControllerRecord, config: Con
     return totals or [0] * 10
 
 
-def controller_metrics(directory: Mapping[str, Any], pending: Pending | None, config: ControllerConfig) -> dict[str, int]:
+def controller_metrics(
+    directory: Mapping[str, Any], pending: Pending | None, config: ControllerConfig
+) -> dict[str, int]:
     """Kafka's controller gauges and the brokers' replica gauges from the directory's
     records: the sums of the topics' shares (`_zk_share`)."""
     if config.mode == "kraft":
@@ -279,17 +338,34 @@ def controller_metrics(directory: Mapping[str, Any], pending: Pending | None, co
     if not isinstance(c, ControllerRecord):
         return out
     active = c.active
-    (partitions, offline, imbalanced, to_delete, replicas_to_delete, ineligible, replicas_ineligible,
-     under, under_min, at_min) = _topic_shares(directory, c, config, _zk_share, active)
+    (
+        partitions,
+        offline,
+        imbalanced,
+        to_delete,
+        replicas_to_delete,
+        ineligible,
+        replicas_ineligible,
+        under,
+        under_min,
+        at_min,
+    ) = _topic_shares(directory, c, config, _zk_share, active)
     replicas = dict(zip(REPLICA_GAUGES, (under, under_min, at_min)))
     if not active:
         # the controller's gauges are 0 while it is not active; the brokers' are not its
         return {**dict.fromkeys(GAUGES, 0), **replicas}
     out.update(replicas)
-    out.update(ActiveControllerCount=1, OfflinePartitionsCount=offline, PreferredReplicaImbalanceCount=imbalanced,
-               GlobalTopicCount=len(c.topics), GlobalPartitionCount=partitions, TopicsToDeleteCount=to_delete,
-               ReplicasToDeleteCount=replicas_to_delete, TopicsIneligibleToDeleteCount=ineligible,
-               ReplicasIneligibleToDeleteCount=replicas_ineligible)
+    out.update(
+        ActiveControllerCount=1,
+        OfflinePartitionsCount=offline,
+        PreferredReplicaImbalanceCount=imbalanced,
+        GlobalTopicCount=len(c.topics),
+        GlobalPartitionCount=partitions,
+        TopicsToDeleteCount=to_delete,
+        ReplicasToDeleteCount=replicas_to_delete,
+        TopicsIneligibleToDeleteCount=ineligible,
+        ReplicasIneligibleToDeleteCount=replicas_ineligible,
+    )
     if pending is not None and pending.expected > 0:
         out["ControllerState"] = TOPIC_DELETION
     return out
@@ -311,7 +387,9 @@ def kraft_metrics(directory: Mapping[str, Any], config: ControllerConfig) -> dic
 
     KRaft has no TopicsToDelete or ControllerState gauges: they are not served."""
     c = directory.get(CONTROLLER_KEY)
-    out = dict.fromkeys((*(g for g in GAUGES if g not in ZK_ONLY), *REPLICA_GAUGES, *KRAFT_GAUGES), 0)
+    out = dict.fromkeys(
+        (*(g for g in GAUGES if g not in ZK_ONLY), *REPLICA_GAUGES, *KRAFT_GAUGES), 0
+    )
     if not isinstance(c, ControllerRecord):
         return out
     out["ActiveControllerCount"] = int(c.active)
@@ -322,8 +400,14 @@ def kraft_metrics(directory: Mapping[str, Any], config: ControllerConfig) -> dic
             out["FencedBrokerCount" if reg.fenced else "ActiveBrokerCount"] += 1
             out["MigratingZkBrokerCount"] += reg.is_migrating_zk_broker
     # the image's counts do not depend on the controller's activity
-    partitions, offline, imbalanced, under, under_min, at_min = _topic_shares(directory, c, config, _kraft_share, False)[:6]
-    out.update(GlobalPartitionCount=partitions, OfflinePartitionsCount=offline, PreferredReplicaImbalanceCount=imbalanced)
+    partitions, offline, imbalanced, under, under_min, at_min = _topic_shares(
+        directory, c, config, _kraft_share, False
+    )[:6]
+    out.update(
+        GlobalPartitionCount=partitions,
+        OfflinePartitionsCount=offline,
+        PreferredReplicaImbalanceCount=imbalanced,
+    )
     out.update(zip(REPLICA_GAUGES, (under, under_min, at_min)))
     return out
 

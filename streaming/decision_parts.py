@@ -70,7 +70,9 @@ def write_part(batches: Iterable[Sequence[str]], directory: str, task: str) -> l
     rows, as Spark hands them over) to a part file in `directory`, one sorted segment per
     batch, so that a task holds one batch's runs at a time; return the packed rows the
     driver needs."""
-    small = _write_segments((unpack_outputs(texts) for texts in batches), directory, _part_path(directory, task), "wb")
+    small = _write_segments(
+        (unpack_outputs(texts) for texts in batches), directory, _part_path(directory, task), "wb"
+    )
     return pack_outputs(small) if small else []
 
 
@@ -105,7 +107,9 @@ def _part_path(directory: str, task: str) -> str:
     return os.path.join(directory, f"part-{task}-{uuid.uuid4().hex}.runs")
 
 
-def _write_segments(batches: Iterable[Iterable[OutputRow]], directory: str, path: str, mode: str) -> list[OutputRow]:
+def _write_segments(
+    batches: Iterable[Iterable[OutputRow]], directory: str, path: str, mode: str
+) -> list[OutputRow]:
     """Each batch's decision runs as a sorted segment of the file at `path` (opened with
     `mode`, once there is a run to write); the other rows, and a `part` row naming the
     segments."""
@@ -139,7 +143,11 @@ def _write_segments(batches: Iterable[Iterable[OutputRow]], directory: str, path
             if may_be_safety(documents):
                 for cause, key, _, payload in runs:
                     if may_be_safety(payload):
-                        small.extend(("safety", cause, key, 0, doc) for doc in payload.split("\n") if may_be_safety(doc))
+                        small.extend(
+                            ("safety", cause, key, 0, doc)
+                            for doc in payload.split("\n")
+                            if may_be_safety(doc)
+                        )
         if fh is not None:
             # no fsync: a part lives for its batch only, and the driver reads it after the
             # task has closed it (close-to-open, on a shared filesystem too); a batch cut
@@ -149,7 +157,9 @@ def _write_segments(batches: Iterable[Iterable[OutputRow]], directory: str, path
         if fh is not None:
             fh.close()
     if offsets:
-        small.append(("part", 0, "", 0, f"{path}\t{records}\t{unclean}\t{','.join(map(str, offsets))}"))
+        small.append(
+            ("part", 0, "", 0, f"{path}\t{records}\t{unclean}\t{','.join(map(str, offsets))}")
+        )
     return small
 
 
@@ -162,7 +172,9 @@ class Part:
     segments: tuple[tuple[int, int, int], ...]
 
 
-def split_parts(rows: Sequence[OutputRow]) -> tuple[list[OutputRow], list[Part], list[tuple[str, str]]]:
+def split_parts(
+    rows: Sequence[OutputRow],
+) -> tuple[list[OutputRow], list[Part], list[tuple[str, str]]]:
     """Driver side: the collected rows without the `part` and `safety` rows, the parts
     they name, and the safety divergences' (key, document)."""
     rest: list[OutputRow] = []
@@ -173,7 +185,9 @@ def split_parts(rows: Sequence[OutputRow]) -> tuple[list[OutputRow], list[Part],
         if kind == "part":
             path, records, unclean, offsets = row[4].split("\t")
             at = tuple(map(int, offsets.split(",")))
-            parts.append(Part(path, int(records), int(unclean), tuple(zip(at[:-1:2], at[1::2], at[2::2]))))
+            parts.append(
+                Part(path, int(records), int(unclean), tuple(zip(at[:-1:2], at[1::2], at[2::2])))
+            )
         elif kind == "safety":
             safety.append((row[2], row[4]))
         else:
@@ -191,8 +205,14 @@ class PartDamaged(ShadowControllerError):
 
 
 # a segment's index: one row per run, in the segment's order
-_INDEX = pyarrow.schema([("cause", pyarrow.int64()), ("key", pyarrow.string()), ("seq", pyarrow.int64()),
-                         ("length", pyarrow.int64())])
+_INDEX = pyarrow.schema(
+    [
+        ("cause", pyarrow.int64()),
+        ("key", pyarrow.string()),
+        ("seq", pyarrow.int64()),
+        ("length", pyarrow.int64()),
+    ]
+)
 _INDEX_OPTIONS = pyarrow.ipc.IpcWriteOptions(compression="zstd")
 _ORDER = [("cause", "ascending"), ("key", "ascending"), ("seq", "ascending")]
 
@@ -205,11 +225,20 @@ def _index_and_documents(runs: list[Run]) -> tuple[pyarrow.RecordBatch, str]:
     causes, keys, seqs, payloads = zip(*runs)
     documents = "\n".join((*payloads, ""))
     # a run's length in bytes: its characters, when the whole text is ASCII
-    lengths = (numpy.fromiter(map(len, payloads), numpy.int64, len(payloads)) + 1 if documents.isascii()
-               else [len(p.encode()) + 1 for p in payloads])
-    return pyarrow.record_batch([pyarrow.array(causes, pyarrow.int64()), pyarrow.array(keys, pyarrow.string()),
-                                 pyarrow.array(seqs, pyarrow.int64()), pyarrow.array(lengths, pyarrow.int64())],
-                                schema=_INDEX), documents
+    lengths = (
+        numpy.fromiter(map(len, payloads), numpy.int64, len(payloads)) + 1
+        if documents.isascii()
+        else [len(p.encode()) + 1 for p in payloads]
+    )
+    return pyarrow.record_batch(
+        [
+            pyarrow.array(causes, pyarrow.int64()),
+            pyarrow.array(keys, pyarrow.string()),
+            pyarrow.array(seqs, pyarrow.int64()),
+            pyarrow.array(lengths, pyarrow.int64()),
+        ],
+        schema=_INDEX,
+    ), documents
 
 
 def _segment(runs: list[Run]) -> tuple[bytes, str]:
@@ -228,12 +257,16 @@ def _open_part(path: str) -> pyarrow.MemoryMappedFile:
     try:
         return pyarrow.memory_map(path)
     except FileNotFoundError:
-        raise PartNotShared(f"the decisions an executor wrote to {path} are not visible to the driver: with file "
-                            f"output on a cluster, job.output must be a directory the driver and every executor "
-                            f"share, at the same path (README: Submitting to a Spark cluster)") from None
+        raise PartNotShared(
+            f"the decisions an executor wrote to {path} are not visible to the driver: with file "
+            f"output on a cluster, job.output must be a directory the driver and every executor "
+            f"share, at the same path (README: Submitting to a Spark cluster)"
+        ) from None
 
 
-def _stretches(runs: list[Run], parts: Sequence[Part]) -> tuple[list[_Source], numpy.ndarray, numpy.ndarray]:
+def _stretches(
+    runs: list[Run], parts: Sequence[Part]
+) -> tuple[list[_Source], numpy.ndarray, numpy.ndarray]:
     """The batch's documents in the contract's order, (cause_offset, key, seq), as
     stretches to copy: a source for the driver's own runs (sorted) and one for each
     segment's documents, then, for each stretch in order, its source's number and its
@@ -256,8 +289,14 @@ def _stretches(runs: list[Run], parts: Sequence[Part]) -> tuple[list[_Source], n
                     numbers.append(len(sources))
             # the segment's zstd frame, decompressed as it is read: the driver holds a few
             # kilobytes of each segment at a time, whatever the batch's size
-            sources.append(io.BufferedReader(pyarrow.CompressedInputStream(
-                pyarrow.BufferReader(file.read_at(end - body, body)), "zstd"), _READ_BUFFER))
+            sources.append(
+                io.BufferedReader(
+                    pyarrow.CompressedInputStream(
+                        pyarrow.BufferReader(file.read_at(end - body, body)), "zstd"
+                    ),
+                    _READ_BUFFER,
+                )
+            )
     table = pyarrow.Table.from_batches(indexes, schema=_INDEX)
     if not table.num_rows:
         return sources, numpy.zeros(0, numpy.int64), numpy.zeros(0, numpy.int64)
@@ -281,16 +320,23 @@ _WINDOW = 4 << 20
 
 def _windows(lengths: numpy.ndarray) -> list[tuple[int, int]]:
     """The stretches cut into windows of about `_WINDOW` bytes: (first, end) of each."""
-    ends = numpy.searchsorted(numpy.cumsum(lengths), numpy.arange(_WINDOW, int(lengths.sum()), _WINDOW), "left") + 1
+    ends = (
+        numpy.searchsorted(
+            numpy.cumsum(lengths), numpy.arange(_WINDOW, int(lengths.sum()), _WINDOW), "left"
+        )
+        + 1
+    )
     bounds = [0, *sorted(set(ends.tolist()) - {0, len(lengths)}), len(lengths)]
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if a < b]
 
 
-def _copy(sources: list[_Source], source: numpy.ndarray, length: numpy.ndarray, into: memoryview) -> None:
+def _copy(
+    sources: list[_Source], source: numpy.ndarray, length: numpy.ndarray, into: memoryview
+) -> None:
     """Fill `into` with one window's stretches in order, each read from its source."""
     at = 0
     for number, n in zip(source.tolist(), length.tolist()):
-        got = sources[number].readinto(into[at:at + n])
+        got = sources[number].readinto(into[at : at + n])
         if got != n:
             raise PartDamaged(f"a decisions part ends {n - got} bytes short of its index")
         at += n
@@ -342,5 +388,7 @@ def write_batch(base: str, batch_id: int, collected: Sequence[OutputRow]) -> Wri
     write_decisions(decisions_file(base, batch_id), out.runs, written)
     remove_parts(base, batch_id)
     records = sum(p.records for p in written) + sum(r[3].count("\n") + 1 for r in out.runs)
-    unclean = sum(p.unclean_elections for p in written) + sum(r[3].count(UNCLEAN_ELECTION) for r in out.runs)
+    unclean = sum(p.unclean_elections for p in written) + sum(
+        r[3].count(UNCLEAN_ELECTION) for r in out.runs
+    )
     return WrittenBatch(out, records, unclean, safety)

@@ -27,10 +27,24 @@ _P = {s.value: s for s in PartitionState}
 
 def directory_out(rec: Any) -> list:
     if isinstance(rec, directory.TopicRecord):
-        out = ["T", COMPACT_VERSION, [[p, list(b)] for p, b in rec.partitions], [list(kv) for kv in rec.configs],
-               rec.queued, rec.started, rec.ineligible,
-               [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
-                for p, m in rec.mirror]]
+        out = [
+            "T",
+            COMPACT_VERSION,
+            [[p, list(b)] for p, b in rec.partitions],
+            [list(kv) for kv in rec.configs],
+            rec.queued,
+            rec.started,
+            rec.ineligible,
+            [
+                [
+                    p,
+                    list(m.replicas),
+                    [[b, s.value] for b, s in m.replica_states],
+                    m.being_reassigned,
+                ]
+                for p, m in rec.mirror
+            ],
+        ]
         if rec.summaries:
             out.append([_summary_out(p, m) for p, m in rec.summaries])
         return out
@@ -41,8 +55,16 @@ def directory_out(rec: Any) -> list:
             # a[3] held a per-broker topic index in earlier builds: left null
             out += [None, [[t, p] for t, p in rec.offline_dirs]]
         return out
-    out = ["C", COMPACT_VERSION, rec.active, rec.controller_id, rec.controller_epoch, sorted(rec.topics),
-           sorted(rec.brokers), sorted(rec.queued_topics)]
+    out = [
+        "C",
+        COMPACT_VERSION,
+        rec.active,
+        rec.controller_id,
+        rec.controller_epoch,
+        sorted(rec.topics),
+        sorted(rec.brokers),
+        sorted(rec.queued_topics),
+    ]
     if rec.dynamic_configs or rec.rebalance_due is not None or rec.event_time is not None:
         out += [[list(kv) for kv in rec.dynamic_configs], rec.rebalance_due]
     if rec.event_time is not None:
@@ -54,16 +76,32 @@ def directory_in(a: list) -> Any:
     kind, version = a[0], a[1]
     check_compact("directory record", version)
     if kind == "T":
-        return _topic_record(_partitions_in(a[2]), a[3], a[4], a[5], a[6], a[7],
-                             tuple((m[0], summary_of(*m[1:])) for m in a[8]) if len(a) > 8 else ())
+        return _topic_record(
+            _partitions_in(a[2]),
+            a[3],
+            a[4],
+            a[5],
+            a[6],
+            a[7],
+            tuple((m[0], summary_of(*m[1:])) for m in a[8]) if len(a) > 8 else (),
+        )
     if kind == "B":
         # a[3], the per-broker topic index of earlier builds, is no longer kept
         dirs = tuple((t, p) for t, p in a[4]) if len(a) > 4 else ()
         return directory.BrokerRecord(model.BrokerFact(a[2][0], a[2][1], a[2][2]), dirs)
     if kind == "C":
         dynamic, due = (tuple((k, v) for k, v in a[8]), a[9]) if len(a) > 8 else ((), None)
-        return directory.ControllerRecord(a[2], a[3], a[4], frozenset(a[5]), frozenset(a[6]), frozenset(a[7]),
-                                          dynamic, due, a[10] if len(a) > 10 else None)
+        return directory.ControllerRecord(
+            a[2],
+            a[3],
+            a[4],
+            frozenset(a[5]),
+            frozenset(a[6]),
+            frozenset(a[7]),
+            dynamic,
+            due,
+            a[10] if len(a) > 10 else None,
+        )
     raise UnknownEncoding(f"unknown directory record kind {kind!r}")
 
 
@@ -71,16 +109,29 @@ def _partitions_in(partitions: list) -> tuple[tuple[int, tuple[int, ...]], ...]:
     return tuple((p, tuple(b)) for p, b in partitions)
 
 
-def _topic_record(partitions: tuple[tuple[int, tuple[int, ...]], ...], configs: list, queued: bool, started: bool,
-                  ineligible: bool, mirror: list,
-                  summaries: tuple[tuple[int, commands.PartitionSummary], ...]) -> directory.TopicRecord:
+def _topic_record(
+    partitions: tuple[tuple[int, tuple[int, ...]], ...],
+    configs: list,
+    queued: bool,
+    started: bool,
+    ineligible: bool,
+    mirror: list,
+    summaries: tuple[tuple[int, commands.PartitionSummary], ...],
+) -> directory.TopicRecord:
     """A topic's record from its partitions and summaries, decoded, and its other fields as
     the JSON decoder reads them."""
     return directory.TopicRecord(
-        partitions, tuple((k, v) for k, v in configs), queued, started, ineligible,
-        tuple((p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
-              for p, r, st, moving in mirror),
-        summaries)
+        partitions,
+        tuple((k, v) for k, v in configs),
+        queued,
+        started,
+        ineligible,
+        tuple(
+            (p, directory.DeletionMirror(tuple(r), tuple((b, _R[s]) for b, s in st), moving))
+            for p, r, st, moving in mirror
+        ),
+        summaries,
+    )
 
 
 def _summary_out(p: int, m: commands.PartitionSummary) -> list:
@@ -96,13 +147,17 @@ def _summary_out(p: int, m: commands.PartitionSummary) -> list:
 _SUMMARIES: dict[tuple, commands.PartitionSummary] = {}
 
 
-def summary_of(state: str | None, preferred: int, leader: int | None, *counts: int) -> commands.PartitionSummary:
+def summary_of(
+    state: str | None, preferred: int, leader: int | None, *counts: int
+) -> commands.PartitionSummary:
     key = (state, preferred, leader, *counts)
     summary = _SUMMARIES.get(key)
     if summary is None:
         if len(_SUMMARIES) > 65536:
             _SUMMARIES.clear()
-        summary = _SUMMARIES[key] = commands.PartitionSummary(_P[state] if state else None, preferred, leader, *counts)
+        summary = _SUMMARIES[key] = commands.PartitionSummary(
+            _P[state] if state else None, preferred, leader, *counts
+        )
     return summary
 
 
@@ -145,17 +200,34 @@ def topic_text(rec: directory.TopicRecord, previous: tuple[str, Any] | None = No
     """The record's text. `previous`, the text and record this worker last held under the
     same key (`directory_store`), lends the text of the summaries `rec` kept (`_summaries_text`)."""
     partitions = _partitions_text(rec.partitions)
-    rest = compact_json([[list(kv) for kv in rec.configs], rec.queued, rec.started, rec.ineligible,
-                         [[p, list(m.replicas), [[b, s.value] for b, s in m.replica_states], m.being_reassigned]
-                          for p, m in rec.mirror]])[1:-1]
+    rest = compact_json(
+        [
+            [list(kv) for kv in rec.configs],
+            rec.queued,
+            rec.started,
+            rec.ineligible,
+            [
+                [
+                    p,
+                    list(m.replicas),
+                    [[b, s.value] for b, s in m.replica_states],
+                    m.being_reassigned,
+                ]
+                for p, m in rec.mirror
+            ],
+        ]
+    )[1:-1]
     head = f'["T",{COMPACT_VERSION},[{partitions}],{rest}'
     if rec.summaries:
         return f"{head},[{_summaries_text(rec.summaries, head, previous)}]]"
     return f"{head}]"
 
 
-def _summaries_text(summaries: tuple[tuple[int, commands.PartitionSummary], ...], head: str,
-                    previous: tuple[str, Any] | None) -> str:
+def _summaries_text(
+    summaries: tuple[tuple[int, commands.PartitionSummary], ...],
+    head: str,
+    previous: tuple[str, Any] | None,
+) -> str:
     """`[p,...],[p,...]`: each (partition, summary) pair as a flat array.
 
     A batch of the partitions' summaries after a broker event changes every topic's record,
@@ -169,8 +241,12 @@ def _summaries_text(summaries: tuple[tuple[int, commands.PartitionSummary], ...]
     if previous is not None:
         before_text, before = previous
         n = len(summaries)
-        if (isinstance(before, directory.TopicRecord) and len(before.summaries) == n
-                and before_text.startswith(head) and before_text.startswith(",[[", len(head))):
+        if (
+            isinstance(before, directory.TopicRecord)
+            and len(before.summaries) == n
+            and before_text.startswith(head)
+            and before_text.startswith(",[[", len(head))
+        ):
             moved = list(map(is_not, before.summaries, summaries))
             changed = moved.count(True)
             if 2 * changed <= n:
@@ -200,7 +276,9 @@ _decode_value = json.JSONDecoder().raw_decode
 _SUMMARY_OF_TEXT: dict[str, commands.PartitionSummary] = {}
 
 
-def topic_from_text(text: str, previous: tuple[str, Any] | None = None) -> directory.TopicRecord | None:
+def topic_from_text(
+    text: str, previous: tuple[str, Any] | None = None
+) -> directory.TopicRecord | None:
     """The topic record `text` holds, read as `topic_text` writes it, or None for a text
     in another layout or one that does not decode (the caller's whole decoding then says
     why). `previous`, the text and record this worker last held under the same key, lends
@@ -220,7 +298,11 @@ def _topic_from_text(text: str, previous: tuple[str, Any] | None) -> directory.T
     partitions = None
     if previous is not None and isinstance(previous[1], directory.TopicRecord):
         before = previous[0]
-        if before.startswith(_TOPIC_HEAD) and before[start:end] == text[start:end] and before[end:end + 1] == ",":
+        if (
+            before.startswith(_TOPIC_HEAD)
+            and before[start:end] == text[start:end]
+            and before[end : end + 1] == ","
+        ):
             partitions = previous[1].partitions
     if partitions is None:
         partitions = _partitions_in(json.loads(text[start:end]))
@@ -236,14 +318,15 @@ def _topic_from_text(text: str, previous: tuple[str, Any] | None) -> directory.T
     if at != len(text) - 1:
         if text[at] != ",":
             return None
-        summaries = _summaries_from_text(text[at + 1:-1], previous)
+        summaries = _summaries_from_text(text[at + 1 : -1], previous)
         if summaries is None:
             return None
     return _topic_record(partitions, configs, queued, started, ineligible, mirror, summaries)
 
 
-def _summaries_from_text(text: str, previous: tuple[str, Any] | None = None
-                         ) -> tuple[tuple[int, commands.PartitionSummary], ...] | None:
+def _summaries_from_text(
+    text: str, previous: tuple[str, Any] | None = None
+) -> tuple[tuple[int, commands.PartitionSummary], ...] | None:
     """`[[p,state,preferred,leader,...],...]` as (partition, summary) pairs, or None if
     `text` is not a list of flat arrays. `previous` (as `topic_from_text`'s) lends the
     pairs whose text is unchanged (`_lent_pairs`)."""
@@ -261,8 +344,9 @@ def _summaries_from_text(text: str, previous: tuple[str, Any] | None = None
     return _pairs_of(pieces)
 
 
-def _lent_pairs(pieces: list[str], previous: tuple[str, Any] | None
-                ) -> tuple[tuple[int, commands.PartitionSummary], ...] | None:
+def _lent_pairs(
+    pieces: list[str], previous: tuple[str, Any] | None
+) -> tuple[tuple[int, commands.PartitionSummary], ...] | None:
     """The pairs of `pieces`, each one whose text the previous record's text holds at the
     same place being that record's pair, or None if the previous record lends nothing.
 
@@ -295,7 +379,7 @@ def _summary_pieces(text: str) -> list[str] | None:
     them), or None if the text does not end as such a record does."""
     if not text.endswith("]]]"):
         return None
-    return text[text.rindex(",[[") + 3:-3].split("],[")
+    return text[text.rindex(",[[") + 3 : -3].split("],[")
 
 
 def _pairs_of(pieces: list[str]) -> tuple[tuple[int, commands.PartitionSummary], ...]:

@@ -56,7 +56,9 @@ def chunk_text(texts: Iterable[tuple[str, str]]) -> str:
     lines = []
     for key, text in sorted(texts):
         if "\t" in key or "\n" in key or "\n" in text:
-            raise InvariantViolation(f"directory key {key!r} or its record cannot be kept as a line")
+            raise InvariantViolation(
+                f"directory key {key!r} or its record cannot be kept as a line"
+            )
         lines.append(f"{key}\t{text}")
     return COMPRESSED + codec.compressed("\n".join(lines))
 
@@ -64,7 +66,7 @@ def chunk_text(texts: Iterable[tuple[str, str]]) -> str:
 def chunk_lines(value: str) -> list[str]:
     """The `key \\t text` lines of a chunk's stored value, in either layout."""
     if value.startswith(COMPRESSED):
-        value = codec.decompressed(value[len(COMPRESSED):])
+        value = codec.decompressed(value[len(COMPRESSED) :])
     return value.split("\n")
 
 
@@ -93,14 +95,19 @@ def load(entries: Iterator[tuple[tuple[str], tuple[str]]]) -> tuple[dict[str, An
         cached = _TEXTS.get(key)
         if cached is None or cached[0] != text:
             rec = topic_from_text(text, cached)
-            cached = _TEXTS[key] = (text, codec.loads(text, codec.DirectoryRecord) if rec is None else rec)
+            cached = _TEXTS[key] = (
+                text,
+                codec.loads(text, codec.DirectoryRecord) if rec is None else rec,
+            )
         directory[key] = cached[1]
     for key in _TEXTS.keys() - texts.keys():
         del _TEXTS[key]
     return directory, former
 
 
-def writes(directory: dict[str, Any], changed: Iterable[str], former: Iterable[str] = ()) -> tuple[list[tuple[str, str]], list[str]]:
+def writes(
+    directory: dict[str, Any], changed: Iterable[str], former: Iterable[str] = ()
+) -> tuple[list[tuple[str, str]], list[str]]:
     """What to write for a batch that changed the records `changed` (a removed record is
     absent from `directory`): the chunks to update, with their text, and the map keys to
     remove (emptied chunks, and every former-layout key, whose records all move to chunks)."""

@@ -139,7 +139,9 @@ def feedback_file(path: str, batch_id: int) -> str:
 def _feedback_batches(path: str) -> list[int]:
     if not os.path.isdir(path):
         return []
-    return sorted(int(n[:-6]) for n in os.listdir(path) if n.endswith(".jsonl") and n[:-6].isdigit())
+    return sorted(
+        int(n[:-6]) for n in os.listdir(path) if n.endswith(".jsonl") and n[:-6].isdigit()
+    )
 
 
 class FeedbackReader(DataSourceStreamReader):

@@ -24,14 +24,25 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from .decision_parts import stage_parts_base
 from .file_source import EventFilesSource, FeedbackSource
-from .operators import PARTITION_OUT, SEQUENCER_KEY, SEQUENCER_OUT, SequencerProcessor, mirror_keys, partition_stage
+from .operators import (
+    PARTITION_OUT,
+    SEQUENCER_KEY,
+    SEQUENCER_OUT,
+    SequencerProcessor,
+    mirror_keys,
+    partition_stage,
+)
 from .settings.schema import JobSettings
 from .sink import BatchSink
 from .storage import partition_storage
 
 
-def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controller", master: str | None = None,
-                  extra: dict[str, str] | None = None) -> SparkSession:
+def spark_session(
+    settings: JobSettings,
+    app_name: str = "kafka-shadow-controller",
+    master: str | None = None,
+    extra: dict[str, str] | None = None,
+) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -49,8 +60,7 @@ def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controlle
         # (bench/job_bench.py --spark-conf, one run each), with no step slower
         "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
         # transformWithStateInPandas needs RocksDB; it also keeps large partition state off-heap
-        "spark.sql.streaming.stateStore.providerClass":
-            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -78,8 +88,11 @@ def spark_session(settings: JobSettings, app_name: str = "kafka-shadow-controlle
 def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
     """Raw events as (kind, offset, value, source, payload)."""
     if settings.input.startswith("file:"):
-        reader = (spark.readStream.format("shadow-files").option("path", settings.input[5:])
-                  .option("shadow.pauseFile", settings.pause_file))
+        reader = (
+            spark.readStream.format("shadow-files")
+            .option("path", settings.input[5:])
+            .option("shadow.pauseFile", settings.pause_file)
+        )
         if settings.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
         raw = reader.load()
@@ -103,15 +116,24 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
             F.lit("event").alias("kind"),
             F.col("offset"),
             F.col("value"),
-            F.concat_ws(":", F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string")).alias("source"),
+            F.concat_ws(
+                ":",
+                F.col("topic"),
+                F.col("partition").cast("string"),
+                F.col("offset").cast("string"),
+            ).alias("source"),
         )
     events = events.withColumn("payload", F.lit(None).cast("string"))
     feedback = (
-        spark.readStream.format("shadow-feedback").option("path", settings.feedback_dir)
-        .option("shadow.pauseFile", settings.pause_file).load()
+        spark.readStream.format("shadow-feedback")
+        .option("path", settings.feedback_dir)
+        .option("shadow.pauseFile", settings.pause_file)
+        .load()
         .select(
-            F.lit("report").alias("kind"), F.lit(-1).cast("long").alias("offset"),
-            F.lit(None).cast("binary").alias("value"), F.lit(None).cast("string").alias("source"),
+            F.lit("report").alias("kind"),
+            F.lit(-1).cast("long").alias("offset"),
+            F.lit(None).cast("binary").alias("value"),
+            F.lit(None).cast("string").alias("source"),
             F.col("payload"),
         )
     )
@@ -120,19 +142,26 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
 
 def decisions_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
     storage = partition_storage(settings.partition_buckets, settings.shuffle_partitions)
-    keys = [SEQUENCER_KEY, *mirror_keys(settings.shuffle_partitions, sequencer_mirrors(spark, settings))]
+    keys = [
+        SEQUENCER_KEY,
+        *mirror_keys(settings.shuffle_partitions, sequencer_mirrors(spark, settings)),
+    ]
     # every input row goes to the sequencer and to each of its mirrors
     inputs = events_frame(spark, settings).withColumn("k", F.explode(F.array(*map(F.lit, keys))))
     commands = inputs.groupBy("k").transformWithStateInPandas(
-        statefulProcessor=SequencerProcessor(settings.controller, storage, settings.limits,
-                                             settings.dlq_max_value_bytes),
+        statefulProcessor=SequencerProcessor(
+            settings.controller, storage, settings.limits, settings.dlq_max_value_bytes
+        ),
         outputStructType=SEQUENCER_OUT,
         outputMode="Append",
         timeMode="None",
     )
     return commands.groupBy("grp").applyInPandasWithState(
-        partition_stage(settings.controller, storage,
-                        stage_parts_base(settings.output, settings.partition_buckets)),
+        partition_stage(
+            settings.controller,
+            storage,
+            stage_parts_base(settings.output, settings.partition_buckets),
+        ),
         outputStructType=PARTITION_OUT,
         stateStructType=storage.state_schema,
         outputMode="Append",
@@ -150,14 +179,23 @@ def sequencer_mirrors(spark: SparkSession, settings: JobSettings) -> int:
         return settings.sequencer_mirrors
     sc = spark.sparkContext
     local = sc.master.startswith("local")
-    return settings.shuffle_partitions - 1 if local and sc.defaultParallelism >= settings.shuffle_partitions else 0
+    return (
+        settings.shuffle_partitions - 1
+        if local and sc.defaultParallelism >= settings.shuffle_partitions
+        else 0
+    )
 
 
-def start(spark: SparkSession, settings: JobSettings, available_now: bool = False, sink: BatchSink | None = None):
+def start(
+    spark: SparkSession,
+    settings: JobSettings,
+    available_now: bool = False,
+    sink: BatchSink | None = None,
+):
     sink = sink or BatchSink(settings)
     writer = (
-        decisions_frame(spark, settings).writeStream
-        .foreachBatch(sink)
+        decisions_frame(spark, settings)
+        .writeStream.foreachBatch(sink)
         .outputMode("append")
         .option("checkpointLocation", os.path.join(settings.checkpoint, "query"))
         .queryName("shadow-controller")

@@ -41,8 +41,8 @@ import pandas as pd
 from pyspark.sql.streaming.state import GroupState
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.commands import DeletionReport, SummaryReport
+from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.loop import DIRECT, Pending, RawEvent, Sequencer
 from state_machines.model import ControllerConfig
 
@@ -85,13 +85,25 @@ class LastDirectory:
         if the worker's copy is not the stored version."""
         return dict(self.directory) if stamp is not None and stamp == self.stamp else None
 
-    def leave(self, stamp: str, directory: dict[str, Any], batch: int | None = None,
-              pending: Pending | None = None, buffered: list[RawEvent] | None = None) -> None:
+    def leave(
+        self,
+        stamp: str,
+        directory: dict[str, Any],
+        batch: int | None = None,
+        pending: Pending | None = None,
+        buffered: list[RawEvent] | None = None,
+    ) -> None:
         self.stamp, self.directory, self.batch = stamp, directory, batch
         self.pending, self.buffered = pending, list(buffered or ())
 
     def forget(self) -> None:
-        self.stamp, self.directory, self.batch, self.pending, self.buffered = None, {}, None, None, []
+        self.stamp, self.directory, self.batch, self.pending, self.buffered = (
+            None,
+            {},
+            None,
+            None,
+            [],
+        )
 
 
 def next_stamp(stamp: str | None, updates: list[tuple[str, str]], removals: list[str]) -> str:
@@ -121,8 +133,13 @@ _LAST_DIRECTORY = LastDirectory()
 class SequencerProcessor(StatefulProcessor):
     """The directory, under a single key: Kafka's controller is one event thread."""
 
-    def __init__(self, config: ControllerConfig, storage: PartitionStorage, limits: InputLimits = DEFAULT_LIMITS,
-                 dlq_max_value_bytes: int = 900_000):
+    def __init__(
+        self,
+        config: ControllerConfig,
+        storage: PartitionStorage,
+        limits: InputLimits = DEFAULT_LIMITS,
+        dlq_max_value_bytes: int = 900_000,
+    ):
         self.config = config
         self.limits = limits
         self.dlq_max_value_bytes = dlq_max_value_bytes
@@ -133,7 +150,9 @@ class SequencerProcessor(StatefulProcessor):
         self.buffer = handle.getListState("buffer", "offset long, value binary, source string")
         self.pending = handle.getValueState("pending", "value string")
 
-    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any
+    ) -> Iterator[pd.DataFrame]:
         collect_less()
         # the whole batch without cyclic collection: its passes walked what the batch
         # decodes and sends (collector.py)
@@ -154,11 +173,17 @@ class SequencerProcessor(StatefulProcessor):
             directory, former = directory_store.load(self.records.iterator())
             last.reads += 1
         pending = codec.loads(self.pending.get()[0], Pending) if self.pending.exists() else None
-        buffered = [RawEvent(int(o), None if v is None else bytes(v), s) for o, v, s in self.buffer.get()] if self.buffer.exists() else []
+        buffered = (
+            [RawEvent(int(o), None if v is None else bytes(v), s) for o, v, s in self.buffer.get()]
+            if self.buffer.exists()
+            else []
+        )
         seq = Sequencer(directory, self.config, self.limits)
         pending, rest = seq.run(pending, buffered, events, reports, summaries)
         # the first stamp covers every chunk (next_stamp)
-        updates, removals = directory_store.writes(directory, seq.changed if stamp is not None else set(directory), former)
+        updates, removals = directory_store.writes(
+            directory, seq.changed if stamp is not None else set(directory), former
+        )
         for k in removals:
             self.records.removeKey((k,))
         for k, text in updates:
@@ -222,15 +247,21 @@ class SequencerProcessor(StatefulProcessor):
         pass
 
 
-def _inputs(rows: Iterator[pd.DataFrame]) -> tuple[list[RawEvent], list[DeletionReport], list[SummaryReport]]:
+def _inputs(
+    rows: Iterator[pd.DataFrame],
+) -> tuple[list[RawEvent], list[DeletionReport], list[SummaryReport]]:
     """The batch's events, and the deletion reports and summaries of its feedback."""
     events: list[RawEvent] = []
     feedback: list[str] = []
     for pdf in rows:
-        for kind, offset, value, source, payload in pdf[["kind", "offset", "value", "source", "payload"]].itertuples(index=False):
+        for kind, offset, value, source, payload in pdf[
+            ["kind", "offset", "value", "source", "payload"]
+        ].itertuples(index=False):
             if kind == "event":
                 # a null value (a tombstone) stays None, for the dead letters to say so
-                events.append(RawEvent(int(offset), None if value is None else bytes(value), str(source)))
+                events.append(
+                    RawEvent(int(offset), None if value is None else bytes(value), str(source))
+                )
             else:
                 feedback.extend(payload.split("\n"))  # file_source.FeedbackReader joins lines
     reports, summaries = read_feedback(feedback)
@@ -254,18 +285,25 @@ def mirror_keys(partitions: int, mirrors: int) -> list[str]:
     return [found[p] for p in wanted]
 
 
-def partition_stage(config: ControllerConfig, storage: PartitionStorage, parts_base: str | None = None):
+def partition_stage(
+    config: ControllerConfig, storage: PartitionStorage, parts_base: str | None = None
+):
     """The partition stage's function. With `parts_base` (file output in scale mode,
     `decision_parts.stage_parts_base`), each group's decision runs go to its task's part
     under the batch's parts directory, and only the other rows leave the stage."""
-    def apply(key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+
+    def apply(
+        key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState
+    ) -> Iterator[pd.DataFrame]:
         collect_less()
         with paused():
             work = unpack_work(text for pdf in pdfs for text in pdf["rows"].tolist())
             out = fold_group(storage, key[0], state, work, config)
             if parts_base is not None:
                 batch_id, task = _task_attempt()
-                out = decision_parts.write_group(out, decision_parts.parts_dir(parts_base, batch_id), task)
+                out = decision_parts.write_group(
+                    out, decision_parts.parts_dir(parts_base, batch_id), task
+                )
             packed = pack_outputs(out)
         yield pd.DataFrame({"rows": pd.Series(packed, dtype=object)})
 
@@ -289,5 +327,7 @@ def _task_attempt() -> tuple[int, str]:
 
     ctx, batch = TaskContext.get(), _batch_id()
     if ctx is None or batch is None:
-        raise RuntimeError("the partition stage writes its decision parts only in a micro-batch's task")
+        raise RuntimeError(
+            "the partition stage writes its decision parts only in a micro-batch's task"
+        )
     return batch, f"{ctx.partitionId():05d}-{ctx.attemptNumber()}-{ctx.taskAttemptId()}"

@@ -24,7 +24,13 @@ from .json_text import canonical_json
 _new_tuple = tuple.__new__
 
 __all__ = [
-    "OutputRow", "dead_letter", "pack_groups", "pack_metrics", "pack_outputs", "truncated", "unpack_outputs",
+    "OutputRow",
+    "dead_letter",
+    "pack_groups",
+    "pack_metrics",
+    "pack_outputs",
+    "truncated",
+    "unpack_outputs",
     "unpack_work",
 ]
 
@@ -34,12 +40,18 @@ MAX_REASON_CHARS = 1000
 DEFAULT_DLQ_MAX_VALUE_BYTES = 900_000
 
 
-def dead_letter(letter: DeadLetter, max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES) -> dict[str, Any]:
+def dead_letter(
+    letter: DeadLetter, max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES
+) -> dict[str, Any]:
     """The dead-letter document of one letter. A value over `max_value_bytes` keeps its
     prefix, and says so with its original size and SHA-256 (the Kafka output turns these
     into headers). A partition's letter carries the command it could not apply."""
     value = codec.dumps(letter.command).encode() if letter.command is not None else letter.value
-    doc: dict[str, Any] = {"reason": letter.reason[:MAX_REASON_CHARS], "source": letter.source, "offset": letter.offset}
+    doc: dict[str, Any] = {
+        "reason": letter.reason[:MAX_REASON_CHARS],
+        "source": letter.source,
+        "offset": letter.offset,
+    }
     if value is None:
         doc["value_base64"] = None
         return doc
@@ -112,12 +124,17 @@ def _encode_item(item: Any, dlq_max_value_bytes: int) -> tuple[str, str]:
     if isinstance(item, DeadLetter):
         return "dlq", canonical_json(dead_letter(item, dlq_max_value_bytes))
     if isinstance(item, UpdateMetadataSend):
-        return "ums", json.dumps([item.site, item.recipients, item.unless_sites], separators=(",", ":"))
+        return "ums", json.dumps(
+            [item.site, item.recipients, item.unless_sites], separators=(",", ":")
+        )
     return "out", codec.dumps(item)
 
 
-def pack_groups(work: Sequence[Work], group: Callable[[str], str],
-                dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES) -> dict[str, list[str]]:
+def pack_groups(
+    work: Sequence[Work],
+    group: Callable[[str], str],
+    dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES,
+) -> dict[str, list[str]]:
     """The work packed by `group(target)`, the groups in the order they first appear.
 
     Each item is written in the sequencer's order, before it is sorted into its group: a
@@ -154,25 +171,47 @@ def pack_groups(work: Sequence[Work], group: Callable[[str], str],
             if into:
                 last = into[-1]
                 if type(last) is list:
-                    if (last[0] is shared and last[1] == cause_offset and last[2] == round_ and last[3] is cid
-                            and len(last) < _RUN_MAX):
+                    if (
+                        last[0] is shared
+                        and last[1] == cause_offset
+                        and last[2] == round_
+                        and last[3] is cid
+                        and len(last) < _RUN_MAX
+                    ):
                         last.append(f"{topic}\t{partition}\t{idx}")
                         continue
                 else:
                     head = heads.get(grp)
                     if head is not None and head[0] is shared and head[2] == len(into):
                         h = head[1]
-                        if h.cause_offset == cause_offset and h.round == round_ and h.cause_id == cause_id:
-                            into[-1] = [shared, cause_offset, round_, cid,
-                                        f"{h.item.topic}\t{h.item.partition}\t{h.idx}", f"{topic}\t{partition}\t{idx}"]
+                        if (
+                            h.cause_offset == cause_offset
+                            and h.round == round_
+                            and h.cause_id == cause_id
+                        ):
+                            into[-1] = [
+                                shared,
+                                cause_offset,
+                                round_,
+                                cid,
+                                f"{h.item.topic}\t{h.item.partition}\t{h.idx}",
+                                f"{topic}\t{partition}\t{idx}",
+                            ]
                             continue
-            into.append(f"{target}{US}{cause_offset}{US}{round_}{US}{idx}{US}cmd{US}{cid}{US}"
-                        f"{topic}\t{partition}\t{shared}")
+            into.append(
+                f"{target}{US}{cause_offset}{US}{round_}{US}{idx}{US}cmd{US}{cid}{US}"
+                f"{topic}\t{partition}\t{shared}"
+            )
             heads[grp] = (shared, w, len(into))
             continue
         kind, payload = _encode_item(item, dlq_max_value_bytes)
-        into.append(f"{target}{US}{cause_offset}{US}{round_}{US}{idx}{US}{kind}{US}{cid}{US}{payload}")
-    return {grp: _pack([e if type(e) is str else _run_text(e) for e in texts]) for grp, texts in entries.items()}
+        into.append(
+            f"{target}{US}{cause_offset}{US}{round_}{US}{idx}{US}{kind}{US}{cid}{US}{payload}"
+        )
+    return {
+        grp: _pack([e if type(e) is str else _run_text(e) for e in texts])
+        for grp, texts in entries.items()
+    }
 
 
 # a run's list: shared, cause_offset, round, cid, then each command's `topic \t partition
@@ -213,8 +252,19 @@ def unpack_work(packed: Iterable[str]) -> list[Work]:
                 c, r = int(cause), int(round_)
                 for member in members:
                     topic, partition, i = member.split("\t")
-                    work.append(_new_tuple(Work, (f"{topic}-{partition}", c, r, int(i),
-                                                  Command(topic, int(partition), *parts), cause_id)))
+                    work.append(
+                        _new_tuple(
+                            Work,
+                            (
+                                f"{topic}-{partition}",
+                                c,
+                                r,
+                                int(i),
+                                Command(topic, int(partition), *parts),
+                                cause_id,
+                            ),
+                        )
+                    )
                 continue
             elif kind == "dlq":
                 item = LetterText(payload)
@@ -232,7 +282,10 @@ def unpack_work(packed: Iterable[str]) -> list[Work]:
 
 
 def pack_outputs(out: Sequence[OutputRow]) -> list[str]:
-    return _pack(f"{kind}{US}{cause}{US}{key}{US}{seq}{US}{payload}" for kind, cause, key, seq, payload in out)
+    return _pack(
+        f"{kind}{US}{cause}{US}{key}{US}{seq}{US}{payload}"
+        for kind, cause, key, seq, payload in out
+    )
 
 
 def unpack_outputs(packed: Iterable[str]) -> list[OutputRow]:
@@ -242,4 +295,3 @@ def unpack_outputs(packed: Iterable[str]) -> list[OutputRow]:
             kind, cause, key, seq, payload = entry.split(US, 4)
             rows.append((kind, int(cause), key, int(seq), payload))
     return rows
-

@@ -25,11 +25,19 @@ from collections.abc import Iterable
 from typing import Any
 
 from state_machines.commands import DeletionReport, PartitionSummary, SummaryReport
+from state_machines.fold import (
+    PartitionSlot,
+    Replies,
+    fold_partition,
+    fold_partitions,
+    number_directory_records,
+)
 from state_machines.loop import Wake, Work
-from state_machines.fold import PartitionSlot, Replies, fold_partition, fold_partitions, number_directory_records
 from state_machines.model import ControllerConfig
 from state_machines.outputs import (
-    ControlledShutdownResultRecord, Record, UpdateMetadataSend,
+    ControlledShutdownResultRecord,
+    Record,
+    UpdateMetadataSend,
 )
 from state_machines.update_metadata import Piece, Round, gather
 
@@ -37,10 +45,22 @@ from . import codec
 from .decision_json import decision_json, metadata_state_json
 from .directory_codec import summary_of
 from .json_text import canonical_json, compact_json, json_str
-from .packing import DEFAULT_DLQ_MAX_VALUE_BYTES, GS, LetterText, MetricsText, OutputRow, dead_letter
+from .packing import (
+    DEFAULT_DLQ_MAX_VALUE_BYTES,
+    GS,
+    LetterText,
+    MetricsText,
+    OutputRow,
+    dead_letter,
+)
 
 __all__ = [
-    "bucket_stage", "direct_stage", "metadata_rows", "partition_stage_rows", "read_feedback", "read_metadata",
+    "bucket_stage",
+    "direct_stage",
+    "metadata_rows",
+    "partition_stage_rows",
+    "read_feedback",
+    "read_metadata",
 ]
 
 
@@ -65,9 +85,19 @@ class EncodedReplies(Replies):
         self._key = ""
         self._cause = self._seq = 0
 
-    def decision(self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None) -> None:
+    def decision(
+        self, cause_offset: int, key: str, seq: int, record: Record, cause_id: str | None
+    ) -> None:
         if isinstance(record, ControlledShutdownResultRecord):
-            self.rows.append(("shutdown", cause_offset, key, seq, f"{json.dumps(cause_id)}\t{codec.dumps(record)}"))
+            self.rows.append(
+                (
+                    "shutdown",
+                    cause_offset,
+                    key,
+                    seq,
+                    f"{json.dumps(cause_id)}\t{codec.dumps(record)}",
+                )
+            )
             return
         run = self._run
         if run and (self._cause != cause_offset or self._key != key):
@@ -96,24 +126,41 @@ def _reply_rows(replies: EncodedReplies, dlq_max_value_bytes: int) -> list[Outpu
     # partition it made, a million rows to unpack and sort on the driver if each were one
     summaries = replies.summaries
     for i in range(0, len(summaries), SUMMARY_LINES_PER_ROW):
-        out.append(("summary", summaries[i].cause_offset, "", 0,
-                    "\n".join([_summary_line(s) for s in summaries[i:i + SUMMARY_LINES_PER_ROW]])))
+        out.append(
+            (
+                "summary",
+                summaries[i].cause_offset,
+                "",
+                0,
+                "\n".join([_summary_line(s) for s in summaries[i : i + SUMMARY_LINES_PER_ROW]]),
+            )
+        )
     out.extend(metadata_rows(replies.metadata))
     for letter in replies.dead_letters:
-        out.append(("dlq", letter.offset, "", 0, canonical_json(dead_letter(letter, dlq_max_value_bytes))))
+        out.append(
+            ("dlq", letter.offset, "", 0, canonical_json(dead_letter(letter, dlq_max_value_bytes)))
+        )
     return out
 
 
-def partition_stage_rows(slot: PartitionSlot, work: Iterable[Work], config: ControllerConfig,
-                         dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES) -> tuple[PartitionSlot, list[OutputRow]]:
+def partition_stage_rows(
+    slot: PartitionSlot,
+    work: Iterable[Work],
+    config: ControllerConfig,
+    dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES,
+) -> tuple[PartitionSlot, list[OutputRow]]:
     """Per-partition keying: one partition's work."""
     replies = EncodedReplies()
     slot = fold_partition(slot, work, config, replies)
     return slot, _reply_rows(replies, dlq_max_value_bytes)
 
 
-def bucket_stage(slots: dict[str, PartitionSlot], work: Iterable[Work], config: ControllerConfig,
-                 dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES) -> list[OutputRow]:
+def bucket_stage(
+    slots: dict[str, PartitionSlot],
+    work: Iterable[Work],
+    config: ControllerConfig,
+    dlq_max_value_bytes: int = DEFAULT_DLQ_MAX_VALUE_BYTES,
+) -> list[OutputRow]:
     """Scale mode: each partition of a bucket on its own slot (updated in place)."""
     replies = EncodedReplies()
     fold_partitions(slots, work, config, replies)
@@ -163,21 +210,32 @@ def metadata_rows(pieces: Iterable[Piece]) -> list[OutputRow]:
         parts = (r.cause_id, r.live, tuple(r.explicit.values()), tuple(sorted(r.shared_sites)))
         text = heads.get(parts)
         if text is None:
-            text = heads[parts] = compact_json([r.cause_id, r.live, [[s.site, s.recipients, s.unless_sites] for s in parts[2]],
-                                                parts[3]])
+            text = heads[parts] = compact_json(
+                [
+                    r.cause_id,
+                    r.live,
+                    [[s.site, s.recipients, s.unless_sites] for s in parts[2]],
+                    parts[3],
+                ]
+            )
         head = f"{cause}\t{round_}\t{text}"
-        lines = [f"{site}\t{json_str(scope)}\t{json_str(topic)}\t{partition}\t{'-' if state is None else state}"
-                 for (scope, site), states in r.shares.items() for (topic, partition), state in states.items()]
+        lines = [
+            f"{site}\t{json_str(scope)}\t{json_str(topic)}\t{partition}\t{'-' if state is None else state}"
+            for (scope, site), states in r.shares.items()
+            for (topic, partition), state in states.items()
+        ]
         if used + 1 + len(lines) <= METADATA_LINES_PER_ROW:  # the round fits in this row (most do)
             blocks.append("\n".join([head, *lines]))
             used += 1 + len(lines)
             continue
         i = 0
         while True:
-            if blocks and used + 1 + min(1, len(lines) - i) > METADATA_LINES_PER_ROW:  # no room for a head and a line
+            if (
+                blocks and used + 1 + min(1, len(lines) - i) > METADATA_LINES_PER_ROW
+            ):  # no room for a head and a line
                 out.append(("meta", 0, "", 0, GS.join(blocks)))
                 blocks, used = [], 0
-            take = lines[i:i + max(METADATA_LINES_PER_ROW - used - 1, 1)]
+            take = lines[i : i + max(METADATA_LINES_PER_ROW - used - 1, 1)]
             blocks.append("\n".join([head, *take]))
             used += 1 + len(take)
             i += len(take)
@@ -196,7 +254,9 @@ def read_metadata(payloads: Iterable[str]) -> dict[tuple[int, int], Round[str]]:
     distinct texts: each is decoded once, and a block's shares go straight into its round."""
     rounds: dict[tuple[int, int], Round[str]] = {}
     names: dict[str, str] = {}  # a topic's or scope's JSON, decoded once
-    heads: dict[str, tuple[str | None, tuple[int, ...], dict[int, UpdateMetadataSend], set[int]]] = {}
+    heads: dict[
+        str, tuple[str | None, tuple[int, ...], dict[int, UpdateMetadataSend], set[int]]
+    ] = {}
     for payload in payloads:
         for block in payload.split(GS):
             first, *lines = block.split("\n")
@@ -204,9 +264,15 @@ def read_metadata(payloads: Iterable[str]) -> dict[tuple[int, int], Round[str]]:
             decoded = heads.get(head)
             if decoded is None:
                 cause_id, live, explicit, shared = json.loads(head)
-                decoded = heads[head] = (cause_id, tuple(live),
-                                         {site: UpdateMetadataSend(site, tuple(recipients), tuple(unless))
-                                          for site, recipients, unless in explicit}, set(shared))
+                decoded = heads[head] = (
+                    cause_id,
+                    tuple(live),
+                    {
+                        site: UpdateMetadataSend(site, tuple(recipients), tuple(unless))
+                        for site, recipients, unless in explicit
+                    },
+                    set(shared),
+                )
             place = (int(cause), int(round_))
             r = rounds.get(place)
             if r is None:
@@ -222,7 +288,9 @@ def read_metadata(payloads: Iterable[str]) -> dict[tuple[int, int], Round[str]]:
                 topic_name = names.get(topic)
                 if topic_name is None:
                     topic_name = names[topic] = json.loads(topic)
-                shares.setdefault((scope_name, int(site)), {})[(topic_name, int(partition))] = None if state == "-" else state
+                shares.setdefault((scope_name, int(site)), {})[(topic_name, int(partition))] = (
+                    None if state == "-" else state
+                )
     return rounds
 
 
@@ -262,8 +330,12 @@ def _summary_of(text: str) -> PartitionSummary:
         if len(_SUMMARY_TEXTS) >= 65536:
             _SUMMARY_TEXTS.clear()
         # the directory codec's summary, so one the state store holds is the same object
-        summary = _SUMMARY_TEXTS[text] = summary_of(None if fields[0] == "-" else fields[0], int(fields[1]),
-                                                    None if fields[2] == "-" else int(fields[2]), *counts)
+        summary = _SUMMARY_TEXTS[text] = summary_of(
+            None if fields[0] == "-" else fields[0],
+            int(fields[1]),
+            None if fields[2] == "-" else int(fields[2]),
+            *counts,
+        )
     return summary
 
 
@@ -279,8 +351,8 @@ def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[Summ
             ts = None
             at = rest.find("@")
             if at >= 0:  # kraft mode's event time trails
-                ts = int(rest[at + 1:])
-                rest = rest[:max(at - 1, 0)]
+                ts = int(rest[at + 1 :])
+                rest = rest[: max(at - 1, 0)]
             summary = None if rest == "R" else _summary_of(rest)
             summaries.append(SummaryReport(topic, int(partition), summary, int(cause), ts))
         else:

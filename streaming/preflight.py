@@ -28,8 +28,12 @@ def quiet_client(config: Mapping[str, Any]) -> dict[str, Any]:
     return {"log_level": 0, **config, "logger": CLIENT_LOG}
 
 
-def check_broker(bootstrap_servers: str, setting: str, options: Mapping[str, Any] | None = None,
-                 timeout_s: float = BROKER_TIMEOUT_S) -> None:
+def check_broker(
+    bootstrap_servers: str,
+    setting: str,
+    options: Mapping[str, Any] | None = None,
+    timeout_s: float = BROKER_TIMEOUT_S,
+) -> None:
     """Ask the cluster for its metadata; Unreachable unless it answers within `timeout_s`.
     `setting` is what the user sets the address with (named in the error)."""
     from confluent_kafka import KafkaException
@@ -38,14 +42,20 @@ def check_broker(bootstrap_servers: str, setting: str, options: Mapping[str, Any
     if not bootstrap_servers.strip():
         raise UsageError(f"{setting} is empty: give the Kafka bootstrap servers as HOST:PORT")
     try:
-        admin = AdminClient(quiet_client({**(options or {}), "bootstrap.servers": bootstrap_servers}))
+        admin = AdminClient(
+            quiet_client({**(options or {}), "bootstrap.servers": bootstrap_servers})
+        )
     except (KafkaException, TypeError, ValueError) as exc:
-        raise UsageError(f"the Kafka client refuses its configuration: {exc}; check kafka.options") from None
+        raise UsageError(
+            f"the Kafka client refuses its configuration: {exc}; check kafka.options"
+        ) from None
     try:
         admin.list_topics(timeout=timeout_s)
     except KafkaException:
-        raise Unreachable(f"cannot reach Kafka at {bootstrap_servers} within {timeout_s:g}s; check {setting} "
-                          f"and that the broker is up") from None
+        raise Unreachable(
+            f"cannot reach Kafka at {bootstrap_servers} within {timeout_s:g}s; check {setting} "
+            f"and that the broker is up"
+        ) from None
 
 
 def check_readable_file(path: str, what: str) -> None:

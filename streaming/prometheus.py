@@ -69,21 +69,32 @@ class ControllerCollector(Collector):
         self.sink = sink
 
     def collect(self) -> Iterator[Metric]:
-        metrics = dict(self.sink.metrics)  # the sink replaces the dict; never sees a half-written one
+        metrics = dict(
+            self.sink.metrics
+        )  # the sink replaces the dict; never sees a half-written one
         for name in ALL:
             if name in metrics:
                 g = GaugeMetricFamily(metric_name(name), HELP[name])
                 g.add_metric([], metrics[name])
                 yield g
-        yield CounterMetricFamily(UNCLEAN, "unclean leader elections decided since the job started "
-                                  "(ControllerStats.UncleanLeaderElectionsPerSec)", value=self.sink.unclean_elections)
-        obs = CounterMetricFamily(OBSERVATIONS, "observed states that matched the shadow's or diverged, by severity",
-                                  labels=["outcome"])
+        yield CounterMetricFamily(
+            UNCLEAN,
+            "unclean leader elections decided since the job started "
+            "(ControllerStats.UncleanLeaderElectionsPerSec)",
+            value=self.sink.unclean_elections,
+        )
+        obs = CounterMetricFamily(
+            OBSERVATIONS,
+            "observed states that matched the shadow's or diverged, by severity",
+            labels=["outcome"],
+        )
         for outcome in OUTCOMES:
             obs.add_metric([outcome], self.sink.observations.get(outcome, 0))
         yield obs
         if self.sink.stats:
-            b = GaugeMetricFamily("shadow_controller_batch", "the latest micro-batch the sink wrote")
+            b = GaugeMetricFamily(
+                "shadow_controller_batch", "the latest micro-batch the sink wrote"
+            )
             b.add_metric([], max(self.sink.stats))
             yield b
 

@@ -24,7 +24,14 @@ _LRS = LeaderRecoveryState
 def la_out(la: model.LeaderAndIsr | None) -> list | None:
     if la is None:
         return None
-    return [la.leader, la.leader_epoch, list(la.isr), la.partition_epoch, la.leader_recovery_state.value, la.controller_epoch]
+    return [
+        la.leader,
+        la.leader_epoch,
+        list(la.isr),
+        la.partition_epoch,
+        la.leader_recovery_state.value,
+        la.controller_epoch,
+    ]
 
 
 _LRS_BY_NAME = {s.value: s for s in _LRS}
@@ -72,10 +79,22 @@ def brokers_in(a: list) -> tuple:
 
 def record_out(r: partition.PartitionRecord) -> list:
     a = r.assignment
-    out = [COMPACT_VERSION, r.topic, r.partition, list(a.replicas), list(a.adding_replicas), list(a.removing_replicas),
-           r.state.value if r.state else None, la_out(r.leadership),
-           [[b, s.value] for b, s in r.replica_states], brokers_out(r.brokers), r.being_reassigned]
-    if r.offline_dirs or r.reassignment_started:  # trailing fields, written only when set: older records read the same
+    out = [
+        COMPACT_VERSION,
+        r.topic,
+        r.partition,
+        list(a.replicas),
+        list(a.adding_replicas),
+        list(a.removing_replicas),
+        r.state.value if r.state else None,
+        la_out(r.leadership),
+        [[b, s.value] for b, s in r.replica_states],
+        brokers_out(r.brokers),
+        r.being_reassigned,
+    ]
+    if (
+        r.offline_dirs or r.reassignment_started
+    ):  # trailing fields, written only when set: older records read the same
         out.append(list(r.offline_dirs))
     if r.reassignment_started:
         out.append(list(r.reassignment_started))
@@ -87,7 +106,9 @@ def record_out(r: partition.PartitionRecord) -> list:
 # be read. Every partition a command changes is written once per batch.
 # (tests/unit/test_codec.py holds the two to the same bytes.)
 _BOOL = {True: "true", False: "false"}
-_QUOTED: dict[Any, str] = {s: json_str(s.value) for enum in (_R.values(), _P.values(), _LRS) for s in enum}
+_QUOTED: dict[Any, str] = {
+    s: json_str(s.value) for enum in (_R.values(), _P.values(), _LRS) for s in enum
+}
 
 
 def record_text(r: partition.PartitionRecord) -> str:
@@ -96,16 +117,25 @@ def record_text(r: partition.PartitionRecord) -> str:
     if la is None:
         leadership = "null"
     else:
-        leadership = (f"[{la.leader},{la.leader_epoch},{json_ints(la.isr)},{la.partition_epoch},"
-                      f"{_QUOTED[la.leader_recovery_state]},{la.controller_epoch}]")
+        leadership = (
+            f"[{la.leader},{la.leader_epoch},{json_ints(la.isr)},{la.partition_epoch},"
+            f"{_QUOTED[la.leader_recovery_state]},{la.controller_epoch}]"
+        )
     states = ",".join([f"[{b},{_QUOTED[s]}]" for b, s in r.replica_states])
-    brokers = ",".join([f"[{b},{_BOOL[f.registered]},{_BOOL[f.shutting_down]},"
-                        f"{'null' if f.broker_epoch is None else f.broker_epoch}]" for b, f in r.brokers])
-    return (f"[{COMPACT_VERSION},{json_str(r.topic)},{r.partition},{json_ints(a.replicas)},{json_ints(a.adding_replicas)},"
-            f"{json_ints(a.removing_replicas)},{'null' if r.state is None else _QUOTED[r.state]},{leadership},"
-            f"[{states}],[{brokers}],{_BOOL[r.being_reassigned]}"
-            f"{',' + json_ints(r.offline_dirs) if r.offline_dirs or r.reassignment_started else ''}"
-            f"{_started_text(r.reassignment_started) if r.reassignment_started else ''}]")
+    brokers = ",".join(
+        [
+            f"[{b},{_BOOL[f.registered]},{_BOOL[f.shutting_down]},"
+            f"{'null' if f.broker_epoch is None else f.broker_epoch}]"
+            for b, f in r.brokers
+        ]
+    )
+    return (
+        f"[{COMPACT_VERSION},{json_str(r.topic)},{r.partition},{json_ints(a.replicas)},{json_ints(a.adding_replicas)},"
+        f"{json_ints(a.removing_replicas)},{'null' if r.state is None else _QUOTED[r.state]},{leadership},"
+        f"[{states}],[{brokers}],{_BOOL[r.being_reassigned]}"
+        f"{',' + json_ints(r.offline_dirs) if r.offline_dirs or r.reassignment_started else ''}"
+        f"{_started_text(r.reassignment_started) if r.reassignment_started else ''}]"
+    )
 
 
 def _started_text(started: tuple[int, int | None]) -> str:
@@ -116,9 +146,15 @@ def _started_text(started: tuple[int, int | None]) -> str:
 def record_in(a: list) -> partition.PartitionRecord:
     check_compact("partition state", a[0])
     return partition.PartitionRecord(
-        a[1], a[2], model.ReplicaAssignment(tuple(a[3]), tuple(a[4]), tuple(a[5])),
-        _P[a[6]] if a[6] is not None else None, la_in(a[7]),
-        tuple([(b, _R[s]) for b, s in a[8]]), brokers_in(a[9]), a[10], tuple(a[11]) if len(a) > 11 else (),
+        a[1],
+        a[2],
+        model.ReplicaAssignment(tuple(a[3]), tuple(a[4]), tuple(a[5])),
+        _P[a[6]] if a[6] is not None else None,
+        la_in(a[7]),
+        tuple([(b, _R[s]) for b, s in a[8]]),
+        brokers_in(a[9]),
+        a[10],
+        tuple(a[11]) if len(a) > 11 else (),
         (a[12][0], a[12][1]) if len(a) > 12 else None,
     )
 
@@ -140,15 +176,28 @@ def record_from_text(text: str) -> partition.PartitionRecord:
     if text.startswith(_RECORD_HEAD):
         topic_end = text.find('"', start)
         number_end = text.find(",", topic_end + 2)
-        if topic_end > 0 and text[topic_end + 1] == "," and number_end > 0 and "\\" not in text[start:topic_end]:
-            tail = text[number_end + 1:]
+        if (
+            topic_end > 0
+            and text[topic_end + 1] == ","
+            and number_end > 0
+            and "\\" not in text[start:topic_end]
+        ):
+            tail = text[number_end + 1 :]
             fields = _TAILS.get(tail)
             if fields is not None:
-                return _Rec(text[start:topic_end], int(text[topic_end + 2:number_end]), *fields)
+                return _Rec(text[start:topic_end], int(text[topic_end + 2 : number_end]), *fields)
             rec = record_in(json.loads(text))
             if len(_TAILS) >= 65536:
                 _TAILS.clear()
-            _TAILS[tail] = (rec.assignment, rec.state, rec.leadership, rec.replica_states, rec.brokers,
-                            rec.being_reassigned, rec.offline_dirs, rec.reassignment_started)
+            _TAILS[tail] = (
+                rec.assignment,
+                rec.state,
+                rec.leadership,
+                rec.replica_states,
+                rec.brokers,
+                rec.being_reassigned,
+                rec.offline_dirs,
+                rec.reassignment_started,
+            )
             return rec
     return record_in(json.loads(text))

@@ -46,7 +46,9 @@ TICK_S = 0.5
 QUIET_LOGGERS = ("py4j", "pyspark")
 # Spark's loggers that warn about the normal course of this job: the directory's state
 # server at the end of every batch and on a first read (and stopping.py's, during a stop)
-QUIET_SPARK_LOGGERS = ("org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkStateServer",)
+QUIET_SPARK_LOGGERS = (
+    "org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkStateServer",
+)
 
 
 class ProgressListener(StreamingQueryListener):
@@ -66,12 +68,20 @@ class ProgressListener(StreamingQueryListener):
         shadow = ""
         if self.sink.observations:
             o = self.sink.observations
-            shadow = (f", shadow: {o.get('match', 0)} match, {o.get('benign', 0)} benign, "
-                      f"{o.get('safety', 0)} safety divergences so far")
+            shadow = (
+                f", shadow: {o.get('match', 0)} match, {o.get('benign', 0)} benign, "
+                f"{o.get('safety', 0)} safety divergences so far"
+            )
         log.info(
             "batch %d: events in %d, decisions out %d, dlq %d, deletion reports %d, %d ms%s%s",
-            p.batchId, p.numInputRows, stats.get("decisions", 0), stats.get("dlq", 0),
-            stats.get("reports", 0), p.batchDuration, shadow, metrics_text(self.sink),
+            p.batchId,
+            p.numInputRows,
+            stats.get("decisions", 0),
+            stats.get("dlq", 0),
+            stats.get("reports", 0),
+            p.batchDuration,
+            shadow,
+            metrics_text(self.sink),
         )
 
     def onQueryIdle(self, event: Any) -> None:
@@ -98,7 +108,9 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
         from .kafka.decisions import warn_if_several_partitions
 
         warn_if_several_partitions(settings)
-    save_settings(settings, settings.checkpoint)  # replay branches from this run's settings; records the input
+    save_settings(
+        settings, settings.checkpoint
+    )  # replay branches from this run's settings; records the input
     if os.path.exists(settings.pause_file):
         os.remove(settings.pause_file)  # left by a stop that did not finish
     for name in QUIET_LOGGERS:
@@ -118,7 +130,9 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
             if endpoint is not None:
                 restore_gauges(spark, settings, sink)
             query, _ = start(spark, settings, available_now=available_now, sink=sink)
-            signals.code = _supervise(spark, query, sink, listener, settings, signals, available_now)
+            signals.code = _supervise(
+                spark, query, sink, listener, settings, signals, available_now
+            )
             return signals.code
         finally:
             stop_spark(spark, signals)
@@ -135,10 +149,13 @@ def restore_gauges(spark: Any, settings: JobSettings, sink: BatchSink) -> None:
 
     try:
         metrics = checkpointed_metrics(spark, settings.checkpoint, settings.controller)
-    except Exception as exc:  # noqa: BLE001 - Spark's state readers; the job runs without them
+    except Exception as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        log.warning("the controller's gauges could not be read from the checkpoint (%s); "
-                    "they appear with the first micro-batch", first)
+        log.warning(
+            "the controller's gauges could not be read from the checkpoint (%s); "
+            "they appear with the first micro-batch",
+            first,
+        )
         return
     if metrics is not None:
         sink.metrics = metrics
@@ -153,7 +170,9 @@ def _serve_metrics(sink: BatchSink, port: int | None) -> Any:
     try:
         endpoint = serve(sink, port)
     except OSError as exc:
-        raise UsageError(f"job.metrics_port {port}: cannot listen ({exc.strerror or exc})") from None
+        raise UsageError(
+            f"job.metrics_port {port}: cannot listen ({exc.strerror or exc})"
+        ) from None
     log.info("Kafka's controller metrics for Prometheus on http://0.0.0.0:%d/metrics", port)
     return endpoint
 
@@ -171,10 +190,18 @@ def _jvm_in_own_session() -> Iterator[None]:
     launch = context.launch_gateway
 
     def launch_in_own_session(conf: Any = None, popen_kwargs: dict[str, Any] | None = None) -> Any:
-        gateway = launch(conf, {**(popen_kwargs or {}), "start_new_session": True, "stderr": subprocess.PIPE})
-        if gateway.proc is not None:  # None under spark-submit: its JVM was there first and logs itself
-            threading.Thread(target=_forward_jvm_stderr, args=(gateway.proc.stderr,), name="jvm-stderr",
-                             daemon=True).start()
+        gateway = launch(
+            conf, {**(popen_kwargs or {}), "start_new_session": True, "stderr": subprocess.PIPE}
+        )
+        if (
+            gateway.proc is not None
+        ):  # None under spark-submit: its JVM was there first and logs itself
+            threading.Thread(
+                target=_forward_jvm_stderr,
+                args=(gateway.proc.stderr,),
+                name="jvm-stderr",
+                daemon=True,
+            ).start()
         return gateway
 
     context.launch_gateway = launch_in_own_session
@@ -187,8 +214,10 @@ def _jvm_in_own_session() -> Iterator[None]:
 # What pyspark's transform-with-state worker prints (to the JVM's stderr) whenever a query
 # starts: five lines, each followed by an empty one
 # (pyspark/sql/streaming/transform_with_state_driver_worker.py).
-WORKER_CHATTER = (b"Starting Streaming TransformWithStateInPandas Python worker",
-                  b"Streaming TransformWithStateInPandas Python worker ")
+WORKER_CHATTER = (
+    b"Starting Streaming TransformWithStateInPandas Python worker",
+    b"Streaming TransformWithStateInPandas Python worker ",
+)
 
 
 def _forward_jvm_stderr(stream: Any) -> None:
@@ -224,15 +253,23 @@ def _jvm_pid() -> int | None:
     return proc.pid
 
 
-def _supervise(spark: Any, query: Any, sink: BatchSink, listener: ProgressListener, settings: JobSettings,
-               signals: StopSignals, available_now: bool) -> int:
+def _supervise(
+    spark: Any,
+    query: Any,
+    sink: BatchSink,
+    listener: ProgressListener,
+    settings: JobSettings,
+    signals: StopSignals,
+    available_now: bool,
+) -> int:
     """Watch the query until it ends, a signal asks for a stop, or an outage ends the job."""
     outages = OutageWatch(settings)
     heartbeat = Heartbeat(settings, listener)
     done = threading.Event()
     if available_now:
-        threading.Thread(target=_process_all_available, args=(query, done), name="available-now",
-                         daemon=True).start()
+        threading.Thread(
+            target=_process_all_available, args=(query, done), name="available-now", daemon=True
+        ).start()
     while True:
         if signals.requested.is_set():
             return stop(spark, query, sink, settings, signals, exits.OK)
@@ -247,7 +284,10 @@ def _supervise(spark: Any, query: Any, sink: BatchSink, listener: ProgressListen
         query.awaitTermination(TICK_S)
     failure = query.exception()
     if failure is not None:
-        log.error("the query failed: %s (the checkpoint is intact; a restart resumes)", first_line(failure))
+        log.error(
+            "the query failed: %s (the checkpoint is intact; a restart resumes)",
+            first_line(failure),
+        )
         return exits.JOB_FAILED
     return exits.OK
 
@@ -259,5 +299,3 @@ def _process_all_available(query: Any, done: threading.Event) -> None:
         pass
     finally:
         done.set()
-
-

@@ -24,16 +24,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-
 from pyspark.sql import DataFrame
 
 from state_machines.errors import ShadowControllerError
 
 from . import decision_parts as parts
 from .assemble import Assembled, assemble_batch, may_be_safety
+from .collector import collect_less
 from .file_source import feedback_file
 from .json_text import compact_json
-from .collector import collect_less
 from .packing import unpack_outputs
 from .settings.schema import JobSettings
 
@@ -76,8 +75,11 @@ class BatchSink:
         except Exception as exc:
             if not self._stopping.is_set():
                 raise
-            log.debug("batch %d abandoned by the stop: %s", batch_id,
-                     (str(exc).strip().splitlines() or [type(exc).__name__])[0])
+            log.debug(
+                "batch %d abandoned by the stop: %s",
+                batch_id,
+                (str(exc).strip().splitlines() or [type(exc).__name__])[0],
+            )
             _await_interrupt(df, self.settings.stop_timeout_s)
             raise
 
@@ -86,7 +88,10 @@ class BatchSink:
         if self.settings.output.startswith("file:"):
             base = self.settings.output[5:]
             try:
-                if parts.stage_parts_base(self.settings.output, self.settings.partition_buckets) is None:
+                if (
+                    parts.stage_parts_base(self.settings.output, self.settings.partition_buckets)
+                    is None
+                ):
                     df = _written_parts(df, parts.parts_dir(base, batch_id))
                 batch = parts.write_batch(base, batch_id, _collect(df))
             except parts.PartNotShared as exc:
@@ -112,9 +117,16 @@ class BatchSink:
             decisions, unclean = len(whole.decisions), whole.unclean_elections
         if out.reports:
             os.makedirs(self.settings.feedback_dir, exist_ok=True)
-            _atomic_write(feedback_file(self.settings.feedback_dir, batch_id), "".join(r + "\n" for r in out.reports))
-        self.stats[batch_id] = {"decisions": decisions, "dlq": len(out.dlq), "reports": len(out.reports),
-                                **{f"shadow_{k}": v for k, v in out.observations.items()}}
+            _atomic_write(
+                feedback_file(self.settings.feedback_dir, batch_id),
+                "".join(r + "\n" for r in out.reports),
+            )
+        self.stats[batch_id] = {
+            "decisions": decisions,
+            "dlq": len(out.dlq),
+            "reports": len(out.reports),
+            **{f"shadow_{k}": v for k, v in out.observations.items()},
+        }
         for k, v in out.observations.items():
             self.observations[k] = self.observations.get(k, 0) + v
         # after the writes: what the endpoint shows is what the outputs say
@@ -126,7 +138,12 @@ class BatchSink:
     def _letters(batch_id: int, out: Assembled) -> None:
         for d in out.dlq:
             if d["reason"].startswith("controller error"):
-                log.error("batch %d: event at %s dead-lettered: %s", batch_id, d["source"] or d["offset"], d["reason"])
+                log.error(
+                    "batch %d: event at %s dead-lettered: %s",
+                    batch_id,
+                    d["source"] or d["offset"],
+                    d["reason"],
+                )
 
 
 def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> None:
@@ -136,8 +153,13 @@ def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> N
         if may_be_safety(text):
             d = json.loads(text)
             if d.get("type") == "Divergence" and d.get("severity") == "safety":
-                log.warning("safety divergence on %s at cause offset %s (batch %d): %s", key, d["cause_offset"],
-                            batch_id, d["reason"])
+                log.warning(
+                    "safety divergence on %s at cause offset %s (batch %d): %s",
+                    key,
+                    d["cause_offset"],
+                    batch_id,
+                    d["reason"],
+                )
 
 
 class BatchInterrupted(ShadowControllerError):
@@ -150,8 +172,10 @@ class BatchInterrupted(ShadowControllerError):
 # the error the function returns (StreamExecution.PROXY_ERROR, SPARK-39218). Its regex
 # recurses once per character after the match's start, so the JVM's own error (the whole
 # stack of the query's thread follows it) overflows the stack; this short text does not.
-INTERRUPTED = ("py4j.protocol.Py4JJavaError: An error occurred while calling Thread.sleep: "
-               "java.lang.InterruptedException (the query was stopped)")
+INTERRUPTED = (
+    "py4j.protocol.Py4JJavaError: An error occurred while calling Thread.sleep: "
+    "java.lang.InterruptedException (the query was stopped)"
+)
 
 
 def _await_interrupt(df: DataFrame, timeout_s: float) -> None:
@@ -192,7 +216,9 @@ def _written_parts(df: DataFrame, directory: str) -> DataFrame:
         task = f"{ctx.partitionId():05d}-{ctx.attemptNumber()}"
         rows = parts.write_part((b.column(0).to_pylist() for b in batches), directory, task)
         for i in range(0, len(rows), ROWS_PER_ARROW_BATCH):
-            yield pa.RecordBatch.from_arrays([pa.array(rows[i:i + ROWS_PER_ARROW_BATCH], pa.string())], names=["rows"])
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(rows[i : i + ROWS_PER_ARROW_BATCH], pa.string())], names=["rows"]
+            )
 
     return df.mapInArrow(write, "rows string")
 

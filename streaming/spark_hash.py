@@ -47,7 +47,7 @@ def murmur3_string(value: str, seed: int = SEED) -> int:
     aligned = len(data) - len(data) % 4
     h1 = seed & _M
     for i in range(0, aligned, 4):
-        h1 = _mix_h1(h1, _mix_k1(int.from_bytes(data[i:i + 4], "little")))
+        h1 = _mix_h1(h1, _mix_k1(int.from_bytes(data[i : i + 4], "little")))
     for byte in data[aligned:]:
         h1 = _mix_h1(h1, _mix_k1((byte - 256 if byte > 127 else byte) & _M))
     h = _fmix(h1, len(data))

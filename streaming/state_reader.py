@@ -25,11 +25,20 @@ def _query_dir(checkpoint: str) -> str:
 
 def operators(spark: Any, checkpoint: str) -> dict[str, Any]:
     """Operator name -> its state-metadata row (operatorId, minBatchId, maxBatchId, ...)."""
-    return {r["operatorName"]: r for r in spark.read.format("state-metadata").load(_query_dir(checkpoint)).collect()}
+    return {
+        r["operatorName"]: r
+        for r in spark.read.format("state-metadata").load(_query_dir(checkpoint)).collect()
+    }
 
 
-def _reader(spark: Any, checkpoint: str, operator: str, batch_id: int | None, meta: dict[str, Any] | None = None,
-            **options: str) -> Any:
+def _reader(
+    spark: Any,
+    checkpoint: str,
+    operator: str,
+    batch_id: int | None,
+    meta: dict[str, Any] | None = None,
+    **options: str,
+) -> Any:
     """`meta`: what `operators` returned, when the caller has read it already (each read
     is a Spark job)."""
     meta = (meta or operators(spark, checkpoint))[operator]
@@ -41,8 +50,9 @@ def _reader(spark: Any, checkpoint: str, operator: str, batch_id: int | None, me
     return reader.load(_query_dir(checkpoint))
 
 
-def partition_records(spark: Any, checkpoint: str, batch_id: int | None = None,
-                      meta: dict[str, Any] | None = None) -> dict[tuple[str, int], PartitionRecord]:
+def partition_records(
+    spark: Any, checkpoint: str, batch_id: int | None = None, meta: dict[str, Any] | None = None
+) -> dict[tuple[str, int], PartitionRecord]:
     """Every partition's state after micro-batch `batch_id` (default: the last committed)."""
     out = {}
     for row in _reader(spark, checkpoint, PARTITION_OPERATOR, batch_id, meta).collect():
@@ -60,8 +70,9 @@ def _map_value(row: Any) -> str:
     raise KeyError(f"no map value in {sorted(d)}")
 
 
-def directory_records(spark: Any, checkpoint: str, batch_id: int | None = None,
-                      meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def directory_records(
+    spark: Any, checkpoint: str, batch_id: int | None = None, meta: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The sequencer's directory after micro-batch `batch_id` (default: the last committed),
     by record key: "controller", "broker-<id>", "topic-<name>", from its MapState in either
     layout (`directory_store.py`).
@@ -69,28 +80,42 @@ def directory_records(spark: Any, checkpoint: str, batch_id: int | None = None,
     The statestore reader returns a TWS MapState as (key = the grouping key, user_map_key,
     user_map_value); the map's own key is `user_map_key`."""
     df = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, meta, stateVarName="directory")
-    texts, _ = directory_store.stored_texts((row["user_map_key"][0], _map_value(row)) for row in df.collect())
+    texts, _ = directory_store.stored_texts(
+        (row["user_map_key"][0], _map_value(row)) for row in df.collect()
+    )
     return {key: codec.loads(text, codec.DirectoryRecord) for key, text in texts.items()}
 
 
-def sequencer_pending(spark: Any, checkpoint: str, batch_id: int | None = None,
-                      meta: dict[str, Any] | None = None) -> Pending | None:
+def sequencer_pending(
+    spark: Any, checkpoint: str, batch_id: int | None = None, meta: dict[str, Any] | None = None
+) -> Pending | None:
     """The cause the sequencer holds after micro-batch `batch_id` (a topic deletion waiting
     for its reports, or a cause waiting for a fold), or None."""
-    rows = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, meta, stateVarName="pending").collect()
+    rows = _reader(
+        spark, checkpoint, SEQUENCER_OPERATOR, batch_id, meta, stateVarName="pending"
+    ).collect()
     return codec.loads(rows[0]["value"]["value"], Pending) if rows else None
 
 
-def sequencer_buffer(spark: Any, checkpoint: str, batch_id: int | None = None,
-                     meta: dict[str, Any] | None = None) -> list[RawEvent]:
+def sequencer_buffer(
+    spark: Any, checkpoint: str, batch_id: int | None = None, meta: dict[str, Any] | None = None
+) -> list[RawEvent]:
     """The events the sequencer read but holds behind a waiting cause, in offset order."""
-    rows = _reader(spark, checkpoint, SEQUENCER_OPERATOR, batch_id, meta, stateVarName="buffer").collect()
-    events = [RawEvent(int(e["offset"]), None if e["value"] is None else bytes(e["value"]), str(e["source"]))
-              for e in (row["list_element"] for row in rows)]
+    rows = _reader(
+        spark, checkpoint, SEQUENCER_OPERATOR, batch_id, meta, stateVarName="buffer"
+    ).collect()
+    events = [
+        RawEvent(
+            int(e["offset"]), None if e["value"] is None else bytes(e["value"]), str(e["source"])
+        )
+        for e in (row["list_element"] for row in rows)
+    ]
     return sorted(events, key=lambda e: e.offset)
 
 
-def checkpointed_metrics(spark: Any, checkpoint: str, config: ControllerConfig) -> dict[str, int] | None:
+def checkpointed_metrics(
+    spark: Any, checkpoint: str, config: ControllerConfig
+) -> dict[str, int] | None:
     """The controller's gauges (`controller_metrics`) as the last committed micro-batch left
     them, computed again from its directory and pending cause: what the sequencer sent the
     sink at the end of that batch. None for a checkpoint without a committed batch. Three

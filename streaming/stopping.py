@@ -50,7 +50,8 @@ def spark_log_level(spark: Any, loggers: tuple[str, ...], level: str) -> None:
     jvm = spark.sparkContext._jvm
     for name in loggers:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-            name, jvm.org.apache.logging.log4j.Level.getLevel(level))
+            name, jvm.org.apache.logging.log4j.Level.getLevel(level)
+        )
 
 
 def first_line(failure: Any) -> str:
@@ -70,7 +71,9 @@ class StopSignals:
         self.stop_began: float | None = None  # monotonic, once a stop has begun
         self._watchdog: threading.Timer | None = None
         self._quiet = False
-        self.code = exits.JOB_FAILED  # the exit code if Spark must be left behind: set by a stop, or the end
+        self.code = (
+            exits.JOB_FAILED
+        )  # the exit code if Spark must be left behind: set by a stop, or the end
 
     def stopping(self, code: int, quiet: bool = False) -> float:
         """A stop begins: from now on the driver exits within the bound, with `code`."""
@@ -84,7 +87,9 @@ class StopSignals:
         """Until what still runs is killed: the stop's bound less KILL_MARGIN_S."""
         if self.stop_began is None:
             return self.settings.stop_timeout_s
-        return max(0.0, self.stop_began + self.settings.stop_timeout_s - KILL_MARGIN_S - time.monotonic())
+        return max(
+            0.0, self.stop_began + self.settings.stop_timeout_s - KILL_MARGIN_S - time.monotonic()
+        )
 
     def stopped(self) -> None:
         if self._watchdog is not None:
@@ -105,8 +110,12 @@ class StopSignals:
         self.count += 1
         name = signal.Signals(signum).name
         if self.count == 1:
-            log.info("%s: stopping after the current batch (it may commit for up to %.0f s; past that it is "
-                     "abandoned, and a restart replays it)", name, self.settings.stop_timeout_s * COMMIT_SHARE)
+            log.info(
+                "%s: stopping after the current batch (it may commit for up to %.0f s; past that it is "
+                "abandoned, and a restart replays it)",
+                name,
+                self.settings.stop_timeout_s * COMMIT_SHARE,
+            )
         elif self.count == 2:
             log.warning("%s again: already stopping; abandoning the running batch now", name)
         else:
@@ -119,36 +128,58 @@ class StopSignals:
         return self.count >= 2
 
 
-def stop(spark: Any, query: Any, sink: BatchSink, settings: JobSettings, signals: StopSignals, code: int, *,
-          abandon: bool = False, quiet: bool = False) -> int:
+def stop(
+    spark: Any,
+    query: Any,
+    sink: BatchSink,
+    settings: JobSettings,
+    signals: StopSignals,
+    code: int,
+    *,
+    abandon: bool = False,
+    quiet: bool = False,
+) -> int:
     """Stop within `settings.stop_timeout_s` (module docstring); returns `code`."""
     began = signals.stopping(code, quiet)
     Path(settings.pause_file).touch()
     sink.stopping()
     try:
-        in_flight = _batch_in_flight(settings) if abandon else _settled_batch(query, settings, signals, began)
+        in_flight = (
+            _batch_in_flight(settings)
+            if abandon
+            else _settled_batch(query, settings, signals, began)
+        )
         committed = in_flight is None
         if in_flight is not None and not abandon:
-            committed = _await_commit(query, settings, in_flight, signals,
-                                      began + settings.stop_timeout_s * COMMIT_SHARE)
+            committed = _await_commit(
+                query, settings, in_flight, signals, began + settings.stop_timeout_s * COMMIT_SHARE
+            )
             if committed:
                 log.info("batch %d committed", in_flight)
         if not committed and abandon:
             log.info("batch %d abandoned (a restart replays it)", in_flight)
         elif not committed:
-            log.warning("batch %d did not commit within %.1f s of the stop: abandoning it (a restart replays it)",
-                        in_flight, time.monotonic() - began)
+            log.warning(
+                "batch %d did not commit within %.1f s of the stop: abandoning it (a restart replays it)",
+                in_flight,
+                time.monotonic() - began,
+            )
         sink.abandon()  # whatever runs from here on is abandoned, a batch planned during the stop too
         spark_log_level(spark, QUIET_SPARK_LOGGERS_WHILE_STOPPING, "ERROR")
-        stopper = threading.Thread(target=_quietly, args=(query.stop,), name="query-stop", daemon=True)
+        stopper = threading.Thread(
+            target=_quietly, args=(query.stop,), name="query-stop", daemon=True
+        )
         stopper.start()
         stopper.join(signals.time_left())
         if stopper.is_alive():
             _exit_now(signals, code, True)
         failure = query.exception()
         if failure is not None:
-            log.warning("the query ended with an error while stopping: %s (the checkpoint is intact; a restart "
-                        "replays what did not commit)", first_line(failure))
+            log.warning(
+                "the query ended with an error while stopping: %s (the checkpoint is intact; a restart "
+                "replays what did not commit)",
+                first_line(failure),
+            )
         return code
     finally:
         _remove(settings.pause_file)
@@ -179,7 +210,9 @@ def _batch_in_flight(settings: JobSettings) -> int | None:
     return planned
 
 
-def _settled_batch(query: Any, settings: JobSettings, signals: StopSignals, began: float) -> int | None:
+def _settled_batch(
+    query: Any, settings: JobSettings, signals: StopSignals, began: float
+) -> int | None:
     """The batch in flight once the pause has taken effect. A trigger that asked the sources
     for offsets before the pause file appeared may still write its batch to the offsets log
     after a first look found none in flight (MicroBatchExecution.constructNextBatch: the
@@ -210,7 +243,9 @@ def _last_batch(directory: str) -> int | None:
     return max(ids, default=None)
 
 
-def _await_commit(query: Any, settings: JobSettings, batch: int, signals: StopSignals, until: float) -> bool:
+def _await_commit(
+    query: Any, settings: JobSettings, batch: int, signals: StopSignals, until: float
+) -> bool:
     committed = os.path.join(settings.checkpoint, "query", "commits", str(batch))
     while time.monotonic() < until and not signals.abandon_now and query.isActive:
         if os.path.exists(committed):
@@ -223,8 +258,11 @@ def _exit_now(signals: StopSignals, code: int, overdue: bool = False) -> None:
     """Kill the JVM's session (the JVM and its Python workers) and exit: the checkpoint is
     as after a crash, and a restart replays the batch that did not commit."""
     if overdue:
-        log.warning("Spark did not stop within job.stop_timeout_s = %g s; exiting without it (the checkpoint is "
-                    "intact; a restart replays the batch that did not commit)", signals.settings.stop_timeout_s)
+        log.warning(
+            "Spark did not stop within job.stop_timeout_s = %g s; exiting without it (the checkpoint is "
+            "intact; a restart replays the batch that did not commit)",
+            signals.settings.stop_timeout_s,
+        )
     if signals.jvm_pid is not None:
         with contextlib.suppress(OSError):
             os.killpg(signals.jvm_pid, signal.SIGKILL)

@@ -59,12 +59,16 @@ class PerPartition:
     def group(self, target: str) -> str:
         return target
 
-    def fold(self, state: GroupStateLike, work: list[Work], config: ControllerConfig) -> list[OutputRow]:
+    def fold(
+        self, state: GroupStateLike, work: list[Work], config: ControllerConfig
+    ) -> list[OutputRow]:
         slot = before = PartitionSlot(None)
         text = ""
         if state.exists:
             text, seq_cause, seq_next = state.get
-            slot = before = PartitionSlot(codec.loads(text, codec.PartitionRecordType), int(seq_cause), int(seq_next))
+            slot = before = PartitionSlot(
+                codec.loads(text, codec.PartitionRecordType), int(seq_cause), int(seq_next)
+            )
         slot, out = partition_stage_rows(slot, work, config)
         if slot.record is None:
             if state.exists:
@@ -72,7 +76,13 @@ class PerPartition:
         else:
             # a record the batch left as it was (the same object: records are immutable)
             # keeps its text rather than being encoded again
-            state.update((text if slot.record is before.record else codec.dumps(slot.record), slot.seq_cause, slot.seq_next))
+            state.update(
+                (
+                    text if slot.record is before.record else codec.dumps(slot.record),
+                    slot.seq_cause,
+                    slot.seq_next,
+                )
+            )
         return out
 
     @staticmethod
@@ -95,10 +105,14 @@ class Buckets:
             return target
         return self.labels[zlib.crc32(target.encode()) % self.buckets]
 
-    def fold(self, state: GroupStateLike, work: list[Work], config: ControllerConfig) -> list[OutputRow]:
+    def fold(
+        self, state: GroupStateLike, work: list[Work], config: ControllerConfig
+    ) -> list[OutputRow]:
         entries = codec.bucket_entries(state.get[0] if state.exists else None)
         touched = {w.target for w in work}
-        slots = {k: PartitionSlot(*codec.bucket_entry_in(entries[k])) for k in touched if k in entries}
+        slots = {
+            k: PartitionSlot(*codec.bucket_entry_in(entries[k])) for k in touched if k in entries
+        }
         before = {k: sl.record for k, sl in slots.items()}
         out = bucket_stage(slots, work, config)
         for k in touched:
@@ -117,7 +131,10 @@ class Buckets:
 
     @staticmethod
     def records(state: dict[str, Any]) -> list[PartitionRecord]:
-        return [codec.bucket_entry_in(entry)[0] for entry in codec.bucket_entries(state["slots"]).values()]
+        return [
+            codec.bucket_entry_in(entry)[0]
+            for entry in codec.bucket_entries(state["slots"]).values()
+        ]
 
 
 PartitionStorage = PerPartition | Buckets
@@ -134,8 +151,13 @@ def stored_records(state: dict[str, Any]) -> list[PartitionRecord]:
     return Buckets.records(state) if "slots" in state else PerPartition.records(state)
 
 
-def fold_group(storage: PartitionStorage, key: str, state: GroupStateLike, work: list[Work],
-               config: ControllerConfig) -> list[OutputRow]:
+def fold_group(
+    storage: PartitionStorage,
+    key: str,
+    state: GroupStateLike,
+    work: list[Work],
+    config: ControllerConfig,
+) -> list[OutputRow]:
     """One group's work in the partition stage: the directory's own records are numbered
     (the group `DIRECT`, which keeps no state); any other group is folded by `storage`."""
     return direct_stage(work) if key == DIRECT else storage.fold(state, work, config)

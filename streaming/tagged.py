@@ -37,11 +37,17 @@ def dataclasses_by_name(package: types.ModuleType) -> dict[str, type]:
     for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         module = importlib.import_module(info.name)
         for obj in vars(module).values():
-            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__:
+            if (
+                isinstance(obj, type)
+                and dataclasses.is_dataclass(obj)
+                and obj.__module__ == module.__name__
+            ):
                 other = found.setdefault(obj.__name__, obj)
                 if other is not obj:
-                    raise DuplicateTag(f"{other.__module__}.{other.__name__} and {module.__name__}.{obj.__name__} "
-                                       f"share the name {obj.__name__!r}, which tags encoded values: rename one")
+                    raise DuplicateTag(
+                        f"{other.__module__}.{other.__name__} and {module.__name__}.{obj.__name__} "
+                        f"share the name {obj.__name__!r}, which tags encoded values: rename one"
+                    )
     return found
 
 
@@ -99,6 +105,10 @@ def from_jsonable(data: Any, hint: Any) -> Any:
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         cls = TAGGED.get(data.get("_t", ""), hint) if isinstance(data, dict) else hint
         hints = _hints(cls)
-        kwargs = {f.name: from_jsonable(data[f.name], hints[f.name]) for f in dataclasses.fields(cls) if f.name in data}
+        kwargs = {
+            f.name: from_jsonable(data[f.name], hints[f.name])
+            for f in dataclasses.fields(cls)
+            if f.name in data
+        }
         return cls(**kwargs)
     return data

@@ -51,7 +51,9 @@ class UnbufferedFile:
                 self.direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
             except OSError:
                 pass
-        self.buffer = mmap.mmap(-1, capacity + _BLOCK)  # anonymous: page-aligned; grows if a window needs it
+        self.buffer = mmap.mmap(
+            -1, capacity + _BLOCK
+        )  # anonymous: page-aligned; grows if a window needs it
         self.held = 0  # bytes at the buffer's start not yet written
         self.written = self.dropped = 0  # bytes in the file; of them, dropped from the page cache
 
@@ -59,9 +61,9 @@ class UnbufferedFile:
         """Room for `size` more bytes after those held, to fill and then `commit`."""
         if self.held + size > len(self.buffer):
             bigger = mmap.mmap(-1, -(-(self.held + size) // _BLOCK) * _BLOCK)
-            bigger[:self.held] = self.buffer[:self.held]
+            bigger[: self.held] = self.buffer[: self.held]
             self.buffer = bigger
-        return memoryview(self.buffer)[self.held:self.held + size]
+        return memoryview(self.buffer)[self.held : self.held + size]
 
     def commit(self, size: int) -> None:
         """Write the held bytes and the `size` after them that `space` gave, but for the
@@ -77,7 +79,9 @@ class UnbufferedFile:
             if self.direct is not None:
                 try:
                     n = os.pwrite(self.direct, data, self.written)
-                except OSError:  # the filesystem refuses O_DIRECT writes: the page cache for the rest
+                except (
+                    OSError
+                ):  # the filesystem refuses O_DIRECT writes: the page cache for the rest
                     os.close(self.direct)
                     self.direct = None
                     continue
@@ -99,7 +103,7 @@ class UnbufferedFile:
             if self.direct is not None:
                 os.close(self.direct)
                 self.direct = None
-            self._write(memoryview(self.buffer)[:self.held])
+            self._write(memoryview(self.buffer)[: self.held])
             os.fsync(self.fd)
         finally:
             os.close(self.fd)

@@ -33,4 +33,6 @@ class UnknownEncoding(ShadowControllerError, ValueError):
 def check_compact(what: str, found: Any) -> None:
     """Refuse a compact array of another version than COMPACT_VERSION."""
     if found != COMPACT_VERSION:
-        raise UnknownEncoding(f"{what} in compact version {found}; this build reads {COMPACT_VERSION}")
+        raise UnknownEncoding(
+            f"{what} in compact version {found}; this build reads {COMPACT_VERSION}"
+        )

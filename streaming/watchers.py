@@ -42,8 +42,11 @@ class OutageWatch:
         now = time.monotonic()
         if report is None:
             if self.since is not None:
-                log.info("broker %s answers again after %s; resuming", self._servers,
-                         _duration(time.time() - self.since))
+                log.info(
+                    "broker %s answers again after %s; resuming",
+                    self._servers,
+                    _duration(time.time() - self.since),
+                )
                 self.since = None
             return False
         if self.since is None:
@@ -53,15 +56,30 @@ class OutageWatch:
         away = time.time() - self.since
         mode = self.settings.on_broker_outage
         if mode == "exit" and away >= self.settings.outage_exit_after_s:
-            log.error("broker %s unreachable for %s (%s); exiting (job.on_broker_outage = exit, "
-                      "outage_exit_after_s = %g); a restart resumes from the checkpoint", self._servers,
-                      _duration(away), report.get("where", "?"), self.settings.outage_exit_after_s)
+            log.error(
+                "broker %s unreachable for %s (%s); exiting (job.on_broker_outage = exit, "
+                "outage_exit_after_s = %g); a restart resumes from the checkpoint",
+                self._servers,
+                _duration(away),
+                report.get("where", "?"),
+                self.settings.outage_exit_after_s,
+            )
             return True
         if not self._logged or now - self._logged >= OUTAGE_LOG_EVERY_S:
             self._logged = now
-            until = f"; exiting after {_duration(self.settings.outage_exit_after_s)}" if mode == "exit" else ""
-            log.warning("broker %s unreachable for %s while %s; waiting (job.on_broker_outage = %s%s)",
-                        self._servers, _duration(away), report.get("where", "?"), mode, until)
+            until = (
+                f"; exiting after {_duration(self.settings.outage_exit_after_s)}"
+                if mode == "exit"
+                else ""
+            )
+            log.warning(
+                "broker %s unreachable for %s while %s; waiting (job.on_broker_outage = %s%s)",
+                self._servers,
+                _duration(away),
+                report.get("where", "?"),
+                mode,
+                until,
+            )
         return False
 
 
@@ -86,7 +104,11 @@ class Heartbeat:
     def maybe_log(self, query: Any) -> None:
         now = time.monotonic()
         idle = now - self.listener.last_batch
-        if idle < self.every_s or now - self._last < self.every_s or query.status.get("isDataAvailable"):
+        if (
+            idle < self.every_s
+            or now - self._last < self.every_s
+            or query.status.get("isDataAvailable")
+        ):
             return  # a batch ran lately, or one is running now
         self._last = now
         log.info("idle for %s: %s", _duration(idle), positions(query.lastProgress))

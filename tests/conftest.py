@@ -13,11 +13,13 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator["object"]:
+def spark() -> Iterator[object]:
     from streaming.job import spark_session
     from streaming.settings.schema import JobSettings
 
-    session = spark_session(JobSettings(input="", output="", checkpoint=""), app_name="shadow-controller-tests")
+    session = spark_session(
+        JobSettings(input="", output="", checkpoint=""), app_name="shadow-controller-tests"
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

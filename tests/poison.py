@@ -25,16 +25,29 @@ def named_poisons() -> list[tuple[str, bytes | None]]:
         ("deep nesting", b"[" * 100_000 + b"]" * 100_000),
         ("5000-digit integer", b'{"v":1,"type":"BrokerFailure","broker_id":' + b"7" * 5000 + b"}"),
         ("1 MiB of garbage", bytes(random.Random(1).randrange(256) for _ in range(MIB))),
-        ("valid event with a 1 MiB id",  # just under the record limit, so the id bound decides
-         json.dumps({"v": 1, "type": "BrokerStartup", "broker_id": 9, "id": "x" * (MIB - 100)}).encode()),
+        (
+            "valid event with a 1 MiB id",  # just under the record limit, so the id bound decides
+            json.dumps(
+                {"v": 1, "type": "BrokerStartup", "broker_id": 9, "id": "x" * (MIB - 100)}
+            ).encode(),
+        ),
         ("float version", b'{"v":1.0,"type":"BrokerFailure","broker_id":1}'),
         ("NaN", b'{"v":1,"type":"BrokerFailure","broker_id":NaN}'),
         ("empty", b""),
         # 33 brackets send the record to the exact depth scan, whose string pattern retried
         # an unclosed string from every quote: about half an hour for this one record
-        ("unclosed string of escaped quotes", b'{"v":1,' + b"[" * 33 + b'"x":"' + b'\\"' * ((MIB - 200) // 2)),
-        ("a key given twice", b'{"v":1,"type":"TopicCreation","topic":"twice","partitions":{"0":[1],"0":[2]}}'),
-        ("a topic name with a final newline", b'{"v":1,"type":"TopicDeletion","topic":"orders\\n"}'),
+        (
+            "unclosed string of escaped quotes",
+            b'{"v":1,' + b"[" * 33 + b'"x":"' + b'\\"' * ((MIB - 200) // 2),
+        ),
+        (
+            "a key given twice",
+            b'{"v":1,"type":"TopicCreation","topic":"twice","partitions":{"0":[1],"0":[2]}}',
+        ),
+        (
+            "a topic name with a final newline",
+            b'{"v":1,"type":"TopicDeletion","topic":"orders\\n"}',
+        ),
     ]
 
 
@@ -56,7 +69,7 @@ def _mutate(rng: random.Random, line: bytes) -> bytes:
         elif op == 1:  # insert JSON punctuation or a digit run
             data[pos:pos] = rng.choice([b"{", b"]", b'"', b",", b"-", b"9" * 30, b"null", b"\xff"])
         elif op == 2 and data:  # delete a slice
-            del data[pos:pos + rng.randint(1, 8)]
+            del data[pos : pos + rng.randint(1, 8)]
         else:  # truncate
             del data[pos:]
     return bytes(data)
@@ -87,7 +100,9 @@ class PoisonedLog:
     clean_offset: dict[int, int]  # offset in `lines` -> offset in the clean log
 
 
-def poisoned_log(clean: list[bytes], poisons: list[tuple[str, bytes | None]], seed: int) -> PoisonedLog:
+def poisoned_log(
+    clean: list[bytes], poisons: list[tuple[str, bytes | None]], seed: int
+) -> PoisonedLog:
     rng = random.Random(seed)
     slots = sorted(rng.randrange(len(clean) + 1) for _ in poisons)
     order = list(poisons)

@@ -22,7 +22,9 @@ from .records import NO_LEADER_CHANGE, ApiMessageAndVersion
 from .replication_control import TopicContext, _after, _builder, _records
 
 
-def alter_partition_request_error(registry: BrokerRegistry, broker_id: int, broker_epoch: int) -> str | None:
+def alter_partition_request_error(
+    registry: BrokerRegistry, broker_id: int, broker_epoch: int
+) -> str | None:
     """`alterPartition`'s first check, for the whole request: `checkBrokerEpoch`
     (STALE_BROKER_EPOCH, which Kafka throws)."""
     return registry.check_broker_epoch(broker_id, broker_epoch)
@@ -33,13 +35,21 @@ def unknown_topic_error(request_version: int) -> str:
     return "UNKNOWN_TOPIC_ID" if request_version > 1 else "UNKNOWN_TOPIC_OR_PARTITION"
 
 
-def validate_alter_partition_data(broker_id: int, partition: PartitionRegistration | None, request_version: int,
-                                  data: AlterPartitionPartitionData, registry: BrokerRegistry) -> str:
+def validate_alter_partition_data(
+    broker_id: int,
+    partition: PartitionRegistration | None,
+    request_version: int,
+    data: AlterPartitionPartitionData,
+    registry: BrokerRegistry,
+) -> str:
     """`validateAlterPartitionData`, in Kafka's order; "NONE" when valid."""
     if partition is None:
         return "UNKNOWN_TOPIC_OR_PARTITION"
     # Epochs above ours: this controller is likely no longer the active one.
-    if data.leader_epoch > partition.leader_epoch or data.partition_epoch > partition.partition_epoch:
+    if (
+        data.leader_epoch > partition.leader_epoch
+        or data.partition_epoch > partition.partition_epoch
+    ):
         return "NOT_CONTROLLER"
     if data.leader_epoch < partition.leader_epoch:
         return "FENCED_LEADER_EPOCH"
@@ -55,15 +65,19 @@ def validate_alter_partition_data(broker_id: int, partition: PartitionRegistrati
         return "INVALID_REQUEST"  # the ISR must include the leader
     if data.leader_recovery_state is LeaderRecoveryState.RECOVERING and len(new_isr) > 1:
         return "INVALID_REQUEST"
-    if (partition.leader_recovery_state is LeaderRecoveryState.RECOVERED
-            and data.leader_recovery_state is LeaderRecoveryState.RECOVERING):
+    if (
+        partition.leader_recovery_state is LeaderRecoveryState.RECOVERED
+        and data.leader_recovery_state is LeaderRecoveryState.RECOVERING
+    ):
         return "INVALID_REQUEST"
     if ineligible_replicas_for_isr(data.new_isr_with_epochs, registry):
         return "INELIGIBLE_REPLICA" if request_version > 1 else "OPERATION_NOT_ATTEMPTED"
     return "NONE"
 
 
-def ineligible_replicas_for_isr(states: Sequence[BrokerState], registry: BrokerRegistry) -> tuple[tuple[int, str], ...]:
+def ineligible_replicas_for_isr(
+    states: Sequence[BrokerState], registry: BrokerRegistry
+) -> tuple[tuple[int, str], ...]:
     """`ineligibleReplicasForIsr`: unregistered, shutting down, fenced, or (KIP-903) a broker
     epoch other than the registered one (-1 skips the check)."""
     out: list[tuple[int, str]] = []
@@ -76,14 +90,25 @@ def ineligible_replicas_for_isr(states: Sequence[BrokerState], registry: BrokerR
         elif r.fenced:
             out.append((s.broker_id, "fenced"))
         elif s.broker_epoch != -1 and r.epoch != s.broker_epoch:
-            out.append((s.broker_id, f"broker epoch mismatch: requested={s.broker_epoch} VS expected={r.epoch}"))
+            out.append(
+                (
+                    s.broker_id,
+                    f"broker epoch mismatch: requested={s.broker_epoch} VS expected={r.epoch}",
+                )
+            )
     return tuple(out)
 
 
-def alter_partition(partition: PartitionRegistration | None, topic: TopicContext, registry: BrokerRegistry,
-                    broker_id: int, request_version: int, data: AlterPartitionPartitionData,
-                    ) -> tuple[tuple[ApiMessageAndVersion, ...], PartitionRegistration | None,
-                               AlterPartitionPartitionResponse]:
+def alter_partition(
+    partition: PartitionRegistration | None,
+    topic: TopicContext,
+    registry: BrokerRegistry,
+    broker_id: int,
+    request_version: int,
+    data: AlterPartitionPartitionData,
+) -> tuple[
+    tuple[ApiMessageAndVersion, ...], PartitionRegistration | None, AlterPartitionPartitionResponse
+]:
     """One partition of `alterPartition`, after the request's broker epoch and topic passed.
 
     Invalid data is answered with its error and changes nothing. Otherwise the builder takes
@@ -100,13 +125,27 @@ def alter_partition(partition: PartitionRegistration | None, topic: TopicContext
     b = _builder(partition, topic, pid, registry)
     if topic.unclean_leader_election:
         b = replace(b, election=Election.UNCLEAN)
-    b = replace(b, target_isr=tuple(s.broker_id for s in data.new_isr_with_epochs),
-                target_leader_recovery_state=data.leader_recovery_state)
+    b = replace(
+        b,
+        target_isr=tuple(s.broker_id for s in data.new_isr_with_epochs),
+        target_leader_recovery_state=data.leader_recovery_state,
+    )
     change = b.build()
     records = _records(change)
     after = _after(partition, change)
     if change is not None and change.record.leader not in (broker_id, NO_LEADER_CHANGE):
         answer = "NEW_LEADER_ELECTED" if request_version > 1 else "FENCED_LEADER_EPOCH"
         return records, after, AlterPartitionPartitionResponse(pid, answer)
-    return records, after, AlterPartitionPartitionResponse(
-        pid, "NONE", after.leader, after.leader_epoch, after.isr, after.leader_recovery_state, after.partition_epoch)
+    return (
+        records,
+        after,
+        AlterPartitionPartitionResponse(
+            pid,
+            "NONE",
+            after.leader,
+            after.leader_epoch,
+            after.isr,
+            after.leader_recovery_state,
+            after.partition_epoch,
+        ),
+    )

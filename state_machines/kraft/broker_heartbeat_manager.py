@@ -62,10 +62,17 @@ def current_broker_state(fenced: bool, shutting_down: bool) -> BrokerControlStat
     return BrokerControlState.FENCED if fenced else BrokerControlState.UNFENCED
 
 
-def calculate_next_broker_state(current: BrokerControlState, *, want_fence: bool, want_shut_down: bool,
-                                current_metadata_offset: int, register_broker_record_offset: int,
-                                has_leaderships: bool, controlled_shutdown_offset: int = -1,
-                                lowest_active_offset: int | None = None) -> BrokerControlState:
+def calculate_next_broker_state(
+    current: BrokerControlState,
+    *,
+    want_fence: bool,
+    want_shut_down: bool,
+    current_metadata_offset: int,
+    register_broker_record_offset: int,
+    has_leaderships: bool,
+    controlled_shutdown_offset: int = -1,
+    lowest_active_offset: int | None = None,
+) -> BrokerControlState:
     """`calculateNextBrokerState`. `lowest_active_offset` None: no active broker
     (Kafka's Long.MAX_VALUE)."""
     s = BrokerControlState
@@ -90,10 +97,14 @@ def calculate_next_broker_state(current: BrokerControlState, *, want_fence: bool
     return s.SHUTDOWN_NOW
 
 
-HeartbeatHandler = Literal["handleBrokerFenced", "handleBrokerUnfenced", "handleBrokerInControlledShutdown"]
+HeartbeatHandler = Literal[
+    "handleBrokerFenced", "handleBrokerUnfenced", "handleBrokerInControlledShutdown"
+]
 
 
-def heartbeat_handler(current: BrokerControlState, next_state: BrokerControlState) -> HeartbeatHandler | None:
+def heartbeat_handler(
+    current: BrokerControlState, next_state: BrokerControlState
+) -> HeartbeatHandler | None:
     """`processBrokerHeartbeat`: the handler a change of state runs, None if it stays."""
     if current is next_state:
         return None

@@ -27,6 +27,7 @@ from .kraft_view import KraftView, directory_id
 from .kraft_view import fan_out as _fan_out
 from .schedule import HEARTBEATS_KEY, HeartbeatStates
 
+
 def broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
     b = e.broker_id
     reg = d.registration(b)
@@ -39,8 +40,9 @@ def broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
             # registerBroker: a new incarnation's previous one shut down uncleanly (KIP-966)
             unclean = d.hosted(b)
             _fan_out(d, unclean, BrokerLifecycle("handleBrokerUncleanShutdown", b))
-        records, reply = cc.register_broker(d.registry(), b, f"incarnation-{b}-{epoch}", epoch, d.mv,
-                                            log_dirs=(directory_id(b),))
+        records, reply = cc.register_broker(
+            d.registry(), b, f"incarnation-{b}-{epoch}", epoch, d.mv, log_dirs=(directory_id(b),)
+        )
         if reply.error is not None:
             d.rejected = f"BrokerStartup: {reply.error}: {reply.message}"
             return
@@ -95,8 +97,13 @@ def controlled_shutdown(d: KraftView, e: ev.ControlledShutdown) -> None:
     # The broker is caught up (its metadata offset is past its registration) and so is every
     # active broker past its controlled shutdown offset: the contract carries no offsets.
     nxt = hb.calculate_next_broker_state(
-        current, want_fence=False, want_shut_down=True, current_metadata_offset=reg.epoch,
-        register_broker_record_offset=reg.epoch, has_leaderships=_has_leaderships(d, b))
+        current,
+        want_fence=False,
+        want_shut_down=True,
+        current_metadata_offset=reg.epoch,
+        register_broker_record_offset=reg.epoch,
+        has_leaderships=_has_leaderships(d, b),
+    )
     handler = hb.heartbeat_handler(current, nxt)
     if nxt.in_controlled_shutdown:
         # processBatchEndOffset: maybeUpdateControlledShutdownOffset

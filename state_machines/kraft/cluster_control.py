@@ -148,21 +148,40 @@ class BrokerRegistry:
         """`ClusterControlManager.replay`: the registry after `record` (others leave it alone)."""
         if isinstance(record, RegisterBrokerRecord):
             registration = BrokerRegistration(
-                record.broker_id, record.broker_epoch, record.incarnation_id, record.fenced,
-                record.in_controlled_shutdown, record.is_migrating_zk_broker, record.log_dirs)
+                record.broker_id,
+                record.broker_epoch,
+                record.incarnation_id,
+                record.fenced,
+                record.in_controlled_shutdown,
+                record.is_migrating_zk_broker,
+                record.log_dirs,
+            )
             return self._with(registration)
         if isinstance(record, UnregisterBrokerRecord):
             self._current(record.broker_id, record.broker_epoch, record)
-            return BrokerRegistry(MappingProxyType({k: v for k, v in self.brokers.items() if k != record.broker_id}))
+            return BrokerRegistry(
+                MappingProxyType({k: v for k, v in self.brokers.items() if k != record.broker_id})
+            )
         if isinstance(record, FenceBrokerRecord):
             return self._change(record, record.id, record.epoch, True, None, None)
         if isinstance(record, UnfenceBrokerRecord):
             return self._change(record, record.id, record.epoch, False, None, None)
         if isinstance(record, BrokerRegistrationChangeRecord):
             fenced = {FENCING_CHANGE_FENCE: True, FENCING_CHANGE_UNFENCE: False}.get(record.fenced)
-            shutdown = True if record.in_controlled_shutdown == IN_CONTROLLED_SHUTDOWN_CHANGE_IN_CONTROLLED_SHUTDOWN else None
-            return self._change(record, record.broker_id, record.broker_epoch, fenced, shutdown,
-                                record.log_dirs or None)
+            shutdown = (
+                True
+                if record.in_controlled_shutdown
+                == IN_CONTROLLED_SHUTDOWN_CHANGE_IN_CONTROLLED_SHUTDOWN
+                else None
+            )
+            return self._change(
+                record,
+                record.broker_id,
+                record.broker_epoch,
+                fenced,
+                shutdown,
+                record.log_dirs or None,
+            )
         return self
 
     def replay_all(self, records: Iterable[ApiMessageAndVersion]) -> BrokerRegistry:
@@ -174,19 +193,32 @@ class BrokerRegistry:
     def _current(self, broker_id: int, epoch: int, record: MetadataRecord) -> BrokerRegistration:
         r = self.brokers.get(broker_id)
         if r is None:
-            raise ClusterControlError(f"Unable to replay {record}: no broker registration found for that id")
+            raise ClusterControlError(
+                f"Unable to replay {record}: no broker registration found for that id"
+            )
         if r.epoch != epoch:
-            raise ClusterControlError(f"Unable to replay {record}: no broker registration with that epoch found")
+            raise ClusterControlError(
+                f"Unable to replay {record}: no broker registration with that epoch found"
+            )
         return r
 
-    def _change(self, record: MetadataRecord, broker_id: int, epoch: int, fenced: bool | None,
-                in_controlled_shutdown: bool | None, directories: tuple[str, ...] | None) -> BrokerRegistry:
+    def _change(
+        self,
+        record: MetadataRecord,
+        broker_id: int,
+        epoch: int,
+        fenced: bool | None,
+        in_controlled_shutdown: bool | None,
+        directories: tuple[str, ...] | None,
+    ) -> BrokerRegistry:
         """`replayRegistrationChange` (`BrokerRegistration.cloneWith`)."""
         r = self._current(broker_id, epoch, record)
         changed = replace(
             r,
             fenced=r.fenced if fenced is None else fenced,
-            in_controlled_shutdown=r.in_controlled_shutdown if in_controlled_shutdown is None else in_controlled_shutdown,
+            in_controlled_shutdown=r.in_controlled_shutdown
+            if in_controlled_shutdown is None
+            else in_controlled_shutdown,
             directories=r.directories if directories is None else directories,
         )
         return self if changed == r else self._with(changed)
@@ -220,10 +252,17 @@ class BrokerRegistrationReply:
     message: str | None = None
 
 
-def register_broker(registry: BrokerRegistry, broker_id: int, incarnation_id: str, new_broker_epoch: int,
-                    mv: MetadataVersion, *, log_dirs: Sequence[str] = (), has_valid_session: bool = False,
-                    is_migrating_zk_broker: bool = False,
-                    ) -> tuple[tuple[ApiMessageAndVersion, ...], BrokerRegistrationReply]:
+def register_broker(
+    registry: BrokerRegistry,
+    broker_id: int,
+    incarnation_id: str,
+    new_broker_epoch: int,
+    mv: MetadataVersion,
+    *,
+    log_dirs: Sequence[str] = (),
+    has_valid_session: bool = False,
+    is_migrating_zk_broker: bool = False,
+) -> tuple[tuple[ApiMessageAndVersion, ...], BrokerRegistrationReply]:
     """`ClusterControlManager.registerBroker`, without listeners, features and the migration
     checks. A new incarnation takes `new_broker_epoch` and starts fenced; the same incarnation
     re-registering keeps its epoch, fencing and controlled shutdown. A new incarnation while
@@ -232,8 +271,9 @@ def register_broker(registry: BrokerRegistry, broker_id: int, incarnation_id: st
     caller's: `replication_control.handle_broker_unclean_shutdown`."""
     existing = registry.registration(broker_id)
     if existing is not None and has_valid_session and existing.incarnation_id != incarnation_id:
-        return (), BrokerRegistrationReply(-1, "DUPLICATE_BROKER_REGISTRATION",
-                                           "Another broker is registered with that broker id.")
+        return (), BrokerRegistrationReply(
+            -1, "DUPLICATE_BROKER_REGISTRATION", "Another broker is registered with that broker id."
+        )
     dirs = tuple(log_dirs)
     if mv.is_directory_assignment_supported:
         error = _invalid_log_dirs(registry, broker_id, dirs)
@@ -242,16 +282,32 @@ def register_broker(registry: BrokerRegistry, broker_id: int, incarnation_id: st
     else:
         dirs = ()
     if existing is None or existing.incarnation_id != incarnation_id:
-        record = RegisterBrokerRecord(broker_id, new_broker_epoch, incarnation_id,
-                                      is_migrating_zk_broker=is_migrating_zk_broker, log_dirs=dirs)
+        record = RegisterBrokerRecord(
+            broker_id,
+            new_broker_epoch,
+            incarnation_id,
+            is_migrating_zk_broker=is_migrating_zk_broker,
+            log_dirs=dirs,
+        )
     else:
-        record = RegisterBrokerRecord(broker_id, existing.epoch, incarnation_id, existing.fenced,
-                                      existing.in_controlled_shutdown, is_migrating_zk_broker, dirs)
-    return ((ApiMessageAndVersion(record, register_broker_record_version(mv)),),
-            BrokerRegistrationReply(record.broker_epoch))
+        record = RegisterBrokerRecord(
+            broker_id,
+            existing.epoch,
+            incarnation_id,
+            existing.fenced,
+            existing.in_controlled_shutdown,
+            is_migrating_zk_broker,
+            dirs,
+        )
+    return (
+        (ApiMessageAndVersion(record, register_broker_record_version(mv)),),
+        BrokerRegistrationReply(record.broker_epoch),
+    )
 
 
-def _invalid_log_dirs(registry: BrokerRegistry, broker_id: int, dirs: tuple[str, ...]) -> str | None:
+def _invalid_log_dirs(
+    registry: BrokerRegistry, broker_id: int, dirs: tuple[str, ...]
+) -> str | None:
     if not dirs:
         return "No directories specified in request"
     # `DirectoryId.reserved` spans Uuid(0, 0..99); the three named ones are all Kafka uses.
@@ -266,33 +322,50 @@ def _invalid_log_dirs(registry: BrokerRegistry, broker_id: int, dirs: tuple[str,
     return None
 
 
-def fence_broker_record(registry: BrokerRegistry, broker_id: int, mv: MetadataVersion) -> ApiMessageAndVersion:
+def fence_broker_record(
+    registry: BrokerRegistry, broker_id: int, mv: MetadataVersion
+) -> ApiMessageAndVersion:
     """The record closing `ReplicationControlManager.handleBrokerFenced`, at the broker's
     registered epoch."""
     r = registry.registration(broker_id)
     if r is None:
         raise ClusterControlError(f"Can't find broker registration for broker {broker_id}")
     if mv.is_at_least(MetadataVersion.IBP_3_3_IV2):  # isBrokerRegistrationChangeRecordSupported
-        return ApiMessageAndVersion(BrokerRegistrationChangeRecord(broker_id, r.epoch, fenced=FENCING_CHANGE_FENCE), 0)
+        return ApiMessageAndVersion(
+            BrokerRegistrationChangeRecord(broker_id, r.epoch, fenced=FENCING_CHANGE_FENCE), 0
+        )
     return ApiMessageAndVersion(FenceBrokerRecord(broker_id, r.epoch), 0)
 
 
-def unfence_broker_record(broker_id: int, broker_epoch: int, mv: MetadataVersion) -> ApiMessageAndVersion:
+def unfence_broker_record(
+    broker_id: int, broker_epoch: int, mv: MetadataVersion
+) -> ApiMessageAndVersion:
     """The record opening `ReplicationControlManager.handleBrokerUnfenced`."""
     if mv.is_at_least(MetadataVersion.IBP_3_3_IV2):
         return ApiMessageAndVersion(
-            BrokerRegistrationChangeRecord(broker_id, broker_epoch, fenced=FENCING_CHANGE_UNFENCE), 0)
+            BrokerRegistrationChangeRecord(broker_id, broker_epoch, fenced=FENCING_CHANGE_UNFENCE),
+            0,
+        )
     return ApiMessageAndVersion(UnfenceBrokerRecord(broker_id, broker_epoch), 0)
 
 
-def controlled_shutdown_record(registry: BrokerRegistry, broker_id: int, broker_epoch: int,
-                               mv: MetadataVersion) -> ApiMessageAndVersion | None:
+def controlled_shutdown_record(
+    registry: BrokerRegistry, broker_id: int, broker_epoch: int, mv: MetadataVersion
+) -> ApiMessageAndVersion | None:
     """The record opening `handleBrokerInControlledShutdown`: none before 3.3-IV3 or when
     the broker is already in controlled shutdown."""
-    if not mv.is_at_least(MetadataVersion.IBP_3_3_IV3) or registry.in_controlled_shutdown(broker_id):
+    if not mv.is_at_least(MetadataVersion.IBP_3_3_IV3) or registry.in_controlled_shutdown(
+        broker_id
+    ):
         return None
-    return ApiMessageAndVersion(BrokerRegistrationChangeRecord(
-        broker_id, broker_epoch, in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN_CHANGE_IN_CONTROLLED_SHUTDOWN), 1)
+    return ApiMessageAndVersion(
+        BrokerRegistrationChangeRecord(
+            broker_id,
+            broker_epoch,
+            in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN_CHANGE_IN_CONTROLLED_SHUTDOWN,
+        ),
+        1,
+    )
 
 
 def unregister_broker_record(broker_id: int, broker_epoch: int) -> ApiMessageAndVersion:
@@ -300,8 +373,9 @@ def unregister_broker_record(broker_id: int, broker_epoch: int) -> ApiMessageAnd
     return ApiMessageAndVersion(UnregisterBrokerRecord(broker_id, broker_epoch), 0)
 
 
-def directories_offline_record(registry: BrokerRegistry, broker_id: int, broker_epoch: int,
-                               offline_dirs: Sequence[str]) -> tuple[tuple[str, ...], ApiMessageAndVersion | None]:
+def directories_offline_record(
+    registry: BrokerRegistry, broker_id: int, broker_epoch: int, offline_dirs: Sequence[str]
+) -> tuple[tuple[str, ...], ApiMessageAndVersion | None]:
     """`handleDirectoriesOffline`'s broker half: the broker's directories newly reported
     offline and, if any, the BrokerRegistrationChangeRecord (version 2) naming the ones left
     online. Kafka writes it after the changes of the partitions in those directories
@@ -313,4 +387,8 @@ def directories_offline_record(registry: BrokerRegistry, broker_id: int, broker_
     if not newly_offline:
         return (), None
     return newly_offline, ApiMessageAndVersion(
-        BrokerRegistrationChangeRecord(broker_id, broker_epoch, log_dirs=r.directory_difference(offline_dirs)), 2)
+        BrokerRegistrationChangeRecord(
+            broker_id, broker_epoch, log_dirs=r.directory_difference(offline_dirs)
+        ),
+        2,
+    )

@@ -52,10 +52,16 @@ def kraft_partition_json(rec: KraftPartition) -> dict[str, Any]:
     """The registration, as `simulate --state-out` and `inspect` show a partition."""
     r = rec.registration
     return {
-        "replicas": list(r.replicas), "adding_replicas": list(r.adding_replicas),
-        "removing_replicas": list(r.removing_replicas), "leader": r.leader, "leader_epoch": r.leader_epoch,
-        "isr": list(r.isr), "partition_epoch": r.partition_epoch, "leader_recovery_state": r.leader_recovery_state.value,
-        "eligible_leader_replicas": list(r.elr), "last_known_elr": list(r.last_known_elr),
+        "replicas": list(r.replicas),
+        "adding_replicas": list(r.adding_replicas),
+        "removing_replicas": list(r.removing_replicas),
+        "leader": r.leader,
+        "leader_epoch": r.leader_epoch,
+        "isr": list(r.isr),
+        "partition_epoch": r.partition_epoch,
+        "leader_recovery_state": r.leader_recovery_state.value,
+        "eligible_leader_replicas": list(r.elr),
+        "last_known_elr": list(r.last_known_elr),
         "directories": list(r.directories),
     }
 
@@ -139,8 +145,18 @@ class LoadRegistration:
     registration: PartitionRegistration
 
 
-KraftOp = Union[RegisterPartition, BrokerLifecycle, ElectLeader, AlterIsrData, AlterReassignment, RemovePartition,
-                LoadRegistration, BalanceLeader, ElectUnclean, ClearElr]
+KraftOp = Union[
+    RegisterPartition,
+    BrokerLifecycle,
+    ElectLeader,
+    AlterIsrData,
+    AlterReassignment,
+    RemovePartition,
+    LoadRegistration,
+    BalanceLeader,
+    ElectUnclean,
+    ClearElr,
+]
 
 
 @quick_init

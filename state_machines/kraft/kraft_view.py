@@ -16,7 +16,14 @@ from dataclasses import replace
 
 from .. import event_types as ev
 from ..commands import Command, Observe
-from ..directory import CONTROLLER_KEY, DirectoryRecord, DirectoryResult, DirectoryView, TopicRecord, broker_key
+from ..directory import (
+    CONTROLLER_KEY,
+    DirectoryRecord,
+    DirectoryResult,
+    DirectoryView,
+    TopicRecord,
+    broker_key,
+)
 from ..model import ControllerConfig
 from . import cluster_control as cc
 from .commands import KraftContext, KraftOp
@@ -27,6 +34,8 @@ from .replication_control import TopicContext, effective_min_isr
 
 ALTER_PARTITION_VERSION = 3
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
+
+
 def _derived_uuid(name: str) -> str:
     """A Kafka `Uuid` derived from `name` (16 bytes of its SHA-1), written as Kafka's
     `Uuid.toString` writes one: URL-safe base64 without padding."""
@@ -59,8 +68,15 @@ def partition_zero_replicas(rec: TopicRecord) -> int:
 class KraftView(DirectoryView):
     """The directory view with KRaft's broker registry and contexts."""
 
-    def __init__(self, view: Mapping[str, DirectoryRecord], config: ControllerConfig, offset: int,
-                 cause_id: str | None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None):
+    def __init__(
+        self,
+        view: Mapping[str, DirectoryRecord],
+        config: ControllerConfig,
+        offset: int,
+        cause_id: str | None,
+        touched: frozenset[tuple[str, int]] = frozenset(),
+        ts: int | None = None,
+    ):
         super().__init__(view, config, offset, cause_id, touched, ts)
         self.mv = MetadataVersion.from_version_string(config.metadata_version)
         self._kcontexts: dict[tuple[str, tuple[int, ...]], KraftContext] = {}
@@ -82,7 +98,9 @@ class KraftView(DirectoryView):
         """Write broker records out and replay them into the registry."""
         for r in records:
             m = r.message
-            broker_id = m.id if isinstance(m, (FenceBrokerRecord, UnfenceBrokerRecord)) else m.broker_id  # type: ignore[union-attr]
+            broker_id = (
+                m.id if isinstance(m, (FenceBrokerRecord, UnfenceBrokerRecord)) else m.broker_id  # type: ignore[union-attr]
+            )
             after = self.registry([broker_id]).replay(m).registration(broker_id)
             self.put(broker_key(broker_id), after)
             c = self.controller
@@ -97,7 +115,9 @@ class KraftView(DirectoryView):
             self.outputs.append(output)  # type: ignore[arg-type]
 
     def min_insync_replicas(self, configs: Iterable[tuple[str, str]]) -> int:
-        value = dict(configs).get(MIN_INSYNC_REPLICAS) or dict(self.controller.dynamic_configs).get(MIN_INSYNC_REPLICAS)
+        value = dict(configs).get(MIN_INSYNC_REPLICAS) or dict(self.controller.dynamic_configs).get(
+            MIN_INSYNC_REPLICAS
+        )
         return int(value) if value is not None else self.config.min_insync_replicas
 
     def topic_context(self, topic: str) -> TopicContext:
@@ -105,10 +125,17 @@ class KraftView(DirectoryView):
         configs = rec.configs if rec else ()
         rf = partition_zero_replicas(rec) if rec else 0
         return TopicContext(
-            topic_id=topic_id(topic), metadata_version=self.mv,
-            min_isr=effective_min_isr(self.min_insync_replicas(configs), rf) if rf else self.min_insync_replicas(configs),
-            unclean_leader_election=self.config.unclean_enabled_for(configs, self.controller.dynamic_configs),
-            eligible_leader_replicas_enabled=self.config.eligible_leader_replicas_version >= 1, name=topic)
+            topic_id=topic_id(topic),
+            metadata_version=self.mv,
+            min_isr=effective_min_isr(self.min_insync_replicas(configs), rf)
+            if rf
+            else self.min_insync_replicas(configs),
+            unclean_leader_election=self.config.unclean_enabled_for(
+                configs, self.controller.dynamic_configs
+            ),
+            eligible_leader_replicas_enabled=self.config.eligible_leader_replicas_version >= 1,
+            name=topic,
+        )
 
     def kctx(self, topic: str, partition: int) -> KraftContext:
         rec = self.topic(topic)
@@ -118,17 +145,24 @@ class KraftView(DirectoryView):
         if made is None:
             registry = self.registry(brokers)
             made = self._kcontexts[key] = KraftContext(
-                self.controller.active, self.topic_context(topic),
+                self.controller.active,
+                self.topic_context(topic),
                 tuple(r for b in brokers if (r := registry.registration(b)) is not None),
-                ts=self.ts if self.ts is not None else self.controller.event_time)
+                ts=self.ts if self.ts is not None else self.controller.event_time,
+            )
         return made
 
     def ksend(self, topic: str, partition: int, op: KraftOp | Observe) -> None:
-        self.commands.append(Command(topic, partition, self.offset, self.cause_id, self.kctx(topic, partition), op))
+        self.commands.append(
+            Command(topic, partition, self.offset, self.cause_id, self.kctx(topic, partition), op)
+        )
 
-    def result(self, continuation: None = None, followups: tuple[ev.CauseStep, ...] = ()) -> DirectoryResult:  # type: ignore[override]
-        return DirectoryResult(self.changes, tuple(self.commands), tuple(self.outputs), None, followups,
-                               self.rejected)
+    def result(  # type: ignore[override]
+        self, continuation: None = None, followups: tuple[ev.CauseStep, ...] = ()
+    ) -> DirectoryResult:
+        return DirectoryResult(
+            self.changes, tuple(self.commands), tuple(self.outputs), None, followups, self.rejected
+        )
 
 
 def fan_out(d: KraftView, targets: Iterable[tuple[str, int]], op: KraftOp) -> None:

@@ -27,10 +27,15 @@ class ApiError:
 
 API_NONE = ApiError("NONE")
 # `new ApiError(Errors.X)` carries the error's default message.
-ELECTION_NOT_NEEDED = ApiError("ELECTION_NOT_NEEDED", "Leader election not needed for topic partition.")
-PREFERRED_LEADER_NOT_AVAILABLE = ApiError("PREFERRED_LEADER_NOT_AVAILABLE", "The preferred leader was not available.")
-ELIGIBLE_LEADERS_NOT_AVAILABLE = ApiError("ELIGIBLE_LEADERS_NOT_AVAILABLE",
-                                          "Eligible topic partition leaders are not available.")
+ELECTION_NOT_NEEDED = ApiError(
+    "ELECTION_NOT_NEEDED", "Leader election not needed for topic partition."
+)
+PREFERRED_LEADER_NOT_AVAILABLE = ApiError(
+    "PREFERRED_LEADER_NOT_AVAILABLE", "The preferred leader was not available."
+)
+ELIGIBLE_LEADERS_NOT_AVAILABLE = ApiError(
+    "ELIGIBLE_LEADERS_NOT_AVAILABLE", "Eligible topic partition leaders are not available."
+)
 
 
 @dataclass(frozen=True, slots=True)

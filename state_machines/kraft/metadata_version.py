@@ -132,33 +132,35 @@ class MetadataVersion(str, Enum):
 
 _M = MetadataVersion
 
-FEATURE_LEVELS = MappingProxyType({
-    _M.IBP_3_0_IV1: 1,
-    _M.IBP_3_1_IV0: 2,
-    _M.IBP_3_2_IV0: 3,
-    _M.IBP_3_3_IV0: 4,
-    _M.IBP_3_3_IV1: 5,
-    _M.IBP_3_3_IV2: 6,
-    _M.IBP_3_3_IV3: 7,
-    _M.IBP_3_4_IV0: 8,
-    _M.IBP_3_5_IV0: 9,
-    _M.IBP_3_5_IV1: 10,
-    _M.IBP_3_5_IV2: 11,
-    _M.IBP_3_6_IV0: 12,
-    _M.IBP_3_6_IV1: 13,
-    _M.IBP_3_6_IV2: 14,
-    _M.IBP_3_7_IV0: 15,
-    _M.IBP_3_7_IV1: 16,
-    _M.IBP_3_7_IV2: 17,
-    _M.IBP_3_7_IV3: 18,
-    _M.IBP_3_7_IV4: 19,
-    _M.IBP_3_8_IV0: 20,
-    _M.IBP_3_9_IV0: 21,
-    _M.IBP_4_0_IV0: 22,
-    _M.IBP_4_0_IV1: 23,
-    _M.IBP_4_0_IV2: 24,
-    _M.IBP_4_0_IV3: 25,
-})
+FEATURE_LEVELS = MappingProxyType(
+    {
+        _M.IBP_3_0_IV1: 1,
+        _M.IBP_3_1_IV0: 2,
+        _M.IBP_3_2_IV0: 3,
+        _M.IBP_3_3_IV0: 4,
+        _M.IBP_3_3_IV1: 5,
+        _M.IBP_3_3_IV2: 6,
+        _M.IBP_3_3_IV3: 7,
+        _M.IBP_3_4_IV0: 8,
+        _M.IBP_3_5_IV0: 9,
+        _M.IBP_3_5_IV1: 10,
+        _M.IBP_3_5_IV2: 11,
+        _M.IBP_3_6_IV0: 12,
+        _M.IBP_3_6_IV1: 13,
+        _M.IBP_3_6_IV2: 14,
+        _M.IBP_3_7_IV0: 15,
+        _M.IBP_3_7_IV1: 16,
+        _M.IBP_3_7_IV2: 17,
+        _M.IBP_3_7_IV3: 18,
+        _M.IBP_3_7_IV4: 19,
+        _M.IBP_3_8_IV0: 20,
+        _M.IBP_3_9_IV0: 21,
+        _M.IBP_4_0_IV0: 22,
+        _M.IBP_4_0_IV1: 23,
+        _M.IBP_4_0_IV2: 24,
+        _M.IBP_4_0_IV3: 25,
+    }
+)
 
 # The default: the newest production version of 3.9.0 (`LATEST_PRODUCTION`).
 DEFAULT_METADATA_VERSION = MetadataVersion.IBP_3_9_IV0

@@ -28,14 +28,29 @@ from __future__ import annotations
 
 from ..outputs import AppendedRecord
 from .records import (
-    CONFIG_RESOURCE_TOPIC, ApiMessageAndVersion, ClearElrRecord, ConfigRecord, FenceBrokerRecord, UnfenceBrokerRecord,
+    CONFIG_RESOURCE_TOPIC,
+    ApiMessageAndVersion,
+    ClearElrRecord,
+    ConfigRecord,
+    FenceBrokerRecord,
+    UnfenceBrokerRecord,
 )
 
-RECORD_TYPES = frozenset({
-    "PartitionRecord", "PartitionChangeRecord", "TopicRecord", "RemoveTopicRecord", "ConfigRecord",
-    "RegisterBrokerRecord", "FenceBrokerRecord", "UnfenceBrokerRecord", "BrokerRegistrationChangeRecord",
-    "UnregisterBrokerRecord", "ClearElrRecord",
-})
+RECORD_TYPES = frozenset(
+    {
+        "PartitionRecord",
+        "PartitionChangeRecord",
+        "TopicRecord",
+        "RemoveTopicRecord",
+        "ConfigRecord",
+        "RegisterBrokerRecord",
+        "FenceBrokerRecord",
+        "UnfenceBrokerRecord",
+        "BrokerRegistrationChangeRecord",
+        "UnregisterBrokerRecord",
+        "ClearElrRecord",
+    }
+)
 
 
 def partition_record(topic: str, partition: int, r: ApiMessageAndVersion) -> AppendedRecord:
@@ -57,13 +72,20 @@ def config_record(r: ApiMessageAndVersion) -> AppendedRecord:
     assert isinstance(m, ConfigRecord)
     if m.resource_type == CONFIG_RESOURCE_TOPIC:
         return AppendedRecord(topic_key_of(m.resource_name), m.resource_name, None, r.version, m)
-    return AppendedRecord("cluster" if m.resource_name == "" else f"broker-{m.resource_name}", None, None,
-                          r.version, m)
+    return AppendedRecord(
+        "cluster" if m.resource_name == "" else f"broker-{m.resource_name}",
+        None,
+        None,
+        r.version,
+        m,
+    )
 
 
 def clear_elr_record(topic: str) -> AppendedRecord:
     """A ClearElrRecord for `topic`, or "" for every topic (the cluster's)."""
-    return AppendedRecord(topic_key_of(topic) if topic else "cluster", topic or None, None, 0, ClearElrRecord(topic))
+    return AppendedRecord(
+        topic_key_of(topic) if topic else "cluster", topic or None, None, 0, ClearElrRecord(topic)
+    )
 
 
 def topic_key_of(topic: str) -> str:
@@ -71,6 +93,12 @@ def topic_key_of(topic: str) -> str:
 
 
 __all__ = [
-    "AppendedRecord", "RECORD_TYPES", "broker_record", "clear_elr_record", "config_record", "partition_record",
-    "topic_key_of", "topic_record",
+    "AppendedRecord",
+    "RECORD_TYPES",
+    "broker_record",
+    "clear_elr_record",
+    "config_record",
+    "partition_record",
+    "topic_key_of",
+    "topic_record",
 ]

@@ -146,8 +146,11 @@ class PartitionChangeBuilder:
         record = run.build()
         if record is None:
             return None
-        return PartitionChange(record, self.metadata_version.partition_change_record_version,
-                               self.partition.merge(record))
+        return PartitionChange(
+            record,
+            self.metadata_version.partition_change_record_version,
+            self.partition.merge(record),
+        )
 
     # Kafka's package-private steps, on the builder as set (before `build` moves any target),
     # as PartitionChangeBuilderTest calls them.
@@ -161,10 +164,13 @@ class PartitionChangeBuilder:
         return self.partition.isr if self.target_isr is None else self.target_isr
 
     def trigger_leader_epoch_bump_for_replica_reassignment_if_needed(
-            self, record: PartitionChangeRecord) -> PartitionChangeRecord:
+        self, record: PartitionChangeRecord
+    ) -> PartitionChangeRecord:
         return _Build(self).trigger_leader_epoch_bump_for_replica_reassignment_if_needed(record)
 
-    def trigger_leader_epoch_bump_for_isr_shrink_if_needed(self, record: PartitionChangeRecord) -> PartitionChangeRecord:
+    def trigger_leader_epoch_bump_for_isr_shrink_if_needed(
+        self, record: PartitionChangeRecord
+    ) -> PartitionChangeRecord:
         return _Build(self).trigger_leader_epoch_bump_for_isr_shrink_if_needed(record)
 
 
@@ -179,9 +185,15 @@ class _Build:
         self.b = b
         self.p = p
         self.isr: tuple[int, ...] = b.resolved_target_isr
-        self.replicas: tuple[int, ...] = p.replicas if b.target_replicas is None else b.target_replicas
-        self.removing: tuple[int, ...] = p.removing_replicas if b.target_removing is None else b.target_removing
-        self.adding: tuple[int, ...] = p.adding_replicas if b.target_adding is None else b.target_adding
+        self.replicas: tuple[int, ...] = (
+            p.replicas if b.target_replicas is None else b.target_replicas
+        )
+        self.removing: tuple[int, ...] = (
+            p.removing_replicas if b.target_removing is None else b.target_removing
+        )
+        self.adding: tuple[int, ...] = (
+            p.adding_replicas if b.target_adding is None else b.target_adding
+        )
         self.elr: tuple[int, ...] = p.elr
         self.last_known_elr: tuple[int, ...] = p.last_known_elr
 
@@ -194,7 +206,11 @@ class _Build:
         record = self.trigger_leader_epoch_bump_for_replica_reassignment_if_needed(record)
         record = self.maybe_update_record_elr(record)
         # With ELR enabled the ISR may become empty.
-        if record.isr is None and (self.isr or b.eligible_leader_replicas_enabled) and self.isr != p.isr:
+        if (
+            record.isr is None
+            and (self.isr or b.eligible_leader_replicas_enabled)
+            and self.isr != p.isr
+        ):
             record = replace(record, isr=self.isr)
         record = self.trigger_leader_epoch_bump_for_isr_shrink_if_needed(record)
         record = self.maybe_update_last_known_leader(record)
@@ -221,9 +237,13 @@ class _Build:
         # Kafka asks the predicate only about candidates (`isValidNewLeader` tests ISR or ELR
         # membership first), except in the unclean scan: its LeaderAcceptor throws for a
         # replica the registration does not have, such as one a reassignment is adding.
-        acceptable = tuple(r for r in self.replicas if r in candidates and self.b.is_acceptable_leader(r))
+        acceptable = tuple(
+            r for r in self.replicas if r in candidates and self.b.is_acceptable_leader(r)
+        )
         if self.b.election is Election.PREFERRED:
-            preferred = preferred_replica_partition_leader_election(self.replicas, candidates, acceptable)
+            preferred = preferred_replica_partition_leader_election(
+                self.replicas, candidates, acceptable
+            )
             if preferred is not None:
                 return ElectionResult(preferred, False)
         # Don't consider a new leader when the current one meets all the constraints.
@@ -245,7 +265,10 @@ class _Build:
 
     def can_elect_last_known_leader(self) -> bool:
         b = self.b
-        if not b.eligible_leader_replicas_enabled or not b.use_last_known_leader_in_balanced_recovery:
+        if (
+            not b.eligible_leader_replicas_enabled
+            or not b.use_last_known_leader_in_balanced_recovery
+        ):
             return False
         if self.elr or self.isr:
             return False
@@ -275,24 +298,32 @@ class _Build:
         if result.unclean:
             # An unclean leader is the whole ISR: this can lose data.
             record = replace(record, isr=(node,))
-            if (self.p.leader_recovery_state is not LeaderRecoveryState.RECOVERING
-                    and self.b.metadata_version.is_leader_recovery_supported):
+            if (
+                self.p.leader_recovery_state is not LeaderRecoveryState.RECOVERING
+                and self.b.metadata_version.is_leader_recovery_supported
+            ):
                 record = replace(record, leader_recovery_state=LeaderRecoveryState.RECOVERING)
         return record
 
     # -- epoch bumps -------------------------------------------------------------------
 
     def trigger_leader_epoch_bump_for_replica_reassignment_if_needed(
-            self, record: PartitionChangeRecord) -> PartitionChangeRecord:
+        self, record: PartitionChangeRecord
+    ) -> PartitionChangeRecord:
         if record.leader != NO_LEADER_CHANGE:
             return record  # the leader is changing: the epoch moves anyway
         if not _contains(self.replicas, self.p.replicas):
             return replace(record, leader=self.p.leader)
         return record
 
-    def trigger_leader_epoch_bump_for_isr_shrink_if_needed(self, record: PartitionChangeRecord) -> PartitionChangeRecord:
+    def trigger_leader_epoch_bump_for_isr_shrink_if_needed(
+        self, record: PartitionChangeRecord
+    ) -> PartitionChangeRecord:
         """Call only once the record's ISR is set."""
-        if not (self.b.metadata_version.is_leader_epoch_bump_required_on_isr_shrink or self.b.zk_migration_enabled):
+        if not (
+            self.b.metadata_version.is_leader_epoch_bump_required_on_isr_shrink
+            or self.b.zk_migration_enabled
+        ):
             return record
         if record.leader != NO_LEADER_CHANGE or record.isr is None:
             return record
@@ -357,11 +388,15 @@ class _Build:
         # the target ISR and not shut down uncleanly.
         old_elr = self.elr
         candidates = hash_set_iteration_order(old_elr, self.p.isr)
-        self.elr = tuple(r for r in candidates if r not in target_isr and (unclean is None or r not in unclean))
+        self.elr = tuple(
+            r for r in candidates if r not in target_isr and (unclean is None or r not in unclean)
+        )
         # The last known ELR: the same set plus the last known ELR, without the target ISR
         # and the new ELR.
         candidates = hash_set_iteration_order(old_elr, self.p.isr, self.last_known_elr)
-        self.last_known_elr = tuple(r for r in candidates if r not in target_isr and r not in self.elr)
+        self.last_known_elr = tuple(
+            r for r in candidates if r not in target_isr and r not in self.elr
+        )
 
     def maybe_update_record_elr(self, record: PartitionChangeRecord) -> PartitionChangeRecord:
         b, p = self.b, self.p
@@ -372,9 +407,14 @@ class _Build:
             self.last_known_elr = ()
         if self.elr != p.elr:
             record = replace(record, eligible_leader_replicas=self.elr)
-        if (b.use_last_known_leader_in_balanced_recovery and len(p.last_known_elr) == 1
-                and (record.leader == NO_LEADER
-                     or (record.leader == NO_LEADER_CHANGE and p.leader == NO_LEADER))):
+        if (
+            b.use_last_known_leader_in_balanced_recovery
+            and len(p.last_known_elr) == 1
+            and (
+                record.leader == NO_LEADER
+                or (record.leader == NO_LEADER_CHANGE and p.leader == NO_LEADER)
+            )
+        ):
             # The last known ELR holds the last known leader: it stays while there is no leader.
             # (Kafka's assignment; since the branch below returns, nothing reads it after.)
             self.last_known_elr = p.last_known_elr
@@ -384,16 +424,25 @@ class _Build:
             record = replace(record, last_known_elr=self.last_known_elr)
         return record
 
-    def maybe_update_last_known_leader(self, record: PartitionChangeRecord) -> PartitionChangeRecord:
+    def maybe_update_last_known_leader(
+        self, record: PartitionChangeRecord
+    ) -> PartitionChangeRecord:
         b, p = self.b, self.p
-        if not b.use_last_known_leader_in_balanced_recovery or not b.eligible_leader_replicas_enabled:
+        if (
+            not b.use_last_known_leader_in_balanced_recovery
+            or not b.eligible_leader_replicas_enabled
+        ):
             return record
-        if (record.isr is not None and not record.isr
-                and (len(p.last_known_elr) != 1 or p.last_known_elr[0] != p.leader)):
+        if (
+            record.isr is not None
+            and not record.isr
+            and (len(p.last_known_elr) != 1 or p.last_known_elr[0] != p.leader)
+        ):
             # Only the first time the partition becomes leaderless.
             return replace(record, last_known_elr=(p.leader,))
-        if ((record.leader >= 0 or (p.leader != NO_LEADER and record.leader != NO_LEADER))
-                and p.last_known_elr):
+        if (
+            record.leader >= 0 or (p.leader != NO_LEADER and record.leader != NO_LEADER)
+        ) and p.last_known_elr:
             # The partition will have, or keeps, a leader.
             return replace(record, last_known_elr=())
         return record

@@ -39,7 +39,9 @@ class PartitionReassignmentReplicas:
     replicas: tuple[int, ...]
 
     @staticmethod
-    def from_assignments(current: Sequence[int], target: Sequence[int]) -> PartitionReassignmentReplicas:
+    def from_assignments(
+        current: Sequence[int], target: Sequence[int]
+    ) -> PartitionReassignmentReplicas:
         """`PartitionReassignmentReplicas(PartitionAssignment, PartitionAssignment)`."""
         removing = tuple(sorted(set(current) - set(target)))
         adding = tuple(sorted(set(target) - set(current)))
@@ -49,7 +51,9 @@ class PartitionReassignmentReplicas:
     def is_reassignment_in_progress(self) -> bool:
         return bool(self.removing) or bool(self.adding)
 
-    def maybe_complete_reassignment(self, target_isr: Sequence[int]) -> CompletedReassignment | None:
+    def maybe_complete_reassignment(
+        self, target_isr: Sequence[int]
+    ) -> CompletedReassignment | None:
         if not self.is_reassignment_in_progress:
             return None
         new_isr = tuple(target_isr)
@@ -79,11 +83,14 @@ class PartitionReassignmentRevert:
     @staticmethod
     def of(registration: PartitionRegistration) -> PartitionReassignmentRevert:
         ongoing = PartitionReassignmentReplicas(
-            registration.removing_replicas, registration.adding_replicas, registration.replicas)
+            registration.removing_replicas, registration.adding_replicas, registration.replicas
+        )
         replicas = ongoing.original_replicas
         isr = tuple(r for r in registration.isr if r not in ongoing.adding)
         if isr:
             return PartitionReassignmentRevert(replicas, isr, False)
         if not replicas:
-            raise InvalidReplicaAssignmentError("Invalid replica assignment: addingReplicas contains all replicas.")
+            raise InvalidReplicaAssignmentError(
+                "Invalid replica assignment: addingReplicas contains all replicas."
+            )
         return PartitionReassignmentRevert(replicas, (replicas[0],), True)

@@ -61,26 +61,44 @@ class PartitionRegistration:
         if all(d == MIGRATING_DIRECTORY for d in directories):
             directories = (MIGRATING_DIRECTORY,) * len(record.replicas)
         return PartitionRegistration(
-            replicas=record.replicas, directories=directories, isr=record.isr, leader=record.leader,
-            leader_epoch=record.leader_epoch, partition_epoch=record.partition_epoch,
-            leader_recovery_state=record.leader_recovery_state, removing_replicas=record.removing_replicas,
-            adding_replicas=record.adding_replicas, elr=record.eligible_leader_replicas,
-            last_known_elr=record.last_known_elr)
+            replicas=record.replicas,
+            directories=directories,
+            isr=record.isr,
+            leader=record.leader,
+            leader_epoch=record.leader_epoch,
+            partition_epoch=record.partition_epoch,
+            leader_recovery_state=record.leader_recovery_state,
+            removing_replicas=record.removing_replicas,
+            adding_replicas=record.adding_replicas,
+            elr=record.eligible_leader_replicas,
+            last_known_elr=record.last_known_elr,
+        )
 
-    def to_record(self, topic_id: str, partition_id: int, mv: MetadataVersion) -> ApiMessageAndVersion:
+    def to_record(
+        self, topic_id: str, partition_id: int, mv: MetadataVersion
+    ) -> ApiMessageAndVersion:
         """`toRecord`: the directories from 3.7-IV2, the ELR fields when ELR is supported.
         (Before 3.7-IV2 Kafka also reports real directory ids as a loss; the controller
         only writes MIGRATING then.)"""
         elr_supported = mv.is_elr_supported
-        return ApiMessageAndVersion(MetadataPartitionRecord(
-            topic_id=topic_id, partition_id=partition_id, replicas=self.replicas, isr=self.isr,
-            leader=self.leader, leader_epoch=self.leader_epoch, partition_epoch=self.partition_epoch,
-            directories=self.directories if mv.is_directory_assignment_supported else (),
-            removing_replicas=self.removing_replicas, adding_replicas=self.adding_replicas,
-            leader_recovery_state=self.leader_recovery_state,
-            eligible_leader_replicas=self.elr if elr_supported else (),
-            last_known_elr=self.last_known_elr if elr_supported else (),
-        ), mv.partition_record_version)
+        return ApiMessageAndVersion(
+            MetadataPartitionRecord(
+                topic_id=topic_id,
+                partition_id=partition_id,
+                replicas=self.replicas,
+                isr=self.isr,
+                leader=self.leader,
+                leader_epoch=self.leader_epoch,
+                partition_epoch=self.partition_epoch,
+                directories=self.directories if mv.is_directory_assignment_supported else (),
+                removing_replicas=self.removing_replicas,
+                adding_replicas=self.adding_replicas,
+                leader_recovery_state=self.leader_recovery_state,
+                eligible_leader_replicas=self.elr if elr_supported else (),
+                last_known_elr=self.last_known_elr if elr_supported else (),
+            ),
+            mv.partition_record_version,
+        )
 
     def merge(self, record: PartitionChangeRecord) -> PartitionRegistration:
         """`PartitionRegistration.merge`: the registration after replaying `record`."""
@@ -88,8 +106,14 @@ class PartitionRegistration:
         if record.directories is None:
             directories = self.directories
         else:
-            if record.replicas is not None and record.directories and len(record.replicas) != len(record.directories):
-                raise InvalidReplicaDirectoriesError(f"The record's directories do not match its replicas: {record}")
+            if (
+                record.replicas is not None
+                and record.directories
+                and len(record.replicas) != len(record.directories)
+            ):
+                raise InvalidReplicaDirectoriesError(
+                    f"The record's directories do not match its replicas: {record}"
+                )
             directories = record.directories
         if all(d == MIGRATING_DIRECTORY for d in directories):
             directories = (MIGRATING_DIRECTORY,) * len(replicas)
@@ -104,10 +128,21 @@ class PartitionRegistration:
             leader=leader,
             leader_epoch=leader_epoch,
             partition_epoch=self.partition_epoch + 1,
-            leader_recovery_state=(self.leader_recovery_state if record.leader_recovery_state is None
-                                   else record.leader_recovery_state),
-            removing_replicas=self.removing_replicas if record.removing_replicas is None else record.removing_replicas,
-            adding_replicas=self.adding_replicas if record.adding_replicas is None else record.adding_replicas,
-            elr=self.elr if record.eligible_leader_replicas is None else record.eligible_leader_replicas,
-            last_known_elr=self.last_known_elr if record.last_known_elr is None else record.last_known_elr,
+            leader_recovery_state=(
+                self.leader_recovery_state
+                if record.leader_recovery_state is None
+                else record.leader_recovery_state
+            ),
+            removing_replicas=self.removing_replicas
+            if record.removing_replicas is None
+            else record.removing_replicas,
+            adding_replicas=self.adding_replicas
+            if record.adding_replicas is None
+            else record.adding_replicas,
+            elr=self.elr
+            if record.eligible_leader_replicas is None
+            else record.eligible_leader_replicas,
+            last_known_elr=self.last_known_elr
+            if record.last_known_elr is None
+            else record.last_known_elr,
         )

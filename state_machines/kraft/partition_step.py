@@ -25,23 +25,37 @@ from typing import cast
 from ..commands import Command, Observe, PartitionSummary
 from ..model import NO_LEADER, ControllerConfig
 from ..outputs import (
-    AlterPartitionResultRecord, ElectionResultRecord, Output, StateChangeFailedRecord, StillLeads,
+    AlterPartitionResultRecord,
+    ElectionResultRecord,
+    Output,
+    StateChangeFailedRecord,
+    StillLeads,
 )
 from ..partition import describe_error
 from ..partition_summaries import interned_summary, replica_count
 from ..states import LeaderRecoveryState, PartitionState
 from . import replication_control as rc
-from .alter_partition import alter_partition
 from . import shadow_rules
+from .alter_partition import alter_partition
 from .cluster_control import BrokerRegistry
 from .commands import (
-    AlterIsrData, AlterReassignment, BalanceLeader, BrokerLifecycle, ClearElr, ElectLeader, ElectUnclean, KraftContext,
-    KraftPartition, KraftResult, LoadRegistration,
-    RegisterPartition, RemovePartition,
+    AlterIsrData,
+    AlterReassignment,
+    BalanceLeader,
+    BrokerLifecycle,
+    ClearElr,
+    ElectLeader,
+    ElectUnclean,
+    KraftContext,
+    KraftPartition,
+    KraftResult,
+    LoadRegistration,
+    RegisterPartition,
+    RemovePartition,
 )
 from .messages import AlterPartitionPartitionData, ApiError, BrokerState
-from .partition_registration import PartitionRegistration
 from .outputs import partition_record
+from .partition_registration import PartitionRegistration
 from .records import ApiMessageAndVersion, PartitionChangeRecord
 
 _HANDLERS = {
@@ -69,7 +83,9 @@ def _reached(handler: str, registration: PartitionRegistration, broker_id: int) 
     return broker_id in registration.isr  # partitionsWithBrokerInIsr
 
 
-def kraft_partition_step(state: KraftPartition | None, cmd: Command, config: ControllerConfig) -> KraftResult:
+def kraft_partition_step(
+    state: KraftPartition | None, cmd: Command, config: ControllerConfig
+) -> KraftResult:
     ctx = cmd.ctx
     assert isinstance(ctx, KraftContext)
     op = cmd.op
@@ -82,8 +98,12 @@ def kraft_partition_step(state: KraftPartition | None, cmd: Command, config: Con
             m = r.message
             # ControllerMetricsChanges.handlePartitionChange: `electionWasClean(next.leader,
             # prev.isr)`, what UncleanLeaderElectionsPerSec counts (an ELR election too)
-            if (state is not None and isinstance(m, PartitionChangeRecord) and m.leader >= 0
-                    and m.leader not in state.registration.isr):
+            if (
+                state is not None
+                and isinstance(m, PartitionChangeRecord)
+                and m.leader >= 0
+                and m.leader not in state.registration.isr
+            ):
                 rec = replace(rec, unclean=True)
             out.append(rec)
 
@@ -93,7 +113,13 @@ def kraft_partition_step(state: KraftPartition | None, cmd: Command, config: Con
         if state is not None:
             return KraftResult(state, (), None)
         records, registration, error = rc.create_partition(
-            op.replicas, ctx.topic.topic_id, pid, _registry(ctx), ctx.topic.metadata_version, manual=True)
+            op.replicas,
+            ctx.topic.topic_id,
+            pid,
+            _registry(ctx),
+            ctx.topic.metadata_version,
+            manual=True,
+        )
         if registration is None:
             out.append(StateChangeFailedRecord(topic, pid, None, "NewPartition", _describe(error)))
             return _result(None, out, ctx)
@@ -112,8 +138,11 @@ def kraft_partition_step(state: KraftPartition | None, cmd: Command, config: Con
         # The directory wrote the ClearElrRecord; the partition writes nothing.
         if not reg.elr and not reg.last_known_elr:
             return KraftResult(state, (), None)
-        cleared = reg.merge(PartitionChangeRecord(ctx.topic.topic_id, pid, eligible_leader_replicas=(),
-                                                  last_known_elr=()))
+        cleared = reg.merge(
+            PartitionChangeRecord(
+                ctx.topic.topic_id, pid, eligible_leader_replicas=(), last_known_elr=()
+            )
+        )
         return KraftResult(KraftPartition(topic, pid, cleared), (), None)
     if isinstance(op, BrokerLifecycle):
         if _reached(op.handler, reg, op.broker_id):
@@ -132,34 +161,71 @@ def kraft_partition_step(state: KraftPartition | None, cmd: Command, config: Con
         records, new, _ = rc.maybe_elect_unclean_leader(reg, ctx.topic, pid, registry)
         appended(records)
     elif isinstance(op, ElectLeader):
-        records, new, error = rc.elect_leader(reg, ctx.topic, pid, registry, cast(rc.ElectionType, op.election_type))
+        records, new, error = rc.elect_leader(
+            reg, ctx.topic, pid, registry, cast(rc.ElectionType, op.election_type)
+        )
         appended(records)
         if op.listed or error.error != "ELECTION_NOT_NEEDED":
-            out.append(ElectionResultRecord(topic, pid, op.election_type, None if error.is_success else error.error,
-                                            new.leader if error.is_success else None))
+            out.append(
+                ElectionResultRecord(
+                    topic,
+                    pid,
+                    op.election_type,
+                    None if error.is_success else error.error,
+                    new.leader if error.is_success else None,
+                )
+            )
     elif isinstance(op, AlterIsrData):
-        data = AlterPartitionPartitionData(pid, op.leader_epoch, op.partition_epoch,
-                                           tuple(BrokerState(b) for b in op.isr),
-                                           LeaderRecoveryState(op.leader_recovery_state))
-        records, after, answer = alter_partition(reg, ctx.topic, registry, op.broker_id, op.request_version, data)
+        data = AlterPartitionPartitionData(
+            pid,
+            op.leader_epoch,
+            op.partition_epoch,
+            tuple(BrokerState(b) for b in op.isr),
+            LeaderRecoveryState(op.leader_recovery_state),
+        )
+        records, after, answer = alter_partition(
+            reg, ctx.topic, registry, op.broker_id, op.request_version, data
+        )
         appended(records)
         new = after if after is not None else reg
         if answer.error == "NONE":
-            out.append(AlterPartitionResultRecord(topic, pid, op.broker_id, None, answer.leader_id, answer.leader_epoch,
-                                                  answer.isr, answer.partition_epoch))
+            out.append(
+                AlterPartitionResultRecord(
+                    topic,
+                    pid,
+                    op.broker_id,
+                    None,
+                    answer.leader_id,
+                    answer.leader_epoch,
+                    answer.isr,
+                    answer.partition_epoch,
+                )
+            )
         else:
-            out.append(AlterPartitionResultRecord(topic, pid, op.broker_id, answer.error, None, None, None, None))
+            out.append(
+                AlterPartitionResultRecord(
+                    topic, pid, op.broker_id, answer.error, None, None, None, None
+                )
+            )
     elif isinstance(op, AlterReassignment):
-        records, new, error = rc.alter_partition_reassignment(reg, ctx.topic, pid, registry, op.target_replicas)
+        records, new, error = rc.alter_partition_reassignment(
+            reg, ctx.topic, pid, registry, op.target_replicas
+        )
         appended(records)
         if not error.is_success:
-            out.append(StateChangeFailedRecord(topic, pid, None, "PartitionReassignment", _describe(error)))
+            out.append(
+                StateChangeFailedRecord(topic, pid, None, "PartitionReassignment", _describe(error))
+            )
     elif isinstance(op, Observe):
-        outputs, outcome = shadow_rules.compare(topic, pid, reg, op, registry, ctx.topic.unclean_leader_election)
+        outputs, outcome = shadow_rules.compare(
+            topic, pid, reg, op, registry, ctx.topic.unclean_leader_election
+        )
         out.extend(outputs)
         if outcome != "match" and config.shadow_follow:
             new = shadow_rules.adopt(reg, op)
-        return KraftResult(KraftPartition(topic, pid, new), tuple(out), None)  # the shadow's own outputs
+        return KraftResult(
+            KraftPartition(topic, pid, new), tuple(out), None
+        )  # the shadow's own outputs
     else:  # pragma: no cover - programming error
         raise TypeError(f"unknown KRaft op {op!r}")
     return _result(KraftPartition(topic, pid, new) if new is not reg else state, out, ctx)
@@ -174,15 +240,17 @@ def _describe(error: ApiError) -> str:
     return error.error if error.message is None else f"{error.error}: {error.message}"
 
 
-
-def guarded_kraft_partition_step(state: KraftPartition | None, cmd: Command, config: ControllerConfig
-                                 ) -> tuple[KraftResult, str | None]:
+def guarded_kraft_partition_step(
+    state: KraftPartition | None, cmd: Command, config: ControllerConfig
+) -> tuple[KraftResult, str | None]:
     """`kraft_partition_step`, with an exception (a bug of this project) turned into a value,
     as `partition.guarded_partition_step` does."""
     try:
         return kraft_partition_step(state, cmd, config), None
-    except Exception as exc:  # noqa: BLE001 - the boundary of the core: nothing may escape
-        return KraftResult(state, (), None), describe_error(exc, f"partition {cmd.topic}-{cmd.partition}")
+    except Exception as exc:
+        return KraftResult(state, (), None), describe_error(
+            exc, f"partition {cmd.topic}-{cmd.partition}"
+        )
 
 
 def kraft_summary_of(rec: KraftPartition | None) -> PartitionSummary | None:
@@ -190,12 +258,22 @@ def kraft_summary_of(rec: KraftPartition | None) -> PartitionSummary | None:
     if rec is None:
         return None
     reg = rec.registration
-    state = PartitionState.OfflinePartition if reg.leader == NO_LEADER else PartitionState.OnlinePartition
+    state = (
+        PartitionState.OfflinePartition
+        if reg.leader == NO_LEADER
+        else PartitionState.OnlinePartition
+    )
     # the counts the replica metrics read (as partition_summaries.summary_of), and the
     # replica count the directory takes partition 0's replication factor from
     # (`getTopicEffectiveMinIsr`)
-    return interned_summary(state, reg.replicas[0] if reg.replicas else -1, reg.leader, len(reg.isr),
-                            len(reg.replicas) - len(reg.adding_replicas), replica_count(reg.replicas, reg.leader))
+    return interned_summary(
+        state,
+        reg.replicas[0] if reg.replicas else -1,
+        reg.leader,
+        len(reg.isr),
+        len(reg.replicas) - len(reg.adding_replicas),
+        replica_count(reg.replicas, reg.leader),
+    )
 
 
 def kraft_same_summary(a: KraftPartition | None, b: KraftPartition | None) -> bool:

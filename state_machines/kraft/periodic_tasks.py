@@ -63,15 +63,25 @@ def tasks_of(view: Mapping[str, Any]) -> KraftTasks:
     return t if isinstance(t, KraftTasks) else KraftTasks()
 
 
-def maybe_schedule(t: KraftTasks, config: ControllerConfig, now: int | None, active: bool) -> KraftTasks:
+def maybe_schedule(
+    t: KraftTasks, config: ControllerConfig, now: int | None, active: bool
+) -> KraftTasks:
     """`maybeScheduleNextBalancePartitionLeaders` and `maybeScheduleNextElectUncleanLeaders`."""
     if not active or now is None:
         return t
     if t.balance != SCHEDULED and config.auto_leader_rebalance_enable and t.imbalanced > 0:
-        delay = config.leader_imbalance_check_interval_seconds * 1000 if t.balance == DEFERRED else IMMEDIATE_DELAY_MS
+        delay = (
+            config.leader_imbalance_check_interval_seconds * 1000
+            if t.balance == DEFERRED
+            else IMMEDIATE_DELAY_MS
+        )
         t = replace(t, balance=SCHEDULED, balance_due=now + delay)
     if t.unclean != SCHEDULED and t.leaderless > 0:
-        delay = config.unclean_leader_election_interval_ms if t.unclean == DEFERRED else IMMEDIATE_DELAY_MS
+        delay = (
+            config.unclean_leader_election_interval_ms
+            if t.unclean == DEFERRED
+            else IMMEDIATE_DELAY_MS
+        )
         t = replace(t, unclean=SCHEDULED, unclean_due=now + delay)
     return t
 
@@ -82,11 +92,18 @@ def due_tasks(t: KraftTasks, ts: int | None) -> list[str]:
     if ts is None:
         return []
     due = [(t.balance_due, 0, BALANCE), (t.unclean_due, 1, UNCLEAN)]
-    return [name for when, _, name in sorted((w, i, n) for w, i, n in due if w is not None and w <= ts)]
+    return [
+        name for when, _, name in sorted((w, i, n) for w, i, n in due if w is not None and w <= ts)
+    ]
 
 
-def kraft_apply_summaries(view: Mapping[str, DirectoryRecord], reports: Iterable[SummaryReport],
-                          config: ControllerConfig, offset: int, cause_id: str | None = None) -> DirectoryResult:
+def kraft_apply_summaries(
+    view: Mapping[str, DirectoryRecord],
+    reports: Iterable[SummaryReport],
+    config: ControllerConfig,
+    offset: int,
+    cause_id: str | None = None,
+) -> DirectoryResult:
     """`partition_summaries.apply_summaries`, and the counts and schedules they move: cause
     by cause, as Kafka schedules after each write event."""
     reports = list(reports)
@@ -113,8 +130,12 @@ def kraft_apply_summaries(view: Mapping[str, DirectoryRecord], reports: Iterable
                 summaries.pop(r.partition, None)
             else:
                 summaries[r.partition] = r.summary
-        t = maybe_schedule(replace(t, imbalanced=imbalanced, leaderless=leaderless), config,
-                           max((r.ts for r in group if r.ts is not None), default=None), active)
+        t = maybe_schedule(
+            replace(t, imbalanced=imbalanced, leaderless=leaderless),
+            config,
+            max((r.ts for r in group if r.ts is not None), default=None),
+            active,
+        )
     if t != before:
         result.changes[TASKS_KEY] = t
     return result
@@ -124,8 +145,14 @@ def forget_topic(d: DirectoryView, rec: TopicRecord) -> None:
     """A deleted topic's partitions leave the counts."""
     t = tasks_of(d.view) if TASKS_KEY not in d.changes else cast(KraftTasks, d.changes[TASKS_KEY])
     summaries = [s for _, s in rec.summaries]
-    d.put(TASKS_KEY, replace(t, imbalanced=t.imbalanced - sum(map(is_imbalanced, summaries)),
-                             leaderless=t.leaderless - sum(map(is_leaderless, summaries))))
+    d.put(
+        TASKS_KEY,
+        replace(
+            t,
+            imbalanced=t.imbalanced - sum(map(is_imbalanced, summaries)),
+            leaderless=t.leaderless - sum(map(is_leaderless, summaries)),
+        ),
+    )
 
 
 def current(d: DirectoryView) -> KraftTasks:
@@ -165,4 +192,6 @@ def run(d: DirectoryView, step: KraftTask) -> tuple[list[tuple[str, int]], Kraft
     else:
         t = replace(t, unclean=state, unclean_due=None)
     d.put(TASKS_KEY, t)
-    return found[:MAX_ELECTIONS_PER_IMBALANCE], KraftTask(step.task, after=True, ts=d.ts, hit_max=hit_max)
+    return found[:MAX_ELECTIONS_PER_IMBALANCE], KraftTask(
+        step.task, after=True, ts=d.ts, hit_max=hit_max
+    )

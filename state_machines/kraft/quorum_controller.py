@@ -49,7 +49,6 @@ event time before the event whose `ts` reaches their deadline (periodic_tasks.py
 `ControllerTick` moves time on in a quiet log.
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -58,55 +57,93 @@ from typing import cast
 
 from .. import event_types as ev
 from ..commands import Observe
-from ..directory import CONTROLLER_KEY, ControllerRecord, DirectoryRecord, DirectoryResult, TopicRecord, topic_key
+from ..directory import (
+    CONTROLLER_KEY,
+    ControllerRecord,
+    DirectoryRecord,
+    DirectoryResult,
+    TopicRecord,
+    topic_key,
+)
 from ..event_types import KraftTask
 from ..model import ControllerConfig
 from ..outputs import (
-    AlterPartitionResultRecord, DivergenceRecord, ElectionResultRecord, ObservationOutcome, StateChangeFailedRecord,
+    AlterPartitionResultRecord,
+    DivergenceRecord,
+    ElectionResultRecord,
+    ObservationOutcome,
+    StateChangeFailedRecord,
 )
 from ..states import LeaderRecoveryState
 from . import periodic_tasks
+from .alter_partition import unknown_topic_error
 from .broker_lifecycle import broker_failure, broker_startup, controlled_shutdown, forget_heartbeats
 from .commands import (
-    AlterIsrData, AlterReassignment, BalanceLeader, ClearElr, ElectLeader, ElectUnclean, KraftOp, LoadRegistration,
-    RegisterPartition, RemovePartition,
+    AlterIsrData,
+    AlterReassignment,
+    BalanceLeader,
+    ClearElr,
+    ElectLeader,
+    ElectUnclean,
+    KraftOp,
+    LoadRegistration,
+    RegisterPartition,
+    RemovePartition,
 )
 from .kraft_view import ALTER_PARTITION_VERSION, MIN_INSYNC_REPLICAS, KraftView, fan_out, topic_id
 from .outputs import clear_elr_record, config_record, topic_record
 from .partition_registration import PartitionRegistration
 from .records import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, ApiMessageAndVersion, ConfigRecord, MetadataTopicRecord,
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_TOPIC,
+    ApiMessageAndVersion,
+    ConfigRecord,
+    MetadataTopicRecord,
     RemoveTopicRecord,
 )
-from .alter_partition import unknown_topic_error
 from .replication_control import cluster_describer_default_dir, validate_manual_partition_assignment
 from .schedule import TASKS_KEY
-
 
 # -- topics ------------------------------------------------------------------------------
 
 
-def _validate_assignments(d: KraftView, topic: str, partitions: Iterable[tuple[int, tuple[int, ...]]],
-                          replication_factor: int | None) -> bool:
+def _validate_assignments(
+    d: KraftView,
+    topic: str,
+    partitions: Iterable[tuple[int, tuple[int, ...]]],
+    replication_factor: int | None,
+) -> bool:
     """`createTopic` / `createPartitions`' checks of a manual assignment, all before any
     record: Kafka refuses the whole request with the first error."""
     registry = d.registry()
     for p, replicas in partitions:
         error = validate_manual_partition_assignment(replicas, registry, replication_factor)
         if error is None and not any(registry.is_active(r) for r in replicas):
-            message = (f"All brokers specified in the manual partition assignment for partition {p} are fenced "
-                       f"or in controlled shutdown.")
-            d.emit(StateChangeFailedRecord(topic, p, None, "NewPartition", f"INVALID_REPLICA_ASSIGNMENT: {message}"))
+            message = (
+                f"All brokers specified in the manual partition assignment for partition {p} are fenced "
+                f"or in controlled shutdown."
+            )
+            d.emit(
+                StateChangeFailedRecord(
+                    topic, p, None, "NewPartition", f"INVALID_REPLICA_ASSIGNMENT: {message}"
+                )
+            )
             return False
         if error is not None:
-            d.emit(StateChangeFailedRecord(topic, p, None, "NewPartition", f"{error.error}: {error.message}"))
+            d.emit(
+                StateChangeFailedRecord(
+                    topic, p, None, "NewPartition", f"{error.error}: {error.message}"
+                )
+            )
             return False
         if replication_factor is None:
             replication_factor = len(replicas)
     return True
 
 
-def _register_partitions(d: KraftView, topic: str, partitions: Iterable[tuple[int, tuple[int, ...]]]) -> None:
+def _register_partitions(
+    d: KraftView, topic: str, partitions: Iterable[tuple[int, tuple[int, ...]]]
+) -> None:
     partitions = tuple(partitions)
     d.remember_partitions(topic, partitions)
     for p, replicas in partitions:
@@ -122,8 +159,18 @@ def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
     c = d.controller
     d.put(CONTROLLER_KEY, replace(c, topics=c.topics | {e.topic}))
     # TopicRecord, then its ConfigRecords, then the PartitionRecords (createTopic)
-    d.emit(topic_record(e.topic, ApiMessageAndVersion(MetadataTopicRecord(e.topic, topic_id(e.topic)), 0)))
-    _write_configs(d, [ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value) for name, value in sorted(e.configs)])
+    d.emit(
+        topic_record(
+            e.topic, ApiMessageAndVersion(MetadataTopicRecord(e.topic, topic_id(e.topic)), 0)
+        )
+    )
+    _write_configs(
+        d,
+        [
+            ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value)
+            for name, value in sorted(e.configs)
+        ],
+    )
     _register_partitions(d, e.topic, e.partitions)
 
 
@@ -150,8 +197,9 @@ def _topic_deletion(d: KraftView, e: ev.TopicDeletion) -> None:
     d.put(CONTROLLER_KEY, replace(c, topics=c.topics - {e.topic}))
 
 
-def _config_changes(before: Iterable[tuple[str, str | None]], after: Iterable[tuple[str, str | None]]
-                    ) -> list[tuple[str, str | None]]:
+def _config_changes(
+    before: Iterable[tuple[str, str | None]], after: Iterable[tuple[str, str | None]]
+) -> list[tuple[str, str | None]]:
     old, new = dict(before), dict(after)
     return [(k, new.get(k)) for k in sorted({*old, *new}) if old.get(k) != new.get(k)]
 
@@ -160,14 +208,21 @@ def _topic_config_change(d: KraftView, e: ev.TopicConfigChange) -> None:
     rec = d.topic(e.topic)
     if rec is None:
         return
-    _write_configs(d, [ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value)
-                       for name, value in _config_changes(rec.configs, e.configs)])
+    _write_configs(
+        d,
+        [
+            ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value)
+            for name, value in _config_changes(rec.configs, e.configs)
+        ],
+    )
     d.put(topic_key(e.topic), replace(rec, configs=e.configs))
 
 
 def _broker_config_change(d: KraftView, e: ev.BrokerConfigChange) -> None:
     c = d.controller
-    if _elr_enabled(d) and any(key == MIN_INSYNC_REPLICAS and value is None for key, value in e.configs):
+    if _elr_enabled(d) and any(
+        key == MIN_INSYNC_REPLICAS and value is None for key, value in e.configs
+    ):
         # ConfigurationControlManager.isDisallowedClusterMinIsrTransition (4.0, KAFKA-16540):
         # "Cluster-level min.insync.replicas cannot be removed while ELR is enabled": the
         # request fails with INVALID_CONFIG and nothing is written (3.9 has no such rule)
@@ -181,7 +236,13 @@ def _broker_config_change(d: KraftView, e: ev.BrokerConfigChange) -> None:
     merged = tuple(sorted(configs.items()))
     # incrementalAlterConfigResource: a BROKER resource gets a record for every key of the
     # request, changed or not (KAFKA-14136: "to trigger reloads on the brokers")
-    _write_configs(d, [ConfigRecord(CONFIG_RESOURCE_BROKER, "", name, value) for name, value in sorted(dict(e.configs).items())])
+    _write_configs(
+        d,
+        [
+            ConfigRecord(CONFIG_RESOURCE_BROKER, "", name, value)
+            for name, value in sorted(dict(e.configs).items())
+        ],
+    )
     d.put(CONTROLLER_KEY, replace(c, dynamic_configs=merged))
 
 
@@ -207,9 +268,9 @@ def _write_configs(d: KraftView, records: list[ConfigRecord]) -> None:
             continue
         scope = r.resource_name if r.resource_type == CONFIG_RESOURCE_TOPIC else ""
         d.emit(clear_elr_record(scope))
-        for topic in ([scope] if scope else sorted(d.controller.topics)):
+        for topic in [scope] if scope else sorted(d.controller.topics):
             rec = d.topic(topic)
-            for p in (rec.partition_ids() if rec is not None else ()):
+            for p in rec.partition_ids() if rec is not None else ():
                 d.ksend(topic, p, ClearElr())
 
 
@@ -225,8 +286,11 @@ def _partition_reassignment(d: KraftView, e: ev.PartitionReassignment) -> None:
     if not d.controller.active:
         return
     if not _known(d, e.topic, e.partition):
-        d.emit(StateChangeFailedRecord(e.topic, e.partition, None, "PartitionReassignment",
-                                       "UNKNOWN_TOPIC_OR_PARTITION"))
+        d.emit(
+            StateChangeFailedRecord(
+                e.topic, e.partition, None, "PartitionReassignment", "UNKNOWN_TOPIC_OR_PARTITION"
+            )
+        )
         return
     targets = [r for r in (e.target_replicas or ()) if isinstance(r, int) and r >= 0]
     d.remember_brokers(e.topic, e.partition, targets)
@@ -238,7 +302,11 @@ def _alter_partition(d: KraftView, e: ev.AlterPartition) -> None:
         return
 
     def refuse(error: str) -> None:
-        d.emit(AlterPartitionResultRecord(e.topic, e.partition, e.broker_id, error, None, None, None, None))
+        d.emit(
+            AlterPartitionResultRecord(
+                e.topic, e.partition, e.broker_id, error, None, None, None, None
+            )
+        )
 
     reg = d.registration(e.broker_id)
     epoch = e.broker_epoch if e.broker_epoch is not None else (reg.epoch if reg is not None else -1)
@@ -254,8 +322,18 @@ def _alter_partition(d: KraftView, e: ev.AlterPartition) -> None:
         refuse("UNKNOWN_TOPIC_OR_PARTITION")  # validateAlterPartitionData: no such partition
         return
     d.remember_brokers(e.topic, e.partition, (e.broker_id, *e.isr))
-    d.ksend(e.topic, e.partition, AlterIsrData(e.broker_id, ALTER_PARTITION_VERSION, e.leader_epoch,
-                                               e.partition_epoch, e.isr, e.leader_recovery_state))
+    d.ksend(
+        e.topic,
+        e.partition,
+        AlterIsrData(
+            e.broker_id,
+            ALTER_PARTITION_VERSION,
+            e.leader_epoch,
+            e.partition_epoch,
+            e.isr,
+            e.leader_recovery_state,
+        ),
+    )
 
 
 def _replica_leader_election(d: KraftView, e: ev.ReplicaLeaderElection) -> None:
@@ -263,10 +341,16 @@ def _replica_leader_election(d: KraftView, e: ev.ReplicaLeaderElection) -> None:
         return
     listed = e.partitions is not None
     if e.partitions is None:
-        wanted = [(t, p) for t in sorted(d.controller.topics) for p in cast(TopicRecord, d.topic(t)).partition_ids()]
+        wanted = [
+            (t, p)
+            for t in sorted(d.controller.topics)
+            for p in cast(TopicRecord, d.topic(t)).partition_ids()
+        ]
     else:
         wanted = list(e.partitions)
-    known: dict[str, frozenset[int]] = {}  # each topic's partitions, read once (not once a partition)
+    known: dict[
+        str, frozenset[int]
+    ] = {}  # each topic's partitions, read once (not once a partition)
     for t, p in wanted:
         if t not in known:
             rec = d.topic(t)
@@ -279,8 +363,15 @@ def _replica_leader_election(d: KraftView, e: ev.ReplicaLeaderElection) -> None:
 
 def _partition_state_snapshot(d: KraftView, e: ev.PartitionStateSnapshot) -> None:
     if d.controller.active:
-        d.emit(StateChangeFailedRecord(e.topic, e.partition, None, "PartitionStateSnapshot",
-                                       "ignored: snapshots load context while the controller is inactive"))
+        d.emit(
+            StateChangeFailedRecord(
+                e.topic,
+                e.partition,
+                None,
+                "PartitionStateSnapshot",
+                "ignored: snapshots load context while the controller is inactive",
+            )
+        )
         return
     if d.topic(e.topic) is None:
         d.put(topic_key(e.topic), TopicRecord())
@@ -289,10 +380,16 @@ def _partition_state_snapshot(d: KraftView, e: ev.PartitionStateSnapshot) -> Non
     d.remember_brokers(e.topic, e.partition, (*e.replicas, *e.isr))
     default_dir = cluster_describer_default_dir(d.registry(), d.mv)
     registration = PartitionRegistration(
-        replicas=e.replicas, directories=tuple(default_dir(r) for r in e.replicas), isr=e.isr, leader=e.leader,
-        leader_epoch=e.leader_epoch, partition_epoch=e.partition_epoch,
+        replicas=e.replicas,
+        directories=tuple(default_dir(r) for r in e.replicas),
+        isr=e.isr,
+        leader=e.leader,
+        leader_epoch=e.leader_epoch,
+        partition_epoch=e.partition_epoch,
         leader_recovery_state=LeaderRecoveryState(e.leader_recovery_state),
-        removing_replicas=e.removing_replicas, adding_replicas=e.adding_replicas)
+        removing_replicas=e.removing_replicas,
+        adding_replicas=e.adding_replicas,
+    )
     d.ksend(e.topic, e.partition, LoadRegistration(registration))
 
 
@@ -301,12 +398,24 @@ def _observed_partition_state(d: KraftView, e: ev.ObservedPartitionState) -> Non
         return
     if not _known(d, e.topic, e.partition):
         observed = {"leader": e.leader, "leader_epoch": e.leader_epoch, "isr": list(e.isr)}
-        d.outputs.append(DivergenceRecord(e.topic, e.partition, {"leader": -1, "leader_epoch": None, "isr": []},
-                                          observed, "benign", "the shadow does not know this partition"))
+        d.outputs.append(
+            DivergenceRecord(
+                e.topic,
+                e.partition,
+                {"leader": -1, "leader_epoch": None, "isr": []},
+                observed,
+                "benign",
+                "the shadow does not know this partition",
+            )
+        )
         d.outputs.append(ObservationOutcome("benign"))
         return
     d.remember_brokers(e.topic, e.partition, (e.leader, *e.isr))
-    d.ksend(e.topic, e.partition, Observe(e.leader, e.leader_epoch, e.isr, e.partition_epoch, e.controller_epoch))
+    d.ksend(
+        e.topic,
+        e.partition,
+        Observe(e.leader, e.leader_epoch, e.isr, e.partition_epoch, e.controller_epoch),
+    )
 
 
 def _controller_failover(d: KraftView, e: ev.ControllerFailover) -> None:
@@ -315,7 +424,10 @@ def _controller_failover(d: KraftView, e: ev.ControllerFailover) -> None:
         return
     # a new quorum leader replays the log it already has and writes nothing of its own; its
     # activation schedules the periodic tasks that have work (processBatchEndOffset)
-    d.put(CONTROLLER_KEY, replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch))
+    d.put(
+        CONTROLLER_KEY,
+        replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch),
+    )
     forget_heartbeats(d)
     now = d.ts if d.ts is not None else c.event_time
     d.put(TASKS_KEY, periodic_tasks.maybe_schedule(periodic_tasks.current(d), d.config, now, True))
@@ -323,15 +435,20 @@ def _controller_failover(d: KraftView, e: ev.ControllerFailover) -> None:
 
 _NOT_MAPPED = {
     ev.StopReplicaResponse: "StopReplicaResponse has no meaning in kraft mode: KRaft deletes a topic with one "
-                            "RemoveTopicRecord, without a StopReplica round trip",
+    "RemoveTopicRecord, without a StopReplica round trip",
     ev.ReplicaDirFailure: "ReplicaDirFailure cannot be applied in kraft mode: it names partitions, and KRaft's "
-                          "handleDirectoriesOffline needs the failed directory ids, which the contract does not carry",
+    "handleDirectoriesOffline needs the failed directory ids, which the contract does not carry",
 }
 
 
 def kraft_directory_step(
-    view: Mapping[str, DirectoryRecord], event: ev.CauseStep, config: ControllerConfig, offset: int,
-    cause_id: str | None = None, touched: frozenset[tuple[str, int]] = frozenset(), ts: int | None = None,
+    view: Mapping[str, DirectoryRecord],
+    event: ev.CauseStep,
+    config: ControllerConfig,
+    offset: int,
+    cause_id: str | None = None,
+    touched: frozenset[tuple[str, int]] = frozenset(),
+    ts: int | None = None,
 ) -> DirectoryResult:
     """One input event against the KRaft directory: (records, event) -> (changed records,
     commands, outputs)."""
@@ -397,5 +514,8 @@ def kraft_reads_summaries(env: ev.Envelope, directory: Mapping[str, DirectoryRec
     if isinstance(env.event, (ev.BrokerStartup, ev.ControlledShutdown, ev.ControllerFailover)):
         return True
     controller = directory.get(CONTROLLER_KEY)
-    return (isinstance(controller, ControllerRecord) and controller.active
-            and bool(periodic_tasks.due_tasks(periodic_tasks.tasks_of(directory), env.ts)))
+    return (
+        isinstance(controller, ControllerRecord)
+        and controller.active
+        and bool(periodic_tasks.due_tasks(periodic_tasks.tasks_of(directory), env.ts))
+    )

@@ -180,9 +180,19 @@ class ClearElrRecord:
     topic_name: str
 
 
-MetadataRecord = (MetadataPartitionRecord | PartitionChangeRecord | RegisterBrokerRecord | UnregisterBrokerRecord
-                  | FenceBrokerRecord | UnfenceBrokerRecord | BrokerRegistrationChangeRecord | MetadataTopicRecord
-                  | RemoveTopicRecord | ConfigRecord | ClearElrRecord)
+MetadataRecord = (
+    MetadataPartitionRecord
+    | PartitionChangeRecord
+    | RegisterBrokerRecord
+    | UnregisterBrokerRecord
+    | FenceBrokerRecord
+    | UnfenceBrokerRecord
+    | BrokerRegistrationChangeRecord
+    | MetadataTopicRecord
+    | RemoveTopicRecord
+    | ConfigRecord
+    | ClearElrRecord
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,16 +34,34 @@ from .partition_registration import PartitionRegistration
 _Field = int | list[int] | None
 
 
-def compare(topic: str, partition: int, current: PartitionRegistration, op: Observe, registry: BrokerRegistry,
-            unclean_allowed: bool) -> tuple[list[Output], str]:
+def compare(
+    topic: str,
+    partition: int,
+    current: PartitionRegistration,
+    op: Observe,
+    registry: BrokerRegistry,
+    unclean_allowed: bool,
+) -> tuple[list[Output], str]:
     """The outputs and the outcome: match | benign | safety."""
-    observed: dict[str, _Field] = {"leader": op.leader, "leader_epoch": op.leader_epoch, "isr": list(op.isr)}
+    observed: dict[str, _Field] = {
+        "leader": op.leader,
+        "leader_epoch": op.leader_epoch,
+        "isr": list(op.isr),
+    }
     if op.partition_epoch is not None:
         observed["partition_epoch"] = op.partition_epoch
-    expected: dict[str, _Field] = {"leader": current.leader, "leader_epoch": current.leader_epoch,
-                                   "isr": list(current.isr), "partition_epoch": current.partition_epoch}
-    if (op.leader == current.leader and op.leader_epoch == current.leader_epoch and set(op.isr) == set(current.isr)
-            and (op.partition_epoch is None or op.partition_epoch == current.partition_epoch)):
+    expected: dict[str, _Field] = {
+        "leader": current.leader,
+        "leader_epoch": current.leader_epoch,
+        "isr": list(current.isr),
+        "partition_epoch": current.partition_epoch,
+    }
+    if (
+        op.leader == current.leader
+        and op.leader_epoch == current.leader_epoch
+        and set(op.isr) == set(current.isr)
+        and (op.partition_epoch is None or op.partition_epoch == current.partition_epoch)
+    ):
         return [ObservationOutcome("match")], "match"
     safety: list[str] = []
     leader = op.leader
@@ -52,22 +70,37 @@ def compare(topic: str, partition: int, current: PartitionRegistration, op: Obse
             safety.append(f"leader {leader} is not a replica of {list(current.replicas)}")
         if leader not in op.isr:
             safety.append(f"leader {leader} is outside its own ISR {list(op.isr)}")
-        elif leader != current.leader and leader not in current.isr and leader not in current.elr and not unclean_allowed:
-            safety.append(f"leader {leader} was elected outside the ISR {list(current.isr)} and the ELR "
-                          f"{list(current.elr)} while unclean.leader.election.enable is false")
+        elif (
+            leader != current.leader
+            and leader not in current.isr
+            and leader not in current.elr
+            and not unclean_allowed
+        ):
+            safety.append(
+                f"leader {leader} was elected outside the ISR {list(current.isr)} and the ELR "
+                f"{list(current.elr)} while unclean.leader.election.enable is false"
+            )
     if op.leader_epoch < current.leader_epoch:
         safety.append(f"leader epoch went backwards: {op.leader_epoch} < {current.leader_epoch}")
     if op.partition_epoch is not None and op.partition_epoch < current.partition_epoch:
-        safety.append(f"partition epoch went backwards: {op.partition_epoch} < {current.partition_epoch}")
+        safety.append(
+            f"partition epoch went backwards: {op.partition_epoch} < {current.partition_epoch}"
+        )
     if safety:
         severity, reason = "safety", "; ".join(safety)
     else:
-        diffs = [f"{k} {observed[k]} (expected {expected[k]})" for k in observed
-                 if k in expected and _norm(observed[k]) != _norm(expected[k])]
+        diffs = [
+            f"{k} {observed[k]} (expected {expected[k]})"
+            for k in observed
+            if k in expected and _norm(observed[k]) != _norm(expected[k])
+        ]
         if leader != NO_LEADER and not registry.is_unfenced(leader):
             diffs.append(f"leader {leader} is on a broker the shadow sees fenced")
         severity, reason = "benign", "; ".join(diffs) or "states differ"
-    return [DivergenceRecord(topic, partition, expected, observed, severity, reason), ObservationOutcome(severity)], severity
+    return [
+        DivergenceRecord(topic, partition, expected, observed, severity, reason),
+        ObservationOutcome(severity),
+    ], severity
 
 
 def _norm(value: _Field) -> _Field:
@@ -76,5 +109,12 @@ def _norm(value: _Field) -> _Field:
 
 def adopt(current: PartitionRegistration, op: Observe) -> PartitionRegistration:
     """The observed state as ours (shadow.follow)."""
-    return replace(current, leader=op.leader, leader_epoch=op.leader_epoch, isr=tuple(op.isr),
-                   partition_epoch=current.partition_epoch if op.partition_epoch is None else op.partition_epoch)
+    return replace(
+        current,
+        leader=op.leader,
+        leader_epoch=op.leader_epoch,
+        isr=tuple(op.isr),
+        partition_epoch=current.partition_epoch
+        if op.partition_epoch is None
+        else op.partition_epoch,
+    )

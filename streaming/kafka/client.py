@@ -16,8 +16,18 @@ READ_BATCH_ROWS = 8192
 def _permanent_errors() -> frozenset[int]:
     from confluent_kafka import KafkaError as E
 
-    return frozenset({E.TOPIC_AUTHORIZATION_FAILED, E.GROUP_AUTHORIZATION_FAILED, E.CLUSTER_AUTHORIZATION_FAILED,
-                      E.SASL_AUTHENTICATION_FAILED, E._AUTHENTICATION, E._SSL, E._INVALID_ARG, E._UNKNOWN_PARTITION})
+    return frozenset(
+        {
+            E.TOPIC_AUTHORIZATION_FAILED,
+            E.GROUP_AUTHORIZATION_FAILED,
+            E.CLUSTER_AUTHORIZATION_FAILED,
+            E.SASL_AUTHENTICATION_FAILED,
+            E._AUTHENTICATION,
+            E._SSL,
+            E._INVALID_ARG,
+            E._UNKNOWN_PARTITION,
+        }
+    )
 
 
 PERMANENT_ERRORS = _permanent_errors()
@@ -26,9 +36,20 @@ PERMANENT_ERRORS = _permanent_errors()
 def _outage_errors() -> frozenset[int]:
     from confluent_kafka import KafkaError as E
 
-    return frozenset({E._TIMED_OUT, E._TIMED_OUT_QUEUE, E._TRANSPORT, E._ALL_BROKERS_DOWN, E._RESOLVE,
-                      E.REQUEST_TIMED_OUT, E.NETWORK_EXCEPTION, E.BROKER_NOT_AVAILABLE, E.LEADER_NOT_AVAILABLE,
-                      E.NOT_LEADER_FOR_PARTITION})
+    return frozenset(
+        {
+            E._TIMED_OUT,
+            E._TIMED_OUT_QUEUE,
+            E._TRANSPORT,
+            E._ALL_BROKERS_DOWN,
+            E._RESOLVE,
+            E.REQUEST_TIMED_OUT,
+            E.NETWORK_EXCEPTION,
+            E.BROKER_NOT_AVAILABLE,
+            E.LEADER_NOT_AVAILABLE,
+            E.NOT_LEADER_FOR_PARTITION,
+        }
+    )
 
 
 # what a query gets from a broker that is away (or has no leader yet): waited out

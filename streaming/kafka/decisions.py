@@ -26,7 +26,10 @@ log = logging.getLogger("shadow_controller.kafka")
 # retries without a limit); what ends the wait is a stop or `job.on_broker_outage = "exit"`,
 # through the writer's `cancel` event (streaming.runner).
 WRITER_DEFAULTS: dict[str, Any] = {
-    "acks": "all", "enable.idempotence": False, "max.in.flight.requests.per.connection": 1, "linger.ms": 5,
+    "acks": "all",
+    "enable.idempotence": False,
+    "max.in.flight.requests.per.connection": 1,
+    "linger.ms": 5,
     "message.timeout.ms": 0,
 }
 
@@ -41,16 +44,22 @@ def dlq_record(doc: dict[str, Any], limit: int) -> tuple[bytes | None, list[tupl
     `dlq.original.sha256` say so) and `dlq.*` headers."""
     encoded = doc.get("value_base64")
     value = None if encoded is None else base64.b64decode(encoded)
-    headers = [("dlq.reason", doc["reason"].encode()), ("dlq.source", str(doc["source"]).encode()),
-               ("dlq.offset", str(doc["offset"]).encode())]
+    headers = [
+        ("dlq.reason", doc["reason"].encode()),
+        ("dlq.source", str(doc["source"]).encode()),
+        ("dlq.offset", str(doc["offset"]).encode()),
+    ]
     size, digest = doc.get("original_size"), doc.get("original_sha256")
     if value is not None:
         value, original = truncated(value, limit)
         if original is not None and size is None:  # a letter already cut keeps its original's facts
             size, digest = original
     if size is not None:
-        headers += [("dlq.truncated", b"true"), ("dlq.original.size", str(size).encode()),
-                    ("dlq.original.sha256", str(digest).encode())]
+        headers += [
+            ("dlq.truncated", b"true"),
+            ("dlq.original.size", str(size).encode()),
+            ("dlq.original.sha256", str(digest).encode()),
+        ]
     return value, headers
 
 
@@ -82,8 +91,13 @@ class DecisionWriter:
 
     def _on_stall(self, since: float) -> None:
         self._stalled = True
-        report_outage(self._outage_file, since, self.settings.bootstrap_servers,
-                      f"writing decisions to {self.settings.decisions_topic}", "no record confirmed")
+        report_outage(
+            self._outage_file,
+            since,
+            self.settings.bootstrap_servers,
+            f"writing decisions to {self.settings.decisions_topic}",
+            "no record confirmed",
+        )
 
     def _config(self) -> dict[str, Any]:
         conf = _client_config(self.settings)
@@ -93,7 +107,9 @@ class DecisionWriter:
 
     def write(self, decisions: list[tuple[str, str]], dlq: list[dict[str, Any]]) -> None:
         if self._producer is None:
-            self._producer = CheckedProducer(self._config(), cancel=self.cancel, on_stall=self._on_stall)
+            self._producer = CheckedProducer(
+                self._config(), cancel=self.cancel, on_stall=self._on_stall
+            )
         producer = self._producer
         try:
             producer.send_all(self.settings.decisions_topic, decisions)
@@ -135,4 +151,6 @@ def warn_if_several_partitions(settings: JobSettings) -> None:
         log.warning(
             "the events topic %s has %d partitions: controller events need one total order; "
             "the job orders each micro-batch by (offset) within its input and cannot order across partitions",
-            settings.events_topic, len(topic.partitions))
+            settings.events_topic,
+            len(topic.partitions),
+        )

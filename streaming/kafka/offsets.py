@@ -33,7 +33,14 @@ from pyspark.sql.datasource import InputPartition
 from .client import PERMANENT_ERRORS, answer, next_messages, sorted_error
 from .errors import KafkaSourceError
 from .options import (
-    EARLIEST, LATEST, Offsets, SourceOptions, TopicPartition, json_option, offsets_from_json, report_data_loss,
+    EARLIEST,
+    LATEST,
+    Offsets,
+    SourceOptions,
+    TopicPartition,
+    json_option,
+    offsets_from_json,
+    report_data_loss,
 )
 
 log = logging.getLogger(__name__)
@@ -55,7 +62,9 @@ class OffsetReader:
     def topic_partitions(self) -> list[TopicPartition]:
         if self.options.assign:
             return list(self.options.assign)
-        metadata = answer("Metadata", lambda: self._consumer.list_topics(timeout=self.options.probe_timeout_s))
+        metadata = answer(
+            "Metadata", lambda: self._consumer.list_topics(timeout=self.options.probe_timeout_s)
+        )
         if self.options.subscribe:
             topics = [t for t in self.options.subscribe if t in metadata.topics]
         else:
@@ -69,8 +78,12 @@ class OffsetReader:
         if not tps:
             return {}
         # ListOffsets takes -2 (earliest) and -1 (latest) as timestamps, batched per leader.
-        answers = answer("ListOffsets", lambda: self._consumer.offsets_for_times(
-            [KafkaTP(t, p, spec) for t, p in tps], timeout=self.options.probe_timeout_s))
+        answers = answer(
+            "ListOffsets",
+            lambda: self._consumer.offsets_for_times(
+                [KafkaTP(t, p, spec) for t, p in tps], timeout=self.options.probe_timeout_s
+            ),
+        )
         out: Offsets = {}
         for tp in answers:
             if tp.error is not None:
@@ -109,7 +122,9 @@ class OffsetReader:
         finally:
             self._consumer.unassign()
         if pending:
-            log.warning("end-offset probe got no Fetch answer for %s; using ListOffsets", sorted(pending))
+            log.warning(
+                "end-offset probe got no Fetch answer for %s; using ListOffsets", sorted(pending)
+            )
         return end
 
 
@@ -141,7 +156,9 @@ def rate_limit(start: Offsets, end: Offsets, max_rows: int) -> Offsets:
     return out
 
 
-def resolve_offsets(spec: str, tps: Sequence[TopicPartition], offsets: OffsetReader, *, what: str) -> Offsets:
+def resolve_offsets(
+    spec: str, tps: Sequence[TopicPartition], offsets: OffsetReader, *, what: str
+) -> Offsets:
     """`earliest`, `latest` or Spark's JSON `{"topic": {"0": offset}}` (-2 earliest, -1 latest)
     to concrete offsets for every partition in `tps`."""
     if spec.lower() == "earliest":
@@ -152,7 +169,8 @@ def resolve_offsets(spec: str, tps: Sequence[TopicPartition], offsets: OffsetRea
     if set(given) != set(tps):
         raise KafkaSourceError(
             f"{what} must give an offset for every subscribed partition (use -2 for earliest, -1 for "
-            f"latest); missing {sorted(set(tps) - set(given))}, unknown {sorted(set(given) - set(tps))}")
+            f"latest); missing {sorted(set(tps) - set(given))}, unknown {sorted(set(given) - set(tps))}"
+        )
     resolved = dict(given)
     resolved.update(offsets.earliest([tp for tp, o in given.items() if o == EARLIEST]))
     resolved.update(offsets.latest([tp for tp, o in given.items() if o == LATEST]))
@@ -170,13 +188,18 @@ class KafkaInputPartition(InputPartition):
     end: int
 
 
-def plan_partitions(start: Offsets, end: Offsets, options: SourceOptions) -> list[KafkaInputPartition]:
+def plan_partitions(
+    start: Offsets, end: Offsets, options: SourceOptions
+) -> list[KafkaInputPartition]:
     out = []
     for topic, partition in sorted(end):
         begin, until = start.get((topic, partition), 0), end[(topic, partition)]
         if until < begin:
-            report_data_loss(options, f"{topic}-{partition}: end offset {until} is below start offset {begin} "
-                                      "(topic recreated or log truncated)")
+            report_data_loss(
+                options,
+                f"{topic}-{partition}: end offset {until} is below start offset {begin} "
+                "(topic recreated or log truncated)",
+            )
         elif until > begin:
             out.append(KafkaInputPartition(topic, partition, begin, until))
     return out

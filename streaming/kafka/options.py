@@ -41,11 +41,21 @@ SHORT_NAME = "kafka-py"
 EARLIEST = -2
 LATEST = -1
 # Spark's own Kafka source options this one refuses rather than silently ignores.
-UNSUPPORTED_OPTIONS = ("minoffsetspertrigger", "maxtriggerdelay", "includeheaders", "minpartitions",
-                       "startingoffsetsbytimestamp", "endingoffsetsbytimestamp")
+UNSUPPORTED_OPTIONS = (
+    "minoffsetspertrigger",
+    "maxtriggerdelay",
+    "includeheaders",
+    "minpartitions",
+    "startingoffsetsbytimestamp",
+    "endingoffsetsbytimestamp",
+)
 # Client settings the connector owns: offsets are tracked by Spark, never by the group.
-FORBIDDEN_KAFKA_OPTIONS = ("auto.offset.reset", "enable.auto.commit", "enable.auto.offset.store",
-                           "enable.partition.eof")
+FORBIDDEN_KAFKA_OPTIONS = (
+    "auto.offset.reset",
+    "enable.auto.commit",
+    "enable.auto.offset.store",
+    "enable.partition.eof",
+)
 
 TopicPartition = tuple[str, int]
 Offsets = dict[TopicPartition, int]
@@ -85,15 +95,19 @@ class SourceOptions:
         for name in UNSUPPORTED_OPTIONS:
             if name in opts:
                 raise KafkaSourceError(f"option {name!r} is not supported by {SHORT_NAME}")
-        config = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
+        config = {k[len("kafka.") :]: v for k, v in opts.items() if k.startswith("kafka.")}
         if "bootstrap.servers" not in config:
             raise KafkaSourceError("option 'kafka.bootstrap.servers' is required")
         for name in FORBIDDEN_KAFKA_OPTIONS:
             if name in config:
-                raise KafkaSourceError(f"option 'kafka.{name}' is managed by {SHORT_NAME}; remove it")
+                raise KafkaSourceError(
+                    f"option 'kafka.{name}' is managed by {SHORT_NAME}; remove it"
+                )
         strategies = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
         if len(strategies) != 1:
-            raise KafkaSourceError("exactly one of 'subscribe', 'subscribePattern' or 'assign' is required")
+            raise KafkaSourceError(
+                "exactly one of 'subscribe', 'subscribePattern' or 'assign' is required"
+            )
         subscribe = tuple(t.strip() for t in opts.get("subscribe", "").split(",") if t.strip())
         if "subscribe" in opts and not subscribe:
             raise KafkaSourceError("option 'subscribe' names no topic")
@@ -109,14 +123,18 @@ class SourceOptions:
             subscribe=subscribe,
             subscribe_pattern=opts.get("subscribepattern"),
             assign=assign,
-            starting_offsets=opts.get("startingoffsets", "latest" if streaming else "earliest").strip(),
+            starting_offsets=opts.get(
+                "startingoffsets", "latest" if streaming else "earliest"
+            ).strip(),
             ending_offsets=opts.get("endingoffsets", "latest").strip(),
             max_offsets_per_trigger=int(max_offsets) if max_offsets is not None else None,
             fail_on_data_loss=opts.get("failondataloss", "true").strip().lower() != "false",
             poll_timeout_s=int(opts.get("kafkaconsumer.polltimeoutms", "120000")) / 1000.0,
             pause_file=opts.get("shadow.pausefile"),
-            outage_file=opts.get("shadow.outagefile") or (
-                outage_file_for(opts["shadow.pausefile"]) if opts.get("shadow.pausefile") else None),
+            outage_file=opts.get("shadow.outagefile")
+            or (
+                outage_file_for(opts["shadow.pausefile"]) if opts.get("shadow.pausefile") else None
+            ),
             probe_timeout_s=int(opts.get("endoffsetprobetimeoutms", "10000")) / 1000.0,
         )
 
@@ -128,9 +146,18 @@ class SourceOptions:
         return bool(self.pause_file) and os.path.exists(self.pause_file)  # type: ignore[arg-type]
 
     def consumer_config(self, **overrides: Any) -> dict[str, Any]:
-        config: dict[str, Any] = {"group.id": f"spark-kafka-py-{uuid.uuid4()}", **dict(self.kafka_config)}
-        config.update({"enable.auto.commit": False, "enable.auto.offset.store": False,
-                       "enable.partition.eof": True, "auto.offset.reset": "error"})
+        config: dict[str, Any] = {
+            "group.id": f"spark-kafka-py-{uuid.uuid4()}",
+            **dict(self.kafka_config),
+        }
+        config.update(
+            {
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "error",
+            }
+        )
         config.update(overrides)
         return quiet(config)
 
@@ -147,6 +174,8 @@ def json_option(name: str, raw: str) -> dict[str, Any]:
 
 def report_data_loss(options: SourceOptions, message: str) -> None:
     if options.fail_on_data_loss:
-        raise DataLossError(f"{message}. Some data may have been lost; set failOnDataLoss=false "
-                            "to continue from what the broker still has")
+        raise DataLossError(
+            f"{message}. Some data may have been lost; set failOnDataLoss=false "
+            "to continue from what the broker still has"
+        )
     log.warning("%s; continuing because failOnDataLoss=false", message)

@@ -118,8 +118,13 @@ class Outage:
             report_outage(self.outage_file, self.since, self.servers, self.where, str(error))
         elif now - self._logged >= OUTAGE_LOG_EVERY_S or not self._logged:
             self._logged = now
-            log.warning("broker %s unreachable for %.0f s while %s (%s); waiting", self.servers,
-                        time.time() - self.since, self.where, error)
+            log.warning(
+                "broker %s unreachable for %.0f s while %s (%s); waiting",
+                self.servers,
+                time.time() - self.since,
+                self.where,
+                error,
+            )
 
     def recovered(self) -> None:
         if self.since is None:
@@ -127,5 +132,7 @@ class Outage:
         if self.outage_file:
             clear_outage(self.outage_file)
         else:
-            log.warning("broker %s answers again after %.0f s", self.servers, time.time() - self.since)
+            log.warning(
+                "broker %s answers again after %.0f s", self.servers, time.time() - self.since
+            )
         self.since, self._logged = None, 0.0

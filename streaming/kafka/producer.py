@@ -49,12 +49,20 @@ def flush_timeout_s(config: Mapping[str, Any]) -> float:
 
 
 class CheckedProducer:
-    def __init__(self, config: Mapping[str, Any], *, cancel: threading.Event | None = None,
-                 on_stall: Callable[[float], None] | None = None, stall_s: float = STALL_S) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        cancel: threading.Event | None = None,
+        on_stall: Callable[[float], None] | None = None,
+        stall_s: float = STALL_S,
+    ) -> None:
         from confluent_kafka import Producer
 
         self.config = dict(config)
-        self._producer = Producer({**self.config, "delivery.report.only.error": True, "on_delivery": self._report})
+        self._producer = Producer(
+            {**self.config, "delivery.report.only.error": True, "on_delivery": self._report}
+        )
         self.failures: list[str] = []
         self.sent = 0
         self.cancel = cancel
@@ -67,8 +75,14 @@ class CheckedProducer:
         if error is not None:
             self.failures.append(f"{message.topic()}[{message.partition()}]: {error}")
 
-    def send(self, topic: str, value: bytes | None, key: bytes | None = None, partition: int | None = None,
-             headers: list[tuple[str, bytes]] | None = None) -> None:
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
         from confluent_kafka import KafkaException
 
         kwargs: dict[str, Any] = {"value": value, "key": key}
@@ -81,7 +95,9 @@ class CheckedProducer:
                 self._producer.produce(topic, **kwargs)
                 break
             except BufferError:
-                self._wait(self._producer.poll)  # local queue full: serve delivery reports, then retry
+                self._wait(
+                    self._producer.poll
+                )  # local queue full: serve delivery reports, then retry
             except KafkaException as exc:
                 raise DeliveryFailed(f"cannot produce to {topic!r}: {exc.args[0]}") from exc
         self.sent += 1
@@ -118,8 +134,10 @@ class CheckedProducer:
         result = serve(timeout_s)
         if self.cancel is not None and self.cancel.is_set():
             self.discard()
-            raise WriteAbandoned("the write was abandoned before the broker confirmed it; "
-                                 "its records are dropped (a replay writes them again)")
+            raise WriteAbandoned(
+                "the write was abandoned before the broker confirmed it; "
+                "its records are dropped (a replay writes them again)"
+            )
         waiting, since = self._waiting
         now = time.monotonic()
         left = len(self._producer)
@@ -144,7 +162,8 @@ class CheckedProducer:
             shown = "; ".join(failures[:MAX_REPORTED_FAILURES])
             raise DeliveryFailed(
                 f"{len(failures)} of {sent} records failed and {remaining} are unconfirmed after "
-                f"{timeout_s:.0f}s. First failures: {shown or 'none'}")
+                f"{timeout_s:.0f}s. First failures: {shown or 'none'}"
+            )
         return sent
 
     def discard(self) -> None:

@@ -14,7 +14,15 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from .client import PERMANENT_ERRORS, READ_BATCH_ROWS, answer, next_messages
 from .errors import BrokerUnavailable, KafkaSourceError
@@ -51,10 +59,16 @@ def read_range(options: SourceOptions, split: KafkaInputPartition) -> Iterator[A
     def flush() -> Any:
         n = len(timestamps)
         batch = pa.RecordBatch.from_arrays(
-            [pa.array(columns[0], pa.binary()), pa.array(columns[1], pa.binary()),
-             pa.array([split.topic] * n, pa.string()), pa.array([split.partition] * n, pa.int32()),
-             pa.array(columns[2], pa.int64()), pa.array(timestamps, pa.timestamp("us", tz="UTC"))],
-            schema=arrow_schema)
+            [
+                pa.array(columns[0], pa.binary()),
+                pa.array(columns[1], pa.binary()),
+                pa.array([split.topic] * n, pa.string()),
+                pa.array([split.partition] * n, pa.int32()),
+                pa.array(columns[2], pa.int64()),
+                pa.array(timestamps, pa.timestamp("us", tz="UTC")),
+            ],
+            schema=arrow_schema,
+        )
         for column in columns:
             column.clear()
         timestamps.clear()
@@ -62,7 +76,9 @@ def read_range(options: SourceOptions, split: KafkaInputPartition) -> Iterator[A
 
     position = split.start
     last_error = None
-    outage = Outage(options.outage_file, options.servers, f"reading {split.topic}-{split.partition}")
+    outage = Outage(
+        options.outage_file, options.servers, f"reading {split.topic}-{split.partition}"
+    )
     probe_after = min(options.poll_timeout_s, READ_PROBE_AFTER_S)
     consumer = Consumer(options.consumer_config())
     try:
@@ -73,9 +89,14 @@ def read_range(options: SourceOptions, split: KafkaInputPartition) -> Iterator[A
             now = time.monotonic()
             if now >= next_probe:
                 try:
-                    answer("ListOffsets", lambda: consumer.get_watermark_offsets(
-                        KafkaTP(split.topic, split.partition), timeout=min(options.probe_timeout_s,
-                                                                           READ_PROBE_TIMEOUT_S), cached=False))
+                    answer(
+                        "ListOffsets",
+                        lambda: consumer.get_watermark_offsets(
+                            KafkaTP(split.topic, split.partition),
+                            timeout=min(options.probe_timeout_s, READ_PROBE_TIMEOUT_S),
+                            cached=False,
+                        ),
+                    )
                 except BrokerUnavailable as exc:
                     outage.failed(last_error or exc, since=time.time() - (now - last_progress))
                     next_probe = outage.next_try
@@ -89,8 +110,11 @@ def read_range(options: SourceOptions, split: KafkaInputPartition) -> Iterator[A
                         f"{split.topic}-{split.partition}: no records for {options.poll_timeout_s:.0f}s while "
                         f"reading [{split.start}, {split.end}) although the broker answers; stuck at offset "
                         f"{position}; last client error: {last_error} (raise kafkaConsumer.pollTimeoutMs if "
-                        "the broker is just slow)")
-                next_probe = now + min(probe_after, max(0.5, last_progress + options.poll_timeout_s - now))
+                        "the broker is just slow)"
+                    )
+                next_probe = now + min(
+                    probe_after, max(0.5, last_progress + options.poll_timeout_s - now)
+                )
             for msg in next_messages(consumer, 1.0):
                 error = msg.error()
                 if error is not None:
@@ -98,8 +122,11 @@ def read_range(options: SourceOptions, split: KafkaInputPartition) -> Iterator[A
                         # Everything below the EOF offset has been delivered: reaching `end`
                         # this way also covers offsets with no record (compaction, markers).
                         if msg.offset() < split.end:
-                            report_data_loss(options, f"{split.topic}-{split.partition}: log ends at "
-                                                      f"{msg.offset()}, before the planned end {split.end}")
+                            report_data_loss(
+                                options,
+                                f"{split.topic}-{split.partition}: log ends at "
+                                f"{msg.offset()}, before the planned end {split.end}",
+                            )
                         position = split.end
                         break
                     if error.code() == KafkaError._AUTO_OFFSET_RESET:
@@ -134,17 +161,24 @@ def read_range(options: SourceOptions, split: KafkaInputPartition) -> Iterator[A
         yield flush()
 
 
-def _restart_after_out_of_range(consumer: Any, options: SourceOptions, split: KafkaInputPartition,
-                                position: int) -> int:
+def _restart_after_out_of_range(
+    consumer: Any, options: SourceOptions, split: KafkaInputPartition, position: int
+) -> int:
     from confluent_kafka import TopicPartition as KafkaTP
 
-    low, _ = consumer.get_watermark_offsets(KafkaTP(split.topic, split.partition),
-                                            timeout=options.probe_timeout_s)
+    low, _ = consumer.get_watermark_offsets(
+        KafkaTP(split.topic, split.partition), timeout=options.probe_timeout_s
+    )
     if low <= position:
-        raise KafkaSourceError(f"{split.topic}-{split.partition}: offset {position} reported out of range "
-                               f"but the log starts at {low}")
-    report_data_loss(options, f"{split.topic}-{split.partition}: offsets [{position}, {low}) were deleted "
-                              "before they were read")
+        raise KafkaSourceError(
+            f"{split.topic}-{split.partition}: offset {position} reported out of range "
+            f"but the log starts at {low}"
+        )
+    report_data_loss(
+        options,
+        f"{split.topic}-{split.partition}: offsets [{position}, {low}) were deleted "
+        "before they were read",
+    )
     resume = min(low, split.end)
     if resume < split.end:
         consumer.assign([KafkaTP(split.topic, split.partition, resume)])

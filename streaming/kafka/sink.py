@@ -21,7 +21,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
 from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
 
 from .errors import KafkaSinkError
@@ -45,7 +49,7 @@ class SinkOptions:
     @classmethod
     def parse(cls, options: Mapping[str, str], schema: StructType) -> SinkOptions:
         opts = {k.lower(): v for k, v in options.items()}
-        config = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
+        config = {k[len("kafka.") :]: v for k, v in opts.items() if k.startswith("kafka.")}
         if "bootstrap.servers" not in config:
             raise KafkaSinkError("option 'kafka.bootstrap.servers' is required")
         fields = {f.name: f.dataType for f in schema.fields}
@@ -65,14 +69,18 @@ class SinkOptions:
         return flush_timeout_s(dict(self.producer_config))
 
 
-def _check_column(fields: Mapping[str, Any], name: str, types: tuple[type, ...], *, required: bool) -> None:
+def _check_column(
+    fields: Mapping[str, Any], name: str, types: tuple[type, ...], *, required: bool
+) -> None:
     if name not in fields:
         if required:
             raise KafkaSinkError(f"required column {name!r} is missing")
         return
     if not isinstance(fields[name], types):
         allowed = " or ".join(t.typeName() for t in types)
-        raise KafkaSinkError(f"column {name!r} must be {allowed}, not {fields[name].simpleString()}")
+        raise KafkaSinkError(
+            f"column {name!r} must be {allowed}, not {fields[name].simpleString()}"
+        )
 
 
 def _as_bytes(value: Any) -> bytes | None:
@@ -89,15 +97,21 @@ def produce_batches(options: SinkOptions, batches: Iterator[Any]) -> int:
     producer = CheckedProducer(options.producer_settings())
     for batch in batches:
         names = batch.schema.names
-        column = {name: batch.column(name).to_pylist() for name in ("value", "key", "topic", "partition")
-                  if name in names}
+        column = {
+            name: batch.column(name).to_pylist()
+            for name in ("value", "key", "topic", "partition")
+            if name in names
+        }
         for i in range(batch.num_rows):
             topic = options.topic or column["topic"][i]
             if topic is None:
                 raise KafkaSinkError("a row has a null 'topic' and no 'topic' option is set")
-            producer.send(topic, _as_bytes(column["value"][i]),
-                          key=_as_bytes(column["key"][i]) if "key" in column else None,
-                          partition=column["partition"][i] if "partition" in column else None)
+            producer.send(
+                topic,
+                _as_bytes(column["value"][i]),
+                key=_as_bytes(column["key"][i]) if "key" in column else None,
+                partition=column["partition"][i] if "partition" in column else None,
+            )
         if producer.failures:
             break  # the task fails anyway; stop producing more
     return producer.confirm(options.flush_timeout_s())

@@ -40,12 +40,24 @@ from pyspark.sql.datasource import (
     DataSourceWriter,
     InputPartition,
 )
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import StructType
 
 from .errors import BrokerUnavailable, KafkaSourceError
 from .offsets import KafkaInputPartition, OffsetReader, plan_partitions, rate_limit, resolve_offsets
-from .options import SHORT_NAME, Offsets, SourceOptions, offsets_from_json, offsets_to_json, report_data_loss
+from .options import (
+    SHORT_NAME,
+    Offsets,
+    SourceOptions,
+    offsets_from_json,
+    offsets_to_json,
+    report_data_loss,
+)
 from .outage import Outage
 from .reader import SCHEMA, read_range
 from .sink import KafkaBatchWriter, KafkaStreamWriter, SinkOptions
@@ -61,7 +73,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __getstate__(self) -> dict[str, Any]:
         # `read` is shipped to executors with this object; clients stay on the driver.
-        return {"options": self.options, "_offsets": None, "_target": None, "_outage": None, "_available": None}
+        return {
+            "options": self.options,
+            "_offsets": None,
+            "_target": None,
+            "_outage": None,
+            "_available": None,
+        }
 
     @property
     def offsets(self) -> OffsetReader:
@@ -83,12 +101,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return answer
             while not self._outage.due():
                 if self.options.paused():
-                    raise KafkaSourceError(f"stopped while waiting for the broker {self.options.servers}")
+                    raise KafkaSourceError(
+                        f"stopped while waiting for the broker {self.options.servers}"
+                    )
                 time.sleep(0.2)  # backoff between queries, watching the pause file
 
     def initialOffset(self) -> dict:
-        return offsets_to_json(self._until_answered(lambda: resolve_offsets(
-            self.options.starting_offsets, self.offsets.topic_partitions(), self.offsets, what="startingOffsets")))
+        return offsets_to_json(
+            self._until_answered(
+                lambda: resolve_offsets(
+                    self.options.starting_offsets,
+                    self.offsets.topic_partitions(),
+                    self.offsets,
+                    what="startingOffsets",
+                )
+            )
+        )
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:
@@ -96,7 +124,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = self._until_answered(lambda: self.offsets.latest(self.offsets.topic_partitions()))
+        self._target = self._until_answered(
+            lambda: self.offsets.latest(self.offsets.topic_partitions())
+        )
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         if self.options.paused():
@@ -128,7 +158,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             limited = ahead
         else:
             raise KafkaSourceError(f"read limit {limit!r} is not supported")
-        end = {tp: (available[tp] if available[tp] < begin.get(tp, 0) else limited[tp]) for tp in available}
+        end = {
+            tp: (available[tp] if available[tp] < begin.get(tp, 0) else limited[tp])
+            for tp in available
+        }
         return offsets_to_json(end)
 
     def reportLatestOffset(self) -> dict | None:
@@ -163,7 +196,9 @@ class KafkaBatchReader(DataSourceReader):
         offsets = OffsetReader(self.options)
         try:
             tps = offsets.topic_partitions()
-            start = resolve_offsets(self.options.starting_offsets, tps, offsets, what="startingOffsets")
+            start = resolve_offsets(
+                self.options.starting_offsets, tps, offsets, what="startingOffsets"
+            )
             end = resolve_offsets(self.options.ending_offsets, tps, offsets, what="endingOffsets")
         finally:
             offsets.close()

@@ -56,7 +56,9 @@ def _saved_doc(checkpoint: str) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except ValueError as exc:
-        raise CheckpointMismatch(f"{path} is not valid JSON ({exc}); cannot check the checkpoint") from None
+        raise CheckpointMismatch(
+            f"{path} is not valid JSON ({exc}); cannot check the checkpoint"
+        ) from None
 
 
 def check_frozen(settings: JobSettings, checkpoint: str) -> None:
@@ -66,16 +68,22 @@ def check_frozen(settings: JobSettings, checkpoint: str) -> None:
         return  # a new checkpoint
     doc = _saved_doc(checkpoint)
     if doc is None:
-        raise CheckpointMismatch(f"{checkpoint} has query state but no {SETTINGS_FILE}; cannot check its state layout")
+        raise CheckpointMismatch(
+            f"{checkpoint} has query state but no {SETTINGS_FILE}; cannot check its state layout"
+        )
     saved = load_settings(checkpoint)
     for name in FROZEN:
         now, then = frozen_value(settings, name), frozen_value(saved, name)
         if now != then:
-            raise CheckpointMismatch(f"{name} is frozen into the checkpoint {checkpoint} ({then}); "
-                                     f"it cannot be changed to {now}")
+            raise CheckpointMismatch(
+                f"{name} is frozen into the checkpoint {checkpoint} ({then}); "
+                f"it cannot be changed to {now}"
+            )
     if saved.partition_buckets and doc.get("state_layout", 1) != STATE_LAYOUT:
-        raise CheckpointMismatch(f"{checkpoint} keeps scale-mode state in layout {doc.get('state_layout', 1)}; "
-                                 f"this build reads layout {STATE_LAYOUT}: start a new checkpoint")
+        raise CheckpointMismatch(
+            f"{checkpoint} keeps scale-mode state in layout {doc.get('state_layout', 1)}; "
+            f"this build reads layout {STATE_LAYOUT}: start a new checkpoint"
+        )
 
 
 def frozen_value(settings: Any, dotted: str) -> Any:
@@ -90,7 +98,9 @@ def source_of(settings: JobSettings) -> str:
     for another input."""
     if settings.input.startswith("file:"):
         return "file:" + os.path.abspath(settings.input[5:])
-    servers = ",".join(sorted(s.strip() for s in settings.bootstrap_servers.split(",") if s.strip()))
+    servers = ",".join(
+        sorted(s.strip() for s in settings.bootstrap_servers.split(",") if s.strip())
+    )
     return f"kafka topic {settings.events_topic} at {servers}"
 
 
@@ -100,15 +110,20 @@ def check_source(settings: JobSettings, checkpoint: str) -> None:
     if recorded is not None and recorded != source_of(settings):
         raise CheckpointMismatch(
             f"the checkpoint {checkpoint} reads {recorded}, not {source_of(settings)}: its offsets belong to that "
-            f"input; start a new checkpoint (or, if it is the same data under another name, edit \"source\" "
-            f"in {os.path.join(checkpoint, SETTINGS_FILE)})")
+            f'input; start a new checkpoint (or, if it is the same data under another name, edit "source" '
+            f"in {os.path.join(checkpoint, SETTINGS_FILE)})"
+        )
 
 
 def save_settings(settings: JobSettings, checkpoint: str) -> None:
     """Record the settings of a run, and the input it reads, in CHECKPOINT/settings.json (a
     replay starts from them; a later run must read the same input)."""
-    doc = {"version": SETTINGS_VERSION, "state_layout": STATE_LAYOUT, "source": source_of(settings),
-           "job": dataclasses.asdict(settings)}
+    doc = {
+        "version": SETTINGS_VERSION,
+        "state_layout": STATE_LAYOUT,
+        "source": source_of(settings),
+        "job": dataclasses.asdict(settings),
+    }
     os.makedirs(checkpoint, exist_ok=True)
     path = os.path.join(checkpoint, SETTINGS_FILE)
     with open(f"{path}.tmp", "w", encoding="utf-8") as fh:
@@ -124,9 +139,13 @@ def load_settings(checkpoint: str) -> JobSettings:
         raise CheckpointError(f"{checkpoint}: no such checkpoint directory")
     doc = _saved_doc(checkpoint)
     if doc is None:
-        raise CheckpointError(f"{path} not found: the checkpoint was not written by a run that records its settings")
+        raise CheckpointError(
+            f"{path} not found: the checkpoint was not written by a run that records its settings"
+        )
     if doc.get("version") != SETTINGS_VERSION:
-        raise CheckpointError(f"{path}: settings version {doc.get('version')!r}, expected {SETTINGS_VERSION}")
+        raise CheckpointError(
+            f"{path}: settings version {doc.get('version')!r}, expected {SETTINGS_VERSION}"
+        )
     job = dict(doc["job"])
     job["controller"] = ControllerConfig(**_known(ControllerConfig, job.get("controller", {})))
     job["limits"] = InputLimits(**_known(InputLimits, job.get("limits", {})))

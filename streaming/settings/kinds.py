@@ -76,7 +76,7 @@ def metadata_version(name: str, value: Any) -> str:
     from state_machines.kraft.metadata_version import MetadataVersion
 
     if not isinstance(value, str):
-        raise SettingError(f"{name} must be a metadata.version such as \"3.9-IV0\", got {value!r}")
+        raise SettingError(f'{name} must be a metadata.version such as "3.9-IV0", got {value!r}')
     try:
         return MetadataVersion.from_version_string(value.strip()).value
     except ValueError:
@@ -115,7 +115,9 @@ def choice(*options: str) -> Check:
 
 def location(name: str, value: Any) -> str:
     """Where the job reads or writes: `kafka`, or `file:DIR`."""
-    if value == "kafka" or (isinstance(value, str) and value.startswith("file:") and value[5:].strip()):
+    if value == "kafka" or (
+        isinstance(value, str) and value.startswith("file:") and value[5:].strip()
+    ):
         return value
     raise SettingError(f"{name} must be kafka or file:DIR, got {value!r}")
 
@@ -127,22 +129,30 @@ def offsets(name: str, value: Any) -> str:
     try:
         doc = json.loads(value) if isinstance(value, str) else value
         ok = isinstance(doc, dict) and all(
-            isinstance(parts, dict) and all(p.lstrip("-").isdigit() and type(o) is int for p, o in parts.items())
-            for parts in doc.values())
+            isinstance(parts, dict)
+            and all(p.lstrip("-").isdigit() and type(o) is int for p, o in parts.items())
+            for parts in doc.values()
+        )
     except ValueError:
         ok = False
     if not ok:
-        raise SettingError(f'{name} must be earliest, latest or JSON like {{"topic": {{"0": 42}}}}, got {value!r}')
+        raise SettingError(
+            f'{name} must be earliest, latest or JSON like {{"topic": {{"0": 42}}}}, got {value!r}'
+        )
     return value if isinstance(value, str) else json.dumps(value)
 
 
 # Spark's interval units (IntervalUtils.stringToInterval, singular or plural; no
 # abbreviations); a processing-time trigger refuses months and years.
-_INTERVAL = re.compile(r"(interval\s+)?(\d+(\.\d+)?\s*(week|day|hour|minute|second|millisecond|microsecond)s?\s*)+",
-                       re.IGNORECASE)
+_INTERVAL = re.compile(
+    r"(interval\s+)?(\d+(\.\d+)?\s*(week|day|hour|minute|second|millisecond|microsecond)s?\s*)+",
+    re.IGNORECASE,
+)
 
 
 def interval(name: str, value: Any) -> str:
     if not (isinstance(value, str) and _INTERVAL.fullmatch(value.strip())):
-        raise SettingError(f"{name} must be an interval like '1 second' or '500 milliseconds', got {value!r}")
+        raise SettingError(
+            f"{name} must be an interval like '1 second' or '500 milliseconds', got {value!r}"
+        )
     return value

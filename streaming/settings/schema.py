@@ -26,7 +26,20 @@ from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.model import ControllerConfig
 
 from .kinds import (
-    Check, SettingError, auto_count, boolean, cap, choice, count, integer, interval, location, metadata_version, offsets, port, seconds,
+    Check,
+    SettingError,
+    auto_count,
+    boolean,
+    cap,
+    choice,
+    count,
+    integer,
+    interval,
+    location,
+    metadata_version,
+    offsets,
+    port,
+    seconds,
     text,
 )
 
@@ -96,6 +109,7 @@ class JobSettings:
 
 # -- the schema ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class Setting:
     name: str
@@ -133,23 +147,46 @@ SCHEMA = (
     Setting("spark.master", text),
     Setting("spark.sql.shuffle.partitions", integer(1), "shuffle_partitions"),
     # the names ControllerConfig.from_properties reads (Kafka's)
-    Setting("controller.unclean.leader.election.enable", boolean, "controller.unclean_leader_election_enable"),
-    Setting("controller.auto.leader.rebalance.enable", boolean, "controller.auto_leader_rebalance_enable"),
-    Setting("controller.leader.imbalance.per.broker.percentage", count,
-            "controller.leader_imbalance_per_broker_percentage"),
-    Setting("controller.leader.imbalance.check.interval.seconds", integer(1),
-            "controller.leader_imbalance_check_interval_seconds"),
+    Setting(
+        "controller.unclean.leader.election.enable",
+        boolean,
+        "controller.unclean_leader_election_enable",
+    ),
+    Setting(
+        "controller.auto.leader.rebalance.enable",
+        boolean,
+        "controller.auto_leader_rebalance_enable",
+    ),
+    Setting(
+        "controller.leader.imbalance.per.broker.percentage",
+        count,
+        "controller.leader_imbalance_per_broker_percentage",
+    ),
+    Setting(
+        "controller.leader.imbalance.check.interval.seconds",
+        integer(1),
+        "controller.leader_imbalance_check_interval_seconds",
+    ),
     Setting("controller.delete.topic.enable", boolean, "controller.delete_topic_enable"),
-    Setting("controller.leader.recovery.supported", boolean, "controller.leader_recovery_supported"),
+    Setting(
+        "controller.leader.recovery.supported", boolean, "controller.leader_recovery_supported"
+    ),
     Setting("controller.shadow.follow", boolean, "controller.shadow_follow"),
     Setting("controller.emit.update.metadata", boolean, "controller.emit_update_metadata"),
     Setting("controller.min.insync.replicas", integer(1), "controller.min_insync_replicas"),
     # the rule set (state_machines/rule_sets.py), and what the KRaft rules depend on
     Setting("controller.mode", choice("zk", "kraft"), "controller.mode"),
     Setting("controller.metadata.version", metadata_version, "controller.metadata_version"),
-    Setting("controller.eligible.leader.replicas.version", integer(0), "controller.eligible_leader_replicas_version"),
-    Setting("controller.unclean.leader.election.interval.ms", integer(1),
-            "controller.unclean_leader_election_interval_ms"),
+    Setting(
+        "controller.eligible.leader.replicas.version",
+        integer(0),
+        "controller.eligible_leader_replicas_version",
+    ),
+    Setting(
+        "controller.unclean.leader.election.interval.ms",
+        integer(1),
+        "controller.unclean_leader_election_interval_ms",
+    ),
 )
 SETTINGS = {s.name: s for s in SCHEMA}
 
@@ -168,7 +205,7 @@ def canonical(name: str) -> str:
     """The setting `name` stands for, or SettingError naming the closest valid one."""
     name = ALIASES.get(name, name)
     if name.startswith(SPARK + SPARK):  # [spark] "spark.x" in the file, or --set spark.spark.x
-        name = name[len(SPARK):]
+        name = name[len(SPARK) :]
     if name in SETTINGS or _free_form(name):
         return name
     raise SettingError(_unknown(name))
@@ -177,7 +214,7 @@ def canonical(name: str) -> str:
 def _free_form(name: str) -> bool:
     if name.startswith(OPTIONS):
         return len(name) > len(OPTIONS)
-    if name.startswith(SPARK) and "." in name[len(SPARK):]:
+    if name.startswith(SPARK) and "." in name[len(SPARK) :]:
         # a near miss of a setting this job reads is a typo, not another Spark setting
         typed = [n for n in SETTINGS if n.startswith(SPARK)]
         return not difflib.get_close_matches(name, typed, n=1, cutoff=0.9)
@@ -203,6 +240,7 @@ def check(name: str, value: Any) -> tuple[str, Any]:
 
 
 # -- reading -------------------------------------------------------------------------------
+
 
 def parse_override(item: str) -> tuple[str, Any]:
     """`--set SECTION.KEY=VALUE` as (name, value); VALUE is read as a TOML value (true, 8,
@@ -282,6 +320,7 @@ def read_controller_config(path: str | Path) -> ControllerConfig:
 
 # -- applying ------------------------------------------------------------------------------
 
+
 def _changes(values: Mapping[str, Any], owner: str) -> dict[str, Any]:
     """The fields of `owner` ("" for JobSettings itself, "limits", "controller") set by `values`."""
     out = {}
@@ -301,9 +340,12 @@ def apply_controller(config: ControllerConfig, values: Mapping[str, Any]) -> Con
 
 def apply(settings: JobSettings, values: Mapping[str, Any]) -> JobSettings:
     """`settings` with `values` (checked, by canonical name) applied."""
-    options = {name[len(OPTIONS):]: value for name, value in values.items() if name.startswith(OPTIONS)}
+    options = {
+        name[len(OPTIONS) :]: value for name, value in values.items() if name.startswith(OPTIONS)
+    }
     return dataclasses.replace(
-        settings, **_changes(values, ""),
+        settings,
+        **_changes(values, ""),
         limits=dataclasses.replace(settings.limits, **_changes(values, "limits")),
         controller=apply_controller(settings.controller, values),
         kafka_options={**settings.kafka_options, **options},
@@ -311,7 +353,11 @@ def apply(settings: JobSettings, values: Mapping[str, Any]) -> JobSettings:
 
 
 def spark_conf(values: Mapping[str, Any]) -> dict[str, str]:
-    return {name: str(value) for name, value in values.items() if name.startswith(SPARK) and name != "spark.master"}
+    return {
+        name: str(value)
+        for name, value in values.items()
+        if name.startswith(SPARK) and name != "spark.master"
+    }
 
 
 def master(values: Mapping[str, Any]) -> str:
@@ -324,7 +370,9 @@ def job_settings(values: Mapping[str, Any]) -> tuple[JobSettings, dict[str, str]
     return apply(base, values), spark_conf(values), master(values)
 
 
-def with_overrides(settings: JobSettings, overrides: list[str]) -> tuple[JobSettings, dict[str, str], str]:
+def with_overrides(
+    settings: JobSettings, overrides: list[str]
+) -> tuple[JobSettings, dict[str, str], str]:
     """`settings` with `--set SECTION.KEY=VALUE` overrides applied as `shadow-controller run`
     applies them to its TOML file: (settings, Spark conf, master)."""
     values = check_all(parse_override(item) for item in overrides)

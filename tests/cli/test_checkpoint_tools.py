@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from streaming import exits
 from shadow_controller.cli import main as cli_main
 from shadow_controller.replay import add_parser as add_replay_parser
 from shadow_controller.replay import run_replay
+from streaming import exits
 from streaming.settings.checkpoint import save_settings
 from streaming.settings.schema import JobSettings
 from tests.streaming.spark_helpers import run_file_job
@@ -40,28 +40,48 @@ def checkpoint(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     base = tmp_path_factory.mktemp("tools")
     run_file_job(spark, base, [json.dumps(e).encode() for e in INCIDENT], max_offsets=1)
     ckpt = str(base / "ckpt")
-    save_settings(JobSettings(input=f"file:{base / 'in'}", output=f"file:{base / 'out'}", checkpoint=ckpt,
-                              max_offsets_per_trigger=1), ckpt)
+    save_settings(
+        JobSettings(
+            input=f"file:{base / 'in'}",
+            output=f"file:{base / 'out'}",
+            checkpoint=ckpt,
+            max_offsets_per_trigger=1,
+        ),
+        ckpt,
+    )
     return ckpt
 
 
-@pytest.mark.parametrize("argv, missing", [
-    (["--partition", "nosuch-7"], "nosuch-7"),
-    (["--partition", "t-0", "--partition", "t-9"], "t-9"),
-    (["--topic", "nosuch", "--partition", "7"], "nosuch-7"),
-    (["--topic", "nosuch"], "topic nosuch"),
-])
-def test_a_partition_not_in_the_checkpoint_is_one_line_and_exit_2(checkpoint: str, argv: list[str], missing: str,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv, missing",
+    [
+        (["--partition", "nosuch-7"], "nosuch-7"),
+        (["--partition", "t-0", "--partition", "t-9"], "t-9"),
+        (["--topic", "nosuch", "--partition", "7"], "nosuch-7"),
+        (["--topic", "nosuch"], "topic nosuch"),
+    ],
+)
+def test_a_partition_not_in_the_checkpoint_is_one_line_and_exit_2(
+    checkpoint: str, argv: list[str], missing: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli_main(["inspect", "--checkpoint", checkpoint, *argv]) == exits.USAGE
     captured = capsys.readouterr()
     assert captured.out == ""
     [line] = captured.err.splitlines()
-    assert line.startswith(f"shadow-controller inspect: {missing}: not in the checkpoint {checkpoint}"), line
+    assert line.startswith(
+        f"shadow-controller inspect: {missing}: not in the checkpoint {checkpoint}"
+    ), line
 
 
-def test_topic_and_partition_name_a_partition(checkpoint: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["inspect", "--checkpoint", checkpoint, "--topic", "t", "--partition", "0", "--json"]) == 0
+def test_topic_and_partition_name_a_partition(
+    checkpoint: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        cli_main(
+            ["inspect", "--checkpoint", checkpoint, "--topic", "t", "--partition", "0", "--json"]
+        )
+        == 0
+    )
     by_flags = json.loads(capsys.readouterr().out)
     assert cli_main(["inspect", "--checkpoint", checkpoint, "--partition", "t-0", "--json"]) == 0
     assert by_flags == json.loads(capsys.readouterr().out)
@@ -71,9 +91,21 @@ def test_topic_and_partition_name_a_partition(checkpoint: str, capsys: pytest.Ca
 def test_replay_diff_as_json(spark: Any, checkpoint: str, tmp_path: Path) -> None:
     parser = argparse.ArgumentParser(prog="shadow-controller")
     add_replay_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["replay", "--checkpoint", checkpoint, "--from-batch", str(FROM_BATCH),
-                              "--to", str(tmp_path / "branch"), "--set",
-                              "controller.unclean.leader.election.enable=true", "--diff", "--json"])
+    args = parser.parse_args(
+        [
+            "replay",
+            "--checkpoint",
+            checkpoint,
+            "--from-batch",
+            str(FROM_BATCH),
+            "--to",
+            str(tmp_path / "branch"),
+            "--set",
+            "controller.unclean.leader.election.enable=true",
+            "--diff",
+            "--json",
+        ]
+    )
     printed = io.StringIO()
 
     assert run_replay(args, spark, out=printed) == 0

@@ -16,18 +16,24 @@ from streaming.prometheus import metric_name
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 GAUGES = {metric_name(g) for g in ALL}
 SERVED = GAUGES | {
-    "kafka_controller_controllerstats_uncleanleaderelections_total", "shadow_controller_observations_total",
-    "shadow_controller_batch"}
+    "kafka_controller_controllerstats_uncleanleaderelections_total",
+    "shadow_controller_observations_total",
+    "shadow_controller_batch",
+}
 
 
 def test_dashboard_queries_name_served_metrics() -> None:
     dash = json.loads((DOCKER / "grafana" / "dashboards" / "kafka-controller.json").read_text())
     exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
     assert exprs and len({p["id"] for p in dash["panels"]}) == len(dash["panels"])
-    named = {m for e in exprs for m in re.findall(r"\b(?:kafka_controller|kafka_server|shadow_controller)_\w+", e)}
+    named = {
+        m
+        for e in exprs
+        for m in re.findall(r"\b(?:kafka_controller|kafka_server|shadow_controller)_\w+", e)
+    }
     assert named and named <= SERVED, named - SERVED
     # every gauge the job serves (Kafka's updateMetrics, the ReplicaManager's) has a panel
-    assert GAUGES <= named, GAUGES - named
+    assert named >= GAUGES, GAUGES - named
 
 
 def test_compose_scrapes_the_jobs_metrics_port() -> None:

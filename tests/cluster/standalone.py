@@ -83,7 +83,10 @@ def executor_pid(executor_dir: Path) -> int | None:
         if not entry.name.isdigit():
             continue
         try:
-            if Path(os.readlink(entry / "cwd")) == executor_dir and b"Executor" in (entry / "cmdline").read_bytes():
+            if (
+                Path(os.readlink(entry / "cwd")) == executor_dir
+                and b"Executor" in (entry / "cmdline").read_bytes()
+            ):
                 return int(entry.name)
         except OSError:
             continue
@@ -93,8 +96,14 @@ def executor_pid(executor_dir: Path) -> int | None:
 def _spawn(name: str, args: list[str], log: Path, env: dict[str, str]) -> Daemon:
     fh = open(log, "wb")
     try:
-        process = subprocess.Popen([str(SPARK_CLASS), *args], stdout=fh, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        process = subprocess.Popen(
+            [str(SPARK_CLASS), *args],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
     finally:
         fh.close()
     return Daemon(name, process, log)
@@ -127,8 +136,10 @@ def _wait_ready(cluster: StandaloneCluster, workers: int) -> None:
     while time.monotonic() < deadline:
         for d in cluster.daemons:
             if d.process.poll() is not None:
-                raise ClusterStartFailed(f"{d.name} exited with {d.process.returncode} before the cluster was "
-                                         f"ready; its log ({d.log}) ends:\n{d.tail()}")
+                raise ClusterStartFailed(
+                    f"{d.name} exited with {d.process.returncode} before the cluster was "
+                    f"ready; its log ({d.log}) ends:\n{d.tail()}"
+                )
         try:
             if len(cluster.alive_workers()) >= workers:
                 return
@@ -136,13 +147,20 @@ def _wait_ready(cluster: StandaloneCluster, workers: int) -> None:
         except OSError as exc:
             last_error = str(exc)
         time.sleep(0.25)  # a poll interval against a deadline, not a wait for a guessed time
-    raise ClusterStartFailed(f"the cluster was not ready within {START_DEADLINE_S:.0f} s ({last_error}); "
-                             f"master log ends:\n{cluster.daemons[0].tail()}")
+    raise ClusterStartFailed(
+        f"the cluster was not ready within {START_DEADLINE_S:.0f} s ({last_error}); "
+        f"master log ends:\n{cluster.daemons[0].tail()}"
+    )
 
 
 @contextmanager
-def standalone_cluster(base: Path, workers: int = 2, cores_per_worker: int = 1,
-                       memory_per_worker: str = "2g", env: dict[str, str] | None = None) -> Iterator[StandaloneCluster]:
+def standalone_cluster(
+    base: Path,
+    workers: int = 2,
+    cores_per_worker: int = 1,
+    memory_per_worker: str = "2g",
+    env: dict[str, str] | None = None,
+) -> Iterator[StandaloneCluster]:
     """A master and `workers` workers under `base` (logs, work and local directories); the
     daemons and the executors they launch get `env` (default: this process's environment,
     so the executors import the same code and run the same Python)."""
@@ -154,19 +172,52 @@ def standalone_cluster(base: Path, workers: int = 2, cores_per_worker: int = 1,
     env["SPARK_LOG_DIR"] = str(base / "logs")
     (base / "conf").mkdir(exist_ok=True)
     port, web_port = free_port(), free_port()
-    cluster = StandaloneCluster(master_url=f"spark://127.0.0.1:{port}", web_url=f"http://127.0.0.1:{web_port}",
-                                work_dirs=[base / f"worker-{i}" for i in range(workers)])
+    cluster = StandaloneCluster(
+        master_url=f"spark://127.0.0.1:{port}",
+        web_url=f"http://127.0.0.1:{web_port}",
+        work_dirs=[base / f"worker-{i}" for i in range(workers)],
+    )
     try:
-        cluster.daemons.append(_spawn("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                                 "--port", str(port), "--webui-port", str(web_port)],
-                                      base / "master.log", env))
+        cluster.daemons.append(
+            _spawn(
+                "master",
+                [
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(web_port),
+                ],
+                base / "master.log",
+                env,
+            )
+        )
         for i, work in enumerate(cluster.work_dirs):
             work.mkdir()
             worker_env = {**env, "SPARK_LOCAL_DIRS": str(base / f"worker-{i}-local")}
-            cluster.daemons.append(_spawn(f"worker {i}", [
-                "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--webui-port", str(free_port()),
-                "--cores", str(cores_per_worker), "--memory", memory_per_worker, "--work-dir", str(work),
-                cluster.master_url], base / f"worker-{i}.log", worker_env))
+            cluster.daemons.append(
+                _spawn(
+                    f"worker {i}",
+                    [
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        "127.0.0.1",
+                        "--webui-port",
+                        str(free_port()),
+                        "--cores",
+                        str(cores_per_worker),
+                        "--memory",
+                        memory_per_worker,
+                        "--work-dir",
+                        str(work),
+                        cluster.master_url,
+                    ],
+                    base / f"worker-{i}.log",
+                    worker_env,
+                )
+            )
         _wait_ready(cluster, workers)
         yield cluster
     finally:

@@ -45,11 +45,17 @@ from pathlib import Path
 
 import pytest
 
+from streaming.operators import SEQUENCER_KEY
 from streaming.settings.schema import JobSettings
 from streaming.spark_hash import shuffle_partition
-from streaming.operators import SEQUENCER_KEY
 from tests.cluster.standalone import StandaloneCluster, executor_pid, standalone_cluster
-from tests.streaming.spark_helpers import canonical, read_output, run_to_end, simulate_records, write_input
+from tests.streaming.spark_helpers import (
+    canonical,
+    read_output,
+    run_to_end,
+    simulate_records,
+    write_input,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -63,7 +69,9 @@ KILL_AFTER_BATCH = 2
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    with standalone_cluster(tmp_path_factory.mktemp("standalone"), workers=2, cores_per_worker=1) as c:
+    with standalone_cluster(
+        tmp_path_factory.mktemp("standalone"), workers=2, cores_per_worker=1
+    ) as c:
         yield c
 
 
@@ -80,9 +88,14 @@ def state_store_tasks(event_log_dir: Path) -> dict[str, list[tuple[int, int, str
                 for rdd in info["RDD Info"]:
                     if rdd["Name"] == "StateStoreRDD":
                         operator_of[info["Stage ID"]] = json.loads(rdd["Scope"])["name"]
-            elif event["Event"] == "SparkListenerTaskEnd" and event["Task End Reason"]["Reason"] == "Success":
+            elif (
+                event["Event"] == "SparkListenerTaskEnd"
+                and event["Task End Reason"]["Reason"] == "Success"
+            ):
                 info = event["Task Info"]
-                tasks[event["Stage ID"]].append((int(info["Partition ID"]), str(info["Executor ID"])))
+                tasks[event["Stage ID"]].append(
+                    (int(info["Partition ID"]), str(info["Executor ID"]))
+                )
     out: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
     for stage, name in sorted(operator_of.items()):
         out[name] += [(stage, part, executor) for part, executor in sorted(tasks[stage])]
@@ -95,7 +108,10 @@ def sequencer_operator_id(checkpoint: Path) -> int | None:
     for meta in sorted(checkpoint.glob("query/state/*/_metadata/**/*")):
         if meta.is_file() and not meta.name.startswith("."):
             for line in meta.read_text(errors="replace").splitlines():
-                if line.startswith("{") and "transformWithState" in json.loads(line)["operatorInfo"]["operatorName"]:
+                if (
+                    line.startswith("{")
+                    and "transformWithState" in json.loads(line)["operatorInfo"]["operatorName"]
+                ):
                     return int(json.loads(line)["operatorInfo"]["operatorId"])
     return None
 
@@ -104,14 +120,22 @@ def sequencer_executor(cluster: StandaloneCluster, checkpoint: Path, partition: 
     """The executor directory whose log shows it loaded the sequencer's state store."""
     operator = sequencer_operator_id(checkpoint)
     # the executor's INFO line as it loads a store (Spark 4.3's wording)
-    marker = (f"loaded instance StateStoreProviderId[ storeId=StateStoreId[ "
-              f"operatorId={operator}, partitionId={partition}, ")
-    holders = [d for dirs in cluster.executor_dirs().values() for d in dirs
-               if marker in (d / "stderr").read_text(errors="replace")]
+    marker = (
+        f"loaded instance StateStoreProviderId[ storeId=StateStoreId[ "
+        f"operatorId={operator}, partitionId={partition}, "
+    )
+    holders = [
+        d
+        for dirs in cluster.executor_dirs().values()
+        for d in dirs
+        if marker in (d / "stderr").read_text(errors="replace")
+    ]
     return holders[-1] if operator is not None and holders else None
 
 
-def run_on_cluster(cluster: StandaloneCluster, base: Path, kill_after_batch: int) -> tuple[int, str, str | None]:
+def run_on_cluster(
+    cluster: StandaloneCluster, base: Path, kill_after_batch: int
+) -> tuple[int, str, str | None]:
     """Run the job to the end of its input; once it has logged micro-batch
     `kill_after_batch`, SIGKILL the executor holding the sequencer's state store, so the
     next batches run it on another executor. (exit code, stderr, the killed executor's id)."""
@@ -128,13 +152,26 @@ def run_on_cluster(cluster: StandaloneCluster, base: Path, kill_after_batch: int
         "spark.eventLog.compress": "false",
         "spark.eventLog.dir": f"file:{base / 'events'}",
     }
-    argv = [sys.executable, "-m", "shadow_controller.cli", "run", "--input", f"file:{base / 'in'}",
-            "--output", f"file:{base / 'out'}", "--checkpoint", str(base / "ckpt"), "--available-now"]
+    argv = [
+        sys.executable,
+        "-m",
+        "shadow_controller.cli",
+        "run",
+        "--input",
+        f"file:{base / 'in'}",
+        "--output",
+        f"file:{base / 'out'}",
+        "--checkpoint",
+        str(base / "ckpt"),
+        "--available-now",
+    ]
     for name, value in settings.items():
         argv += ["--set", f"{name}={value}"]
     killed: str | None = None
     lines: list[str] = []
-    with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as job:
+    with subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    ) as job:
         watchdog = threading.Timer(JOB_TIMEOUT_S, job.kill)
         watchdog.start()
         try:
@@ -145,7 +182,9 @@ def run_on_cluster(cluster: StandaloneCluster, base: Path, kill_after_batch: int
                     partition = shuffle_partition(SEQUENCER_KEY, SHUFFLE_PARTITIONS)
                     holder = sequencer_executor(cluster, base / "ckpt", partition)
                     pid = executor_pid(holder) if holder else None
-                    assert pid, f"no running executor holds the sequencer's store: {cluster.executor_dirs()}"
+                    assert pid, (
+                        f"no running executor holds the sequencer's store: {cluster.executor_dirs()}"
+                    )
                     os.kill(pid, signal.SIGKILL)
                     killed = holder.name
             code = job.wait()
@@ -156,19 +195,29 @@ def run_on_cluster(cluster: StandaloneCluster, base: Path, kill_after_batch: int
     return code, "".join(lines), killed
 
 
-def test_the_job_on_a_standalone_cluster_writes_local_modes_decisions(spark, cluster: StandaloneCluster,
-                                                                      tmp_path: Path) -> None:
+def test_the_job_on_a_standalone_cluster_writes_local_modes_decisions(
+    spark, cluster: StandaloneCluster, tmp_path: Path
+) -> None:
     lines = EXAMPLE.read_bytes().splitlines()
     write_input(tmp_path / "cluster" / "in", lines)
     code, stderr, killed = run_on_cluster(cluster, tmp_path / "cluster", KILL_AFTER_BATCH)
     assert code == 0, stderr[-4000:]
-    assert killed is not None, f"the job ended before micro-batch {KILL_AFTER_BATCH}:\n{stderr[-2000:]}"
+    assert killed is not None, (
+        f"the job ended before micro-batch {KILL_AFTER_BATCH}:\n{stderr[-2000:]}"
+    )
 
     # local mode, the same settings that shape the decisions, in this process's local session
     write_input(tmp_path / "local" / "in", lines)
     local_base = tmp_path / "local"
-    run_to_end(spark, JobSettings(input=f"file:{local_base / 'in'}", output=f"file:{local_base / 'out'}",
-                                  checkpoint=str(local_base / "ckpt"), max_offsets_per_trigger=MAX_OFFSETS))
+    run_to_end(
+        spark,
+        JobSettings(
+            input=f"file:{local_base / 'in'}",
+            output=f"file:{local_base / 'out'}",
+            checkpoint=str(local_base / "ckpt"),
+            max_offsets_per_trigger=MAX_OFFSETS,
+        ),
+    )
 
     on_cluster = sorted(canonical(r) for r in read_output(tmp_path / "cluster" / "out"))
     local = sorted(canonical(r) for r in read_output(tmp_path / "local" / "out"))
@@ -180,18 +229,27 @@ def test_the_job_on_a_standalone_cluster_writes_local_modes_decisions(spark, clu
     # master replaced the one killed (ids count up: 0 and 1, then 2)
     assert all(cluster.executor_dirs().values()), cluster.executor_dirs()
     stateful = state_store_tasks(tmp_path / "cluster" / "events")
-    assert set(stateful) == {"TransformWithStateInPySpark", "FlatMapGroupsInPandasWithState"}, stateful
+    assert set(stateful) == {"TransformWithStateInPySpark", "FlatMapGroupsInPandasWithState"}, (
+        stateful
+    )
     assert {"0", "1"} <= {ex for tasks in stateful.values() for _, _, ex in tasks}, stateful
     sequencer_partition = shuffle_partition(SEQUENCER_KEY, SHUFFLE_PARTITIONS)
-    sequencer_executors = [ex for _, part, ex in stateful["TransformWithStateInPySpark"] if part == sequencer_partition]
+    sequencer_executors = [
+        ex for _, part, ex in stateful["TransformWithStateInPySpark"] if part == sequencer_partition
+    ]
     # the sequencer ran on the executor killed and, after it, on another one
-    assert killed in sequencer_executors and set(sequencer_executors) - {killed}, (killed, sequencer_executors)
+    assert killed in sequencer_executors and set(sequencer_executors) - {killed}, (
+        killed,
+        sequencer_executors,
+    )
     batches = sum("INFO shadow_controller: batch " in line for line in stderr.splitlines())
     assert batches >= len(lines) // MAX_OFFSETS, stderr[-2000:]
-    print(f"\n{batches} micro-batches on {cluster.master_url}; {len(on_cluster)} decisions equal local mode's and "
-          f"the engine's; executor {killed} killed after batch {KILL_AFTER_BATCH}; the sequencer's partition "
-          f"({sequencer_partition}) ran on executors {sequencer_executors} (one task per stage attempt), "
-          f"each in a fresh Python worker")
+    print(
+        f"\n{batches} micro-batches on {cluster.master_url}; {len(on_cluster)} decisions equal local mode's and "
+        f"the engine's; executor {killed} killed after batch {KILL_AFTER_BATCH}; the sequencer's partition "
+        f"({sequencer_partition}) ran on executors {sequencer_executors} (one task per stage attempt), "
+        f"each in a fresh Python worker"
+    )
 
 
 def package_zip(path: Path) -> Path:
@@ -203,8 +261,9 @@ def package_zip(path: Path) -> Path:
     return path
 
 
-def test_spark_submit_with_the_package_as_py_files_runs_the_job_on_the_cluster(cluster: StandaloneCluster,
-                                                                               tmp_path: Path) -> None:
+def test_spark_submit_with_the_package_as_py_files_runs_the_job_on_the_cluster(
+    cluster: StandaloneCluster, tmp_path: Path
+) -> None:
     """The README's spark-submit command: the code from `--py-files` (the driver's
     PYTHONPATH left out), spark-submit's `--master` deciding over the settings' local[2],
     in scale mode as the README sets it (the partition stage's tasks write the decision
@@ -213,23 +272,45 @@ def test_spark_submit_with_the_package_as_py_files_runs_the_job_on_the_cluster(c
     write_input(tmp_path / "in", lines)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_DRIVER_PYTHON")}
     env["PYSPARK_PYTHON"] = sys.executable
-    argv = [str(Path(sys.executable).parent / "spark-submit"), "--master", cluster.master_url,
-            "--py-files", str(package_zip(tmp_path / "shadow-controller.zip")),
-            "--conf", f"spark.pyspark.python={sys.executable}",
-            str(ROOT / "bin" / "spark-submit-main.py"), "run", "--config", str(ROOT / "conf" / "shadow-controller.toml"),
-            "--input", f"file:{tmp_path / 'in'}", "--output", f"file:{tmp_path / 'out'}",
-            "--checkpoint", str(tmp_path / "ckpt"), "--available-now", "--set", "job.partition_buckets=4"]
+    argv = [
+        str(Path(sys.executable).parent / "spark-submit"),
+        "--master",
+        cluster.master_url,
+        "--py-files",
+        str(package_zip(tmp_path / "shadow-controller.zip")),
+        "--conf",
+        f"spark.pyspark.python={sys.executable}",
+        str(ROOT / "bin" / "spark-submit-main.py"),
+        "run",
+        "--config",
+        str(ROOT / "conf" / "shadow-controller.toml"),
+        "--input",
+        f"file:{tmp_path / 'in'}",
+        "--output",
+        f"file:{tmp_path / 'out'}",
+        "--checkpoint",
+        str(tmp_path / "ckpt"),
+        "--available-now",
+        "--set",
+        "job.partition_buckets=4",
+    ]
     apps_before = {app["id"] for app in cluster.state().get("completedapps", [])}
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT_S)
+    done = subprocess.run(
+        argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT_S
+    )
     assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
     # it ran on the cluster, not in a local[2] driver: the master lists it as completed
     # (the master hears of the driver's end on its own; polled against a deadline)
     deadline = time.monotonic() + 30
     while True:
-        apps = [app for app in cluster.state().get("completedapps", []) if app["id"] not in apps_before]
+        apps = [
+            app for app in cluster.state().get("completedapps", []) if app["id"] not in apps_before
+        ]
         if apps or time.monotonic() > deadline:
             break
         time.sleep(0.25)
-    assert [app["name"] for app in apps] == ["kafka-shadow-controller"], cluster.state().get("completedapps")
+    assert [app["name"] for app in apps] == ["kafka-shadow-controller"], cluster.state().get(
+        "completedapps"
+    )
     got = sorted(canonical(r) for r in read_output(tmp_path / "out"))
     assert got and got == sorted(simulate_records(lines))

@@ -30,7 +30,9 @@ GOLDEN = Path(__file__).with_name("decisions.json")
 
 
 def _bench_story(partitions: int) -> list[dict]:
-    spec = importlib.util.spec_from_file_location("engine_bench", ROOT / "bench" / "engine_bench.py")
+    spec = importlib.util.spec_from_file_location(
+        "engine_bench", ROOT / "bench" / "engine_bench.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     phases = module.cluster_log(10, partitions, 3, 100, full=True)
@@ -38,7 +40,12 @@ def _bench_story(partitions: int) -> list[dict]:
 
 
 def logs() -> Iterator[tuple[str, list[bytes]]]:
-    for path in sorted([*(ROOT / "examples").glob("*.jsonl"), *(ROOT / "tests" / "scenarios" / "logs").glob("*.jsonl")]):
+    for path in sorted(
+        [
+            *(ROOT / "examples").glob("*.jsonl"),
+            *(ROOT / "tests" / "scenarios" / "logs").glob("*.jsonl"),
+        ]
+    ):
         yield path.relative_to(ROOT).as_posix(), path.read_bytes().splitlines()
     for seed in range(16):
         yield f"generated-{seed}", [json.dumps(e).encode() for e in generate_log(seed, n_events=80)]
@@ -48,7 +55,9 @@ def logs() -> Iterator[tuple[str, list[bytes]]]:
 NO_UPDATE_METADATA = ControllerConfig(emit_update_metadata=False)
 
 
-def simulate(lines: list[bytes], config: ControllerConfig = NO_UPDATE_METADATA) -> tuple[list[bytes], Engine]:
+def simulate(
+    lines: list[bytes], config: ControllerConfig = NO_UPDATE_METADATA
+) -> tuple[list[bytes], Engine]:
     """`simulate --out`'s lines for the log, and the engine after it."""
     engine = Engine(config)
     out: list[bytes] = []
@@ -57,9 +66,11 @@ def simulate(lines: list[bytes], config: ControllerConfig = NO_UPDATE_METADATA) 
             continue
         try:
             env = parse_line(line, i)
-        except Exception:  # noqa: BLE001 - a bad line is skipped, as simulate does
+        except Exception:
             continue
-        out.extend(json.dumps(record, separators=(",", ":")).encode() for record in engine.process(env))
+        out.extend(
+            json.dumps(record, separators=(",", ":")).encode() for record in engine.process(env)
+        )
     return out, engine
 
 
@@ -67,7 +78,9 @@ def digest(lines: list[bytes]) -> dict[str, object]:
     """What `simulate --out --state-out` would write, hashed."""
     records, engine = simulate(lines)
     out = hashlib.sha256(b"".join(r + b"\n" for r in records))
-    state = hashlib.sha256(json.dumps(engine.state_json(), indent=2, sort_keys=True).encode()).hexdigest()
+    state = hashlib.sha256(
+        json.dumps(engine.state_json(), indent=2, sort_keys=True).encode()
+    ).hexdigest()
     return {"records": len(records), "decisions_sha256": out.hexdigest(), "state_sha256": state}
 
 
@@ -77,7 +90,9 @@ ALL = dict(logs())
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_simulate_writes_the_golden_bytes(name: str) -> None:
     golden = json.loads(GOLDEN.read_text())
-    assert name in golden, f"no golden output for {name}: run python -m tests.golden.test_golden_decisions --update"
+    assert name in golden, (
+        f"no golden output for {name}: run python -m tests.golden.test_golden_decisions --update"
+    )
     assert digest(ALL[name]) == golden[name]
 
 
@@ -94,5 +109,8 @@ def test_update_metadata_only_adds_records(name: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
         sys.exit("usage: python -m tests.golden.test_golden_decisions --update")
-    GOLDEN.write_text(json.dumps({name: digest(lines) for name, lines in ALL.items()}, indent=1, sort_keys=True) + "\n")
+    GOLDEN.write_text(
+        json.dumps({name: digest(lines) for name, lines in ALL.items()}, indent=1, sort_keys=True)
+        + "\n"
+    )
     print(f"wrote {GOLDEN}")

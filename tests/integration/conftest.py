@@ -59,9 +59,17 @@ def produce(bootstrap: str) -> Callable[..., None]:
     confirms every record."""
     from confluent_kafka import Producer
 
-    def send(topic: str, records: Sequence[Record], *, partition: int | None = None, linger_ms: int = 0) -> None:
-        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": linger_ms,
-                             "batch.num.messages": 10_000, "enable.idempotence": True})
+    def send(
+        topic: str, records: Sequence[Record], *, partition: int | None = None, linger_ms: int = 0
+    ) -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": linger_ms,
+                "batch.num.messages": 10_000,
+                "enable.idempotence": True,
+            }
+        )
         errors: list[object] = []
         confirmed: list[int] = []
 

@@ -10,8 +10,14 @@ def consume_all(bootstrap: str, topic: str, expected: int = 0, deadline_s: float
     until a poll comes back empty, so extra records would be seen too."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}-{time.monotonic_ns()}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"check-{topic}-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     records = []
     end = time.monotonic() + deadline_s

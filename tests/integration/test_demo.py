@@ -27,16 +27,27 @@ def test_the_demo_prints_each_decision_under_its_event(tmp_path: Path) -> None:
     story = tmp_path / "story.jsonl"
     story.write_text("\n".join(STORY) + "\n")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    proc = subprocess.run([sys.executable, "-m", "shadow_controller.cli", "demo", "--scenario", str(story)],
-                          capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "shadow_controller.cli", "demo", "--scenario", str(story)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
     assert "Traceback" not in out + proc.stderr
     created = out.split("#3 create:")[1].split("#4")[0]
-    assert "orders-0     LeaderAndIsr leader=1 epoch=0 isr=[1, 2] pe=0 (initial election) -> brokers [1, 2]" in created
+    assert (
+        "orders-0     LeaderAndIsr leader=1 epoch=0 isr=[1, 2] pe=0 (initial election) -> brokers [1, 2]"
+        in created
+    )
     crashed = out.split("#4 b1-crash:")[1]
     # broker 1 led orders-0: broker 2 takes over (the offline election), told alone
-    assert "orders-0     LeaderAndIsr leader=2 epoch=1 isr=[2] pe=1 (offline election) -> brokers [2]" in crashed
+    assert (
+        "orders-0     LeaderAndIsr leader=2 epoch=1 isr=[2] pe=1 (offline election) -> brokers [2]"
+        in crashed
+    )
     assert "(from #" not in out  # every decision printed under the event that caused it
     assert "end-to-end latency" in out
 
@@ -47,8 +58,22 @@ def test_the_demo_under_kraft_rules_prints_the_metadata_records(tmp_path: Path) 
     story = tmp_path / "story.jsonl"
     story.write_text("\n".join(STORY) + "\n")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    proc = subprocess.run([sys.executable, "-m", "shadow_controller.cli", "demo", "--mode", "kraft", "--scenario", str(story)],
-                          capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shadow_controller.cli",
+            "demo",
+            "--mode",
+            "kraft",
+            "--scenario",
+            str(story),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
     assert "Traceback" not in out + proc.stderr

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from shadow_controller.broker import create_topics
+from state_machines.model import ControllerConfig
 from streaming.settings.schema import JobSettings
 from tests.golden.test_golden_decisions import ALL, GOLDEN, simulate
 from tests.integration.kafka_helpers import consume_all
 from tests.streaming.spark_helpers import run_to_end, write_input
-from state_machines.model import ControllerConfig
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -36,15 +36,22 @@ def simulate_bytes(name: str) -> list[bytes]:
     checked against the golden digest."""
     without, _ = simulate(ALL[name])
     golden = json.loads(GOLDEN.read_text())[name]
-    assert hashlib.sha256(b"".join(x + b"\n" for x in without)).hexdigest() == golden["decisions_sha256"]
+    assert (
+        hashlib.sha256(b"".join(x + b"\n" for x in without)).hexdigest()
+        == golden["decisions_sha256"]
+    )
     lines, _ = simulate(ALL[name], ControllerConfig())
     return lines
 
 
 def assert_same_bytes(got: list[bytes], expected: list[bytes]) -> None:
     assert len(got) == len(expected)
-    mismatch = next((i for i, (a, b) in enumerate(zip(sorted(got), sorted(expected))) if a != b), None)
-    assert mismatch is None, f"first difference: {sorted(got)[mismatch]!r} != {sorted(expected)[mismatch]!r}"
+    mismatch = next(
+        (i for i, (a, b) in enumerate(zip(sorted(got), sorted(expected))) if a != b), None
+    )
+    assert mismatch is None, (
+        f"first difference: {sorted(got)[mismatch]!r} != {sorted(expected)[mismatch]!r}"
+    )
 
 
 @pytest.mark.parametrize("buckets", KEYINGS)
@@ -52,26 +59,40 @@ def assert_same_bytes(got: list[bytes], expected: list[bytes]) -> None:
 def test_file_mode_writes_the_golden_bytes(spark, tmp_path: Path, name: str, buckets: int) -> None:
     expected = simulate_bytes(name)
     write_input(tmp_path / "in", ALL[name])
-    settings = JobSettings(input=f"file:{tmp_path / 'in'}", output=f"file:{tmp_path / 'out'}",
-                           checkpoint=str(tmp_path / "ckpt"), partition_buckets=buckets)
+    settings = JobSettings(
+        input=f"file:{tmp_path / 'in'}",
+        output=f"file:{tmp_path / 'out'}",
+        checkpoint=str(tmp_path / "ckpt"),
+        partition_buckets=buckets,
+    )
     run_to_end(spark, settings)
-    got = [line.rstrip(b"\n") for f in sorted((tmp_path / "out").glob("decisions-*.jsonl"))
-           for line in f.read_bytes().splitlines(keepends=True)]
+    got = [
+        line.rstrip(b"\n")
+        for f in sorted((tmp_path / "out").glob("decisions-*.jsonl"))
+        for line in f.read_bytes().splitlines(keepends=True)
+    ]
     assert_same_bytes(got, expected)
 
 
 @pytest.mark.broker
 @pytest.mark.parametrize("buckets", KEYINGS)
 @pytest.mark.parametrize("name", LOGS)
-def test_kafka_mode_writes_the_golden_bytes(spark, bootstrap, new_topic, produce, tmp_path: Path, name: str,
-                                            buckets: int) -> None:
+def test_kafka_mode_writes_the_golden_bytes(
+    spark, bootstrap, new_topic, produce, tmp_path: Path, name: str, buckets: int
+) -> None:
     expected = simulate_bytes(name)
     events, decisions = new_topic(prefix="events"), new_topic(prefix="decisions")
     create_topics(bootstrap, {f"{events}.dlq": 1})
     produce(events, [(None, line) for line in ALL[name]], linger_ms=50)
-    settings = JobSettings(input="kafka", output="kafka", checkpoint=str(tmp_path / "ckpt"),
-                           bootstrap_servers=bootstrap, events_topic=events, decisions_topic=decisions,
-                           partition_buckets=buckets)
+    settings = JobSettings(
+        input="kafka",
+        output="kafka",
+        checkpoint=str(tmp_path / "ckpt"),
+        bootstrap_servers=bootstrap,
+        events_topic=events,
+        decisions_topic=decisions,
+        partition_buckets=buckets,
+    )
     run_to_end(spark, settings)
     got = consume_all(bootstrap, decisions, len(expected), deadline_s=300.0)
     assert_same_bytes([m.value() for m in got], expected)

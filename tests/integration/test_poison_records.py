@@ -29,26 +29,41 @@ def produce_large(bootstrap: str, topic: str, values: list[bytes | None]) -> Non
     """Produce in order, allowing records of a few MiB (the poisons), every one confirmed."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "message.max.bytes": 4 * 1024 * 1024,
-                         "enable.idempotence": True, "linger.ms": 20})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "message.max.bytes": 4 * 1024 * 1024,
+            "enable.idempotence": True,
+            "linger.ms": 20,
+        }
+    )
     errors: list[object] = []
     for value in values:
-        producer.produce(topic, value=value, on_delivery=lambda err, _msg: errors.append(err) if err else None)
+        producer.produce(
+            topic, value=value, on_delivery=lambda err, _msg: errors.append(err) if err else None
+        )
         producer.poll(0)
     assert producer.flush(60) == 0 and not errors, errors
 
 
 def test_poison_records_go_to_the_dead_letters_and_the_decisions_are_the_clean_logs(
-        spark, bootstrap, new_topic, tmp_path):
+    spark, bootstrap, new_topic, tmp_path
+):
     clean = [json.dumps(e).encode() for e in generate_log(23, n_events=60)]
     log = poisoned_log(clean, named_poisons() + fuzzed(random.Random(4), clean, 40), seed=9)
     events, decisions = new_topic(prefix="events"), new_topic(prefix="decisions")
     create_topics(bootstrap, {f"{events}.dlq": 1})
     produce_large(bootstrap, events, log.lines)
 
-    settings = JobSettings(input="kafka", output="kafka", checkpoint=str(tmp_path / "ckpt"),
-                           bootstrap_servers=bootstrap, events_topic=events, decisions_topic=decisions,
-                           max_offsets_per_trigger=16)
+    settings = JobSettings(
+        input="kafka",
+        output="kafka",
+        checkpoint=str(tmp_path / "ckpt"),
+        bootstrap_servers=bootstrap,
+        events_topic=events,
+        decisions_topic=decisions,
+        max_offsets_per_trigger=16,
+    )
     sink = run_to_end(spark, settings)
     assert sum(s["dlq"] for s in sink.stats.values()) == len(log.bad)
 
@@ -64,7 +79,10 @@ def test_poison_records_go_to_the_dead_letters_and_the_decisions_are_the_clean_l
             assert msg.value() is None and b"tombstone" in h["dlq.reason"], what
         elif "dlq.truncated" in h:
             assert len(original) > settings.dlq_max_value_bytes, what
-            assert original.startswith(msg.value()) and len(msg.value()) <= settings.dlq_max_value_bytes
+            assert (
+                original.startswith(msg.value())
+                and len(msg.value()) <= settings.dlq_max_value_bytes
+            )
             assert int(h["dlq.original.size"]) == len(original)
             assert h["dlq.original.sha256"].decode() == hashlib.sha256(original).hexdigest()
         else:

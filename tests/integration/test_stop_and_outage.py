@@ -43,6 +43,7 @@ EXIT_SLACK_S = 3
 
 # -- helpers -------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
     """A broker of this test's own: the tests freeze it."""
@@ -53,7 +54,9 @@ def broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
             os.kill(b.pid, signal.SIGCONT)
 
 
-def wait_for(condition: Callable[[], object], deadline_s: float, what: str, job: Job | None = None) -> None:
+def wait_for(
+    condition: Callable[[], object], deadline_s: float, what: str, job: Job | None = None
+) -> None:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         if condition():
@@ -67,20 +70,44 @@ def wait_for(condition: Callable[[], object], deadline_s: float, what: str, job:
 class Job:
     """`shadow-controller run` in Kafka mode, its output in a file."""
 
-    def __init__(self, base: Path, bootstrap: str, topics: tuple[str, str], *settings: str,
-                 available_now: bool = False) -> None:
+    def __init__(
+        self,
+        base: Path,
+        bootstrap: str,
+        topics: tuple[str, str],
+        *settings: str,
+        available_now: bool = False,
+    ) -> None:
         events, decisions = topics
         self.log_path = base / f"job-{len(list(base.glob('job-*.log')))}.log"
-        cmd = [sys.executable, "-m", "shadow_controller.cli", "run", "--input", "kafka", "--output", "kafka",
-               "--checkpoint", str(base / "ckpt"), "--bootstrap-servers", bootstrap,
-               "--set", f'kafka.events_topic="{events}"', "--set", f'kafka.decisions_topic="{decisions}"',
-               "--set", f"job.stop_timeout_seconds={STOP_TIMEOUT_S}", *settings]
+        cmd = [
+            sys.executable,
+            "-m",
+            "shadow_controller.cli",
+            "run",
+            "--input",
+            "kafka",
+            "--output",
+            "kafka",
+            "--checkpoint",
+            str(base / "ckpt"),
+            "--bootstrap-servers",
+            bootstrap,
+            "--set",
+            f'kafka.events_topic="{events}"',
+            "--set",
+            f'kafka.decisions_topic="{decisions}"',
+            "--set",
+            f"job.stop_timeout_seconds={STOP_TIMEOUT_S}",
+            *settings,
+        ]
         if available_now:
             cmd.append("--available-now")
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
         with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True, stdout=out,
-                                         stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                cmd, cwd=ROOT, env=env, start_new_session=True, stdout=out, stderr=subprocess.STDOUT
+            )
 
     def text(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -98,7 +125,9 @@ class Job:
             self.proc.wait(deadline_s)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise AssertionError(f"the job did not exit within {deadline_s:.0f}s:\n{self.tail()}") from None
+            raise AssertionError(
+                f"the job did not exit within {deadline_s:.0f}s:\n{self.tail()}"
+            ) from None
         return time.monotonic() - began
 
     def kill(self) -> None:
@@ -123,7 +152,9 @@ def topics(bootstrap: str) -> tuple[str, str]:
 def produce(bootstrap: str, topic: str, lines: list[bytes]) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "enable.idempotence": True})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 50, "enable.idempotence": True}
+    )
     for line in lines:
         producer.produce(topic, value=line)
     assert producer.flush(60) == 0
@@ -142,7 +173,9 @@ def high_watermark(bootstrap: str, topic: str) -> int:
 def assert_nothing_lost(bootstrap: str, topic: str, expected: list[str]) -> None:
     """Every decision `simulate` makes is on the topic, as often as it makes it; anything
     more is an exact copy of one of them (a batch abandoned mid-write is written again)."""
-    got = Counter(canonical(json.loads(m.value())) for m in consume_all(bootstrap, topic, len(expected), 180))
+    got = Counter(
+        canonical(json.loads(m.value())) for m in consume_all(bootstrap, topic, len(expected), 180)
+    )
     want = Counter(expected)
     missing = want - got
     assert not missing, f"{sum(missing.values())} decisions missing, e.g. {next(iter(missing))}"
@@ -151,7 +184,8 @@ def assert_nothing_lost(bootstrap: str, topic: str, expected: list[str]) -> None
 
 def cluster_start() -> list[dict]:
     return [{"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1}] + [
-        {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": b} for b in (1, 2, 3)]
+        {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": b} for b in (1, 2, 3)
+    ]
 
 
 def encode(events: list[dict]) -> list[bytes]:
@@ -164,14 +198,21 @@ def report(what: str, seconds: float) -> None:
 
 # -- a stop within a bound -----------------------------------------------------------------
 
+
 @pytest.mark.spark
 @pytest.mark.broker
 @pytest.mark.slow
 def test_frozen_broker_during_the_decisions_write_then_sigterm(broker, tmp_path, jobs) -> None:
     bootstrap = broker.bootstrap_servers
     names = topics(bootstrap)
-    big = {"v": 1, "type": "TopicCreation", "topic": "big",
-           "partitions": {str(p): [1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3] for p in range(20_000)}}
+    big = {
+        "v": 1,
+        "type": "TopicCreation",
+        "topic": "big",
+        "partitions": {
+            str(p): [1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3] for p in range(20_000)
+        },
+    }
     lines = encode(cluster_start() + [big])
     # small produce requests, one in flight: the write of the big batch takes seconds
     settings = ("--set", "job.partition_buckets=4", "--set", "kafka.options.batch.num.messages=200")
@@ -181,7 +222,12 @@ def test_frozen_broker_during_the_decisions_write_then_sigterm(broker, tmp_path,
     wait_for(lambda: job.logged("batch 0:"), 240, "the first batch", job)
     before = high_watermark(bootstrap, names[1])
     produce(bootstrap, names[0], lines[-1:])
-    wait_for(lambda: high_watermark(bootstrap, names[1]) > before, 240, "the big batch's first decisions", job)
+    wait_for(
+        lambda: high_watermark(bootstrap, names[1]) > before,
+        240,
+        "the big batch's first decisions",
+        job,
+    )
     os.kill(broker.pid, signal.SIGSTOP)
     job.proc.send_signal(signal.SIGTERM)
     took = job.wait_exit(STOP_TIMEOUT_S + EXIT_SLACK_S)
@@ -204,7 +250,14 @@ def deletion_backlog(topics_deleted: int) -> list[bytes]:
     read everything."""
     events = cluster_start()
     for i in range(topics_deleted):
-        events.append({"v": 1, "type": "TopicCreation", "topic": f"d{i}", "partitions": {"0": [1, 2, 3], "1": [2, 3, 1]}})
+        events.append(
+            {
+                "v": 1,
+                "type": "TopicCreation",
+                "topic": f"d{i}",
+                "partitions": {"0": [1, 2, 3], "1": [2, 3, 1]},
+            }
+        )
         events.append({"v": 1, "type": "TopicDeletion", "topic": f"d{i}"})
     return encode(events)
 
@@ -263,15 +316,28 @@ def test_sigterm_to_the_process_group_stops_like_one_to_the_driver(broker, tmp_p
     names = topics(bootstrap)
     lines = encode(generate_log(5, n_events=60))
     produce(bootstrap, names[0], lines)
-    settings = ("--set", "job.max_offsets_per_trigger=5", "--set", 'job.trigger_interval="0 seconds"')
+    settings = (
+        "--set",
+        "job.max_offsets_per_trigger=5",
+        "--set",
+        'job.trigger_interval="0 seconds"',
+    )
     job = Job(tmp_path, bootstrap, names, *settings)
     jobs.append(job)
     wait_for(lambda: job.logged("batch 2:"), 240, "three batches", job)
-    jvms = [pid for pid in children(job.proc.pid) if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    jvms = [
+        pid
+        for pid in children(job.proc.pid)
+        if b"java" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
     assert len(jvms) == 1
-    assert os.getsid(jvms[0]) == jvms[0] != os.getsid(job.proc.pid), "the JVM runs in a session of its own"
+    assert os.getsid(jvms[0]) == jvms[0] != os.getsid(job.proc.pid), (
+        "the JVM runs in a session of its own"
+    )
 
-    os.killpg(job.proc.pid, signal.SIGTERM)  # what systemd's KillMode=control-group or `kill -- -PGID` sends
+    os.killpg(
+        job.proc.pid, signal.SIGTERM
+    )  # what systemd's KillMode=control-group or `kill -- -PGID` sends
     took = job.wait_exit(STOP_TIMEOUT_S + EXIT_SLACK_S)
     report("SIGTERM to the process group: exited after", took)
     assert job.proc.returncode == 0, job.tail()
@@ -288,6 +354,7 @@ def test_sigterm_to_the_process_group_stops_like_one_to_the_driver(broker, tmp_p
 
 # -- broker outages ------------------------------------------------------------------------
 
+
 @pytest.mark.spark
 @pytest.mark.broker
 @pytest.mark.slow
@@ -301,8 +368,14 @@ def test_an_outage_is_waited_out_and_the_job_resumes_by_itself(broker, tmp_path,
     produce(bootstrap, names[0], first)
     job = Job(tmp_path, bootstrap, names, "--set", "job.heartbeat_seconds=3")
     jobs.append(job)
-    wait_for(lambda: "idle for" in job.text() and f"{names[0]}-0 at offset {len(first)}, lag 0" in job.text(),
-             240, "an idle heartbeat with the offsets", job)
+    wait_for(
+        lambda: (
+            "idle for" in job.text() and f"{names[0]}-0 at offset {len(first)}, lag 0" in job.text()
+        ),
+        240,
+        "an idle heartbeat with the offsets",
+        job,
+    )
 
     os.kill(broker.pid, signal.SIGSTOP)
     frozen = time.monotonic()
@@ -329,13 +402,22 @@ def test_an_outage_is_waited_out_and_the_job_resumes_by_itself(broker, tmp_path,
 @pytest.mark.spark
 @pytest.mark.broker
 @pytest.mark.slow
-def test_with_on_broker_outage_exit_the_job_exits_with_code_5_and_one_line(broker, tmp_path, jobs) -> None:
+def test_with_on_broker_outage_exit_the_job_exits_with_code_5_and_one_line(
+    broker, tmp_path, jobs
+) -> None:
     bootstrap = broker.bootstrap_servers
     names = topics(bootstrap)
     lines = encode(generate_log(5, n_events=20))
     produce(bootstrap, names[0], lines)
-    job = Job(tmp_path, bootstrap, names, "--set", 'job.on_broker_outage="exit"',
-              "--set", "job.outage_exit_after_seconds=5")
+    job = Job(
+        tmp_path,
+        bootstrap,
+        names,
+        "--set",
+        'job.on_broker_outage="exit"',
+        "--set",
+        "job.outage_exit_after_seconds=5",
+    )
     jobs.append(job)
     wait_for(lambda: job.logged("batch 0:"), 240, "the first batch", job)
     before = len(job.text())
@@ -363,9 +445,16 @@ def test_a_read_waits_out_an_outage_longer_than_its_poll_timeout(broker, tmp_pat
     create_topics(bootstrap, {"t": 1})
     produce(bootstrap, "t", [b"%d" % i for i in range(50)])
     outage_file = tmp_path / "BROKER_OUTAGE"
-    options = SourceOptions.parse({"kafka.bootstrap.servers": bootstrap, "subscribe": "t",
-                                   "kafkaConsumer.pollTimeoutMs": "2000", "endOffsetProbeTimeoutMs": "2000",
-                                   "shadow.outageFile": str(outage_file)}, streaming=True)
+    options = SourceOptions.parse(
+        {
+            "kafka.bootstrap.servers": bootstrap,
+            "subscribe": "t",
+            "kafkaConsumer.pollTimeoutMs": "2000",
+            "endOffsetProbeTimeoutMs": "2000",
+            "shadow.outageFile": str(outage_file),
+        },
+        streaming=True,
+    )
     got: list[bytes] = []
     failure: list[BaseException] = []
 
@@ -373,7 +462,7 @@ def test_a_read_waits_out_an_outage_longer_than_its_poll_timeout(broker, tmp_pat
         try:
             for batch in read_range(options, KafkaInputPartition("t", 0, 0, 50)):
                 got.extend(batch.column("value").to_pylist())
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+        except BaseException as exc:
             failure.append(exc)
 
     os.kill(broker.pid, signal.SIGSTOP)
@@ -404,8 +493,12 @@ def test_a_producer_waiting_for_a_broker_gives_up_when_cancelled() -> None:
         port = sock.getsockname()[1]  # closed again: nothing listens there
     cancel = threading.Event()
     stalls: list[float] = []
-    producer = CheckedProducer(quiet({"bootstrap.servers": f"127.0.0.1:{port}", "message.timeout.ms": 0}),
-                               cancel=cancel, on_stall=stalls.append, stall_s=0.5)
+    producer = CheckedProducer(
+        quiet({"bootstrap.servers": f"127.0.0.1:{port}", "message.timeout.ms": 0}),
+        cancel=cancel,
+        on_stall=stalls.append,
+        stall_s=0.5,
+    )
     producer.send("t", b"x")
     timer = threading.Timer(2.0, cancel.set)
     timer.start()

@@ -118,7 +118,9 @@ class LogBuilder:
     returns the engine's decision records; `self.events` is the log so far.
     """
 
-    def __init__(self, config: ControllerConfig | None = None, min_isr_configs: bool = False) -> None:
+    def __init__(
+        self, config: ControllerConfig | None = None, min_isr_configs: bool = False
+    ) -> None:
         self.engine = Engine(config or ControllerConfig())
         self.kraft = self.engine.config.mode == "kraft"
         self.min_isr_configs = min_isr_configs
@@ -131,7 +133,9 @@ class LogBuilder:
         # event time (ms): every event is 100 ms after the one before; a tick jumps further
         self.now = 0
         # called as observer(event, state_before, records, state_after) for each event
-        self.observers: list[Callable[[Event, dict[str, Any], list[dict[str, Any]], dict[str, Any]], None]] = []
+        self.observers: list[
+            Callable[[Event, dict[str, Any], list[dict[str, Any]], dict[str, Any]], None]
+        ] = []
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -206,10 +210,18 @@ class LogBuilder:
         state = self.state()["brokers"]
         dead = [b for b in BROKER_IDS if str(b) not in state]
         if dead and not c.chance(0.3):
-            return {"type": "BrokerStartup", "broker_id": c.choice(dead), "broker_epoch": self.fresh_epoch()}
+            return {
+                "type": "BrokerStartup",
+                "broker_id": c.choice(dead),
+                "broker_epoch": self.fresh_epoch(),
+            }
         b = c.choice(BROKER_IDS)
         if str(b) in state and c.chance(0.2):
-            return {"type": "BrokerStartup", "broker_id": b, "broker_epoch": state[str(b)]["broker_epoch"]}
+            return {
+                "type": "BrokerStartup",
+                "broker_id": b,
+                "broker_epoch": state[str(b)]["broker_epoch"],
+            }
         return {"type": "BrokerStartup", "broker_id": b, "broker_epoch": self.fresh_epoch()}
 
     def build_controlled_shutdown(self, c: Chooser) -> Event | None:
@@ -249,7 +261,11 @@ class LogBuilder:
         known = [p for t, p in self.partitions() if t == topic]
         first = max(known, default=-1) + 1
         rf = c.integer(1, 3)
-        return {"type": "PartitionExpansion", "topic": topic, "partitions": {str(first): c.sample(BROKER_IDS, rf)}}
+        return {
+            "type": "PartitionExpansion",
+            "topic": topic,
+            "partitions": {str(first): c.sample(BROKER_IDS, rf)},
+        }
 
     def build_topic_deletion(self, c: Chooser) -> Event | None:
         topics = self.topics()
@@ -260,13 +276,20 @@ class LogBuilder:
     def build_stop_replica_response(self, c: Chooser) -> Event | None:
         if self.kraft:
             # no deletion round in KRaft: a response for any replica (a dead letter)
-            replicas = [(key, b) for key, p in self.state()["partitions"].items() for b in p["replicas"]]
+            replicas = [
+                (key, b) for key, p in self.state()["partitions"].items() for b in p["replicas"]
+            ]
             if not replicas:
                 return None
             key, broker = c.choice(replicas)
             topic, _, p = key.rpartition("-")
-            return {"type": "StopReplicaResponse", "topic": topic, "partition": int(p), "broker_id": broker,
-                    "error": None}
+            return {
+                "type": "StopReplicaResponse",
+                "topic": topic,
+                "partition": int(p),
+                "broker_id": broker,
+                "error": None,
+            }
         started = [
             (key, int(b))
             for key, p in self.state()["partitions"].items()
@@ -277,8 +300,16 @@ class LogBuilder:
             return None
         key, broker = c.choice(started)
         topic, _, p = key.rpartition("-")
-        error = c.choice(("KAFKA_STORAGE_ERROR", "UNKNOWN_SERVER_ERROR")) if c.chance(0.25) else None
-        return {"type": "StopReplicaResponse", "topic": topic, "partition": int(p), "broker_id": broker, "error": error}
+        error = (
+            c.choice(("KAFKA_STORAGE_ERROR", "UNKNOWN_SERVER_ERROR")) if c.chance(0.25) else None
+        )
+        return {
+            "type": "StopReplicaResponse",
+            "topic": topic,
+            "partition": int(p),
+            "broker_id": broker,
+            "error": error,
+        }
 
     def build_reassignment(self, c: Chooser) -> Event | None:
         parts = self.partitions()
@@ -291,8 +322,12 @@ class LogBuilder:
             # an offline partition moved to live brokers: elected at the next broker change
             # (or unclean enabling) anywhere, if the rules allow it
             topic, p = c.choice(offline)
-            return {"type": "PartitionReassignment", "topic": topic, "partition": p,
-                    "target_replicas": c.sample(live, c.integer(1, min(3, len(live))))}
+            return {
+                "type": "PartitionReassignment",
+                "topic": topic,
+                "partition": p,
+                "target_replicas": c.sample(live, c.integer(1, min(3, len(live)))),
+            }
         topic, p = c.choice(parts)
         current = state[f"{topic}-{p}"]
         reassigning = bool(current["adding_replicas"] or current["removing_replicas"])
@@ -300,7 +335,12 @@ class LogBuilder:
             target = None  # cancel (NO_REASSIGNMENT_IN_PROGRESS when none is running)
         else:
             target = c.sample(BROKER_IDS, c.integer(1, 3))
-        return {"type": "PartitionReassignment", "topic": topic, "partition": p, "target_replicas": target}
+        return {
+            "type": "PartitionReassignment",
+            "topic": topic,
+            "partition": p,
+            "target_replicas": target,
+        }
 
     def build_election(self, c: Chooser) -> Event | None:
         kind = c.choice(("PREFERRED", "UNCLEAN"))
@@ -311,7 +351,12 @@ class LogBuilder:
             chosen = c.sample(parts, c.integer(1, min(2, len(parts))))
             partitions = [{"topic": t, "partition": p} for t, p in sorted(chosen)]
         trigger = "zk" if c.chance(0.3) else "admin"
-        return {"type": "ReplicaLeaderElection", "election_type": kind, "partitions": partitions, "trigger": trigger}
+        return {
+            "type": "ReplicaLeaderElection",
+            "election_type": kind,
+            "partitions": partitions,
+            "trigger": trigger,
+        }
 
     def build_config_change(self, c: Chooser) -> Event | None:
         topics = self.topics()
@@ -361,8 +406,13 @@ class LogBuilder:
             if down:
                 isr.append(c.choice(down))
         event: Event = {
-            "type": "AlterPartition", "topic": topic, "partition": int(num), "broker_id": leader,
-            "leader_epoch": p["leader_epoch"], "partition_epoch": p["partition_epoch"], "isr": isr,
+            "type": "AlterPartition",
+            "topic": topic,
+            "partition": int(num),
+            "broker_id": leader,
+            "leader_epoch": p["leader_epoch"],
+            "partition_epoch": p["partition_epoch"],
+            "isr": isr,
             "leader_recovery_state": recovery,
         }
         if str(leader) in brokers:
@@ -370,7 +420,9 @@ class LogBuilder:
         if c.chance(0.15):
             field = c.choice(("leader_epoch", "partition_epoch", "broker_epoch"))
             if event.get(field) is not None and event[field] > 0:
-                event[field] -= 1  # stale: FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION / STALE_BROKER_EPOCH
+                event[field] -= (
+                    1  # stale: FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION / STALE_BROKER_EPOCH
+                )
         return event
 
     def build_tick(self, c: Chooser) -> Event | None:
@@ -386,17 +438,25 @@ class LogBuilder:
         """Some of a broker's replicas answer KAFKA_STORAGE_ERROR (a failed log dir)."""
         state = self.state()
         b = c.choice(BROKER_IDS)
-        hosted = sorted((t, p) for t, p in self.partitions() if b in state["partitions"][f"{t}-{p}"]["replicas"])
+        hosted = sorted(
+            (t, p) for t, p in self.partitions() if b in state["partitions"][f"{t}-{p}"]["replicas"]
+        )
         if not hosted:
             return None
         failed = c.sample(hosted, c.integer(1, len(hosted)))
-        return {"type": "ReplicaDirFailure", "broker_id": b,
-                "partitions": [{"topic": t, "partition": p} for t, p in sorted(failed)]}
+        return {
+            "type": "ReplicaDirFailure",
+            "broker_id": b,
+            "partitions": [{"topic": t, "partition": p} for t, p in sorted(failed)],
+        }
 
     def build_controller_move(self, c: Chooser) -> Event | None:
         self.controller_epoch += 1
-        return {"type": "ControllerFailover", "controller_id": c.choice(BROKER_IDS),
-                "controller_epoch": self.controller_epoch}
+        return {
+            "type": "ControllerFailover",
+            "controller_id": c.choice(BROKER_IDS),
+            "controller_epoch": self.controller_epoch,
+        }
 
     # -- seeded driver -------------------------------------------------------------------
 
@@ -441,9 +501,13 @@ def generate_log(
     if callable(source) and not isinstance(source, random.Random):
         chooser: Chooser = DrawChooser(source)
     else:
-        chooser = RandomChooser(source if isinstance(source, random.Random) else random.Random(source))
+        chooser = RandomChooser(
+            source if isinstance(source, random.Random) else random.Random(source)
+        )
     builder = LogBuilder(config, min_isr_configs)
-    builder.start_cluster(chooser, chooser.integer(0, 2) if initial_topics is None else initial_topics)
+    builder.start_cluster(
+        chooser, chooser.integer(0, 2) if initial_topics is None else initial_topics
+    )
     produced = 0
     while produced < n_events:
         event = builder.next_event(chooser)

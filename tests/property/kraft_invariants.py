@@ -23,18 +23,25 @@ import re
 from typing import Any
 
 from state_machines.model import ControllerConfig
-from tests.property.kraft_replay import CHANGE_FIELDS, RECOVERY_STATES, DocumentReplayer, replay_record
+from tests.property.kraft_replay import (
+    CHANGE_FIELDS,
+    RECOVERY_STATES,
+    DocumentReplayer,
+    replay_record,
+)
 from tests.property.kraft_topic_configs import TopicConfigs
 
 State = dict[str, Any]
 Rec = dict[str, Any]
 
 DEAD_LETTER_EVENTS = frozenset({"StopReplicaResponse", "ReplicaDirFailure"})
-_NOT_ASSIGNED = re.compile(r"partition (\S+): InvariantViolation: Replica (\d+) is not assigned to this partition")
+_NOT_ASSIGNED = re.compile(
+    r"partition (\S+): InvariantViolation: Replica (\d+) is not assigned to this partition"
+)
 
 
 def metadata_version_tuple(version: str) -> tuple[int, int, int]:
-    """"3.6-IV0" -> (3, 6, 0), ordered as MetadataVersion is."""
+    """ "3.6-IV0" -> (3, 6, 0), ordered as MetadataVersion is."""
     release, _, iv = version.partition("-IV")
     major, minor = release.split(".")
     return int(major), int(minor), int(iv or 0)
@@ -58,8 +65,14 @@ class KraftInvariantChecker:
 
     # -- the step ------------------------------------------------------------------------
 
-    def check_step(self, event: dict[str, Any], before: State, records: list[Rec], after: State,
-                   dead_letters: list[tuple[int, str]] | None = None) -> None:
+    def check_step(
+        self,
+        event: dict[str, Any],
+        before: State,
+        records: list[Rec],
+        after: State,
+        dead_letters: list[tuple[int, str]] | None = None,
+    ) -> None:
         self.steps += 1
         ctx = f"\nevent: {json.dumps(event)}"
         if dead_letters is not None:
@@ -80,10 +93,17 @@ class KraftInvariantChecker:
         if self.replayer.partitions is not None:
             assert self.replayer.partitions == after["partitions"], (
                 f"[documents-replay] the decisions' documents replay to a different state than the engine's:"
-                f"{_diff(self.replayer.partitions, after['partitions'])}{ctx}")
+                f"{_diff(self.replayer.partitions, after['partitions'])}{ctx}"
+            )
 
-    def check_dead_letters(self, event: dict[str, Any], before: State, after: State,
-                           dead_letters: list[tuple[int, str]], ctx: str) -> None:
+    def check_dead_letters(
+        self,
+        event: dict[str, Any],
+        before: State,
+        after: State,
+        dead_letters: list[tuple[int, str]],
+        ctx: str,
+    ) -> None:
         """[dead-letters] StopReplicaResponse and ReplicaDirFailure have no KRaft meaning
         (quorum_controller.py `_NOT_MAPPED`): exactly one dead letter each. Any other dead
         letter is an exception in the controller, a bug here, with one exception Kafka has
@@ -102,19 +122,34 @@ class KraftInvariantChecker:
             assert self.elr and m, f"[dead-letters] a controller error: {reason}{ctx}"
             key, replica = m.group(1), int(m.group(2))
             b = before["partitions"].get(key)
-            asked = b and (replica in b["eligible_leader_replicas"] or b["last_known_elr"] == [replica])
+            asked = b and (
+                replica in b["eligible_leader_replicas"] or b["last_known_elr"] == [replica]
+            )
             assert asked and replica not in b["replicas"], (
                 f"[dead-letters] {reason}, but {replica} is not an ELR member or last known leader outside the "
-                f"replicas: {b}{ctx}")
-            assert after["partitions"].get(key) == b, f"[dead-letters] {key} changed although its step failed{ctx}"
+                f"replicas: {b}{ctx}"
+            )
+            assert after["partitions"].get(key) == b, (
+                f"[dead-letters] {key} changed although its step failed{ctx}"
+            )
 
-    def check_partition(self, key: str, event: dict[str, Any], before: State, rs: list[Rec], after: State,
-                        removed: set[str], ctx: str) -> None:
+    def check_partition(
+        self,
+        key: str,
+        event: dict[str, Any],
+        before: State,
+        rs: list[Rec],
+        after: State,
+        removed: set[str],
+        ctx: str,
+    ) -> None:
         b = before["partitions"].get(key)
         a = after["partitions"].get(key)
         topic = key.rpartition("-")[0]
         if a is None or b is None or a["leader"] != b["leader"]:
-            self.inactive_leader_allowed.discard(key)  # leadership moved: check_new_leader decides again
+            self.inactive_leader_allowed.discard(
+                key
+            )  # leadership moved: check_new_leader decides again
         if a is None:
             self.lkl_outside_replicas.discard(key)
         reg = b
@@ -123,11 +158,15 @@ class KraftInvariantChecker:
         for r in rs:
             where = f"{ctx}\nrecord: {json.dumps(r)}"
             if r["type"] == "PartitionRecord":
-                assert reg is None, f"[partition-record-new] {key}: PartitionRecord for an existing partition{where}"
+                assert reg is None, (
+                    f"[partition-record-new] {key}: PartitionRecord for an existing partition{where}"
+                )
                 self.check_partition_record(key, r, after, where)
                 reg = replay_record(None, r)
             else:
-                assert reg is not None, f"[change-known-partition] {key}: no registration to change{where}"
+                assert reg is not None, (
+                    f"[change-known-partition] {key}: no registration to change{where}"
+                )
                 new = replay_record(reg, r)
                 self.check_change_record(key, event, reg, r, new, where)
                 self.check_new_leader(key, event, before, after, reg, r, new, where)
@@ -135,7 +174,9 @@ class KraftInvariantChecker:
                 reg = new
             self.check_registration(key, reg, before, after, where)
         if after["active"] and before["active"]:
-            assert reg == a, f"[replay-matches-state] {key}: records replay to {reg}, state is {a}{ctx}"
+            assert reg == a, (
+                f"[replay-matches-state] {key}: records replay to {reg}, state is {a}{ctx}"
+            )
 
     # -- records -------------------------------------------------------------------------
 
@@ -146,15 +187,31 @@ class KraftInvariantChecker:
         both epochs 0; RECOVERED; no reassignment, no ELR."""
         brokers = after["brokers"]
         active = [b for b in r["replicas"] if _active(brokers, b)]
-        assert r["isr"] == active and active, f"[partition-record] {key}: ISR {r['isr']}, active replicas {active}{where}"
-        assert r["leader"] == r["isr"][0], f"[partition-record] {key}: leader {r['leader']} not the first ISR member{where}"
+        assert r["isr"] == active and active, (
+            f"[partition-record] {key}: ISR {r['isr']}, active replicas {active}{where}"
+        )
+        assert r["leader"] == r["isr"][0], (
+            f"[partition-record] {key}: leader {r['leader']} not the first ISR member{where}"
+        )
         assert (r["leader_epoch"], r["partition_epoch"], r["leader_recovery_state"]) == (0, 0, 0), (
-            f"[partition-record] {key}: epochs or recovery state not initial{where}")
-        assert not r["adding_replicas"] and not r["removing_replicas"], f"[partition-record] {key}{where}"
-        assert not r.get("eligible_leader_replicas") and not r.get("last_known_elr"), f"[partition-record] {key}{where}"
+            f"[partition-record] {key}: epochs or recovery state not initial{where}"
+        )
+        assert not r["adding_replicas"] and not r["removing_replicas"], (
+            f"[partition-record] {key}{where}"
+        )
+        assert not r.get("eligible_leader_replicas") and not r.get("last_known_elr"), (
+            f"[partition-record] {key}{where}"
+        )
 
-    def check_change_record(self, key: str, event: dict[str, Any], reg: dict[str, Any], r: Rec,
-                            new: dict[str, Any], where: str) -> None:
+    def check_change_record(
+        self,
+        key: str,
+        event: dict[str, Any],
+        reg: dict[str, Any],
+        r: Rec,
+        new: dict[str, Any],
+        where: str,
+    ) -> None:
         """[no-op-record] PartitionChangeBuilder.build returns empty when
         `changeRecordIsNoOp`: a written record sets at least one field.
         [only-changed-fields] Each field it sets differs from the registration, except
@@ -177,25 +234,46 @@ class KraftInvariantChecker:
             if f == "leader" or (f == "isr" and new_leader and r["isr"] == [r["leader"]]):
                 continue
             value = RECOVERY_STATES[r[f]] if f == "leader_recovery_state" else r[f]
-            assert value != reg[f], f"[only-changed-fields] {key}: {f} = {value} is not a change{where}"
+            assert value != reg[f], (
+                f"[only-changed-fields] {key}: {f} = {value} is not a change{where}"
+            )
         loses_replica = "replicas" in r and not _contains(r["replicas"], reg["replicas"])
         shrink_bumps = self.mv < (3, 6, 0)
         loses_isr_member = "isr" in r and not _contains(r["isr"], reg["isr"])
         if r.get("leader") == reg["leader"]:
             assert loses_replica or (shrink_bumps and loses_isr_member), (
                 f"[same-leader-bump] {key}: leader set to the current leader {reg['leader']} without a replica "
-                f"removed{' or an ISR shrink' if shrink_bumps else ''}{where}")
+                f"removed{' or an ISR shrink' if shrink_bumps else ''}{where}"
+            )
         if loses_replica or (shrink_bumps and loses_isr_member):
             assert "leader" in r, f"[epoch-bump-required] {key}: the leader epoch must move{where}"
-        assert new["partition_epoch"] == reg["partition_epoch"] + 1, f"[partition-epoch] {key}{where}"
-        assert new["leader_epoch"] == reg["leader_epoch"] + (1 if "leader" in r else 0), f"[leader-epoch] {key}{where}"
-        if event["type"] == "AlterPartition" and set(present) <= {"isr", "eligible_leader_replicas", "last_known_elr"}:
+        assert new["partition_epoch"] == reg["partition_epoch"] + 1, (
+            f"[partition-epoch] {key}{where}"
+        )
+        assert new["leader_epoch"] == reg["leader_epoch"] + (1 if "leader" in r else 0), (
+            f"[leader-epoch] {key}{where}"
+        )
+        if event["type"] == "AlterPartition" and set(present) <= {
+            "isr",
+            "eligible_leader_replicas",
+            "last_known_elr",
+        }:
             if not (shrink_bumps and loses_isr_member):
                 assert new["leader_epoch"] == reg["leader_epoch"], (
-                    f"[isr-change-alone] {key}: an ISR change alone moved the leader epoch{where}")
+                    f"[isr-change-alone] {key}: an ISR change alone moved the leader epoch{where}"
+                )
 
-    def check_new_leader(self, key: str, event: dict[str, Any], before: State, after: State,
-                         reg: dict[str, Any], r: Rec, new: dict[str, Any], where: str) -> None:
+    def check_new_leader(
+        self,
+        key: str,
+        event: dict[str, Any],
+        before: State,
+        after: State,
+        reg: dict[str, Any],
+        r: Rec,
+        new: dict[str, Any],
+        where: str,
+    ) -> None:
         """A record that elects a new leader L >= 0 (PartitionChangeBuilder.tryElection):
 
         [leader-acceptable] L is active (unfenced, not in controlled shutdown: the handlers'
@@ -240,12 +318,18 @@ class KraftInvariantChecker:
             unfenced_now = event["type"] == "BrokerStartup" and event["broker_id"] == leader
             assert not _active(after["brokers"], leader) and not unfenced_now, (
                 f"[lkl-acceptor-throws] {key}: last known leader {leader} is acceptable and not a replica: "
-                f"Kafka's LeaderAcceptor throws here{where}")
+                f"Kafka's LeaderAcceptor throws here{where}"
+            )
             self.lkl_outside_replicas.add(key)
         if not _active(after["brokers"], leader):
-            unfenced_now = (event["type"] == "BrokerStartup" and event["broker_id"] == leader
-                            and not after["brokers"][str(leader)]["fenced"])
-            assert last_known or unfenced_now, f"[leader-acceptable] {key}: elected {leader}, not active{where}"
+            unfenced_now = (
+                event["type"] == "BrokerStartup"
+                and event["broker_id"] == leader
+                and not after["brokers"][str(leader)]["fenced"]
+            )
+            assert last_known or unfenced_now, (
+                f"[leader-acceptable] {key}: elected {leader}, not active{where}"
+            )
             self.inactive_leader_allowed.add(key)
         # the target ISR, not the registration's, must be empty: an unclean shutdown empties it
         in_elr = leader in reg["eligible_leader_replicas"]
@@ -253,22 +337,37 @@ class KraftInvariantChecker:
             return
         if in_elr:
             assert new["isr"] == [leader] and leader not in new["eligible_leader_replicas"], (
-                f"[elr-election] {key}: ELR leader {leader}, ISR {new['isr']}, ELR {new['eligible_leader_replicas']}{where}")
+                f"[elr-election] {key}: ELR leader {leader}, ISR {new['isr']}, ELR {new['eligible_leader_replicas']}{where}"
+            )
             return
-        admin_unclean = event["type"] == "ReplicaLeaderElection" and event["election_type"] == "UNCLEAN"
+        admin_unclean = (
+            event["type"] == "ReplicaLeaderElection" and event["election_type"] == "UNCLEAN"
+        )
         revert = event["type"] == "PartitionReassignment" and event["target_replicas"] is None
         allowed = self.topics.unclean_allowed(after, topic)
         assert allowed or admin_unclean or last_known, (
             f"[clean-election] {key}: {leader} elected from outside ISR {reg['isr']} and ELR "
-            f"{reg['eligible_leader_replicas']} without unclean election allowed{where}")
-        assert new["isr"] == [leader], f"[unclean-isr] {key}: unclean leader {leader}, ISR {new['isr']}{where}"
+            f"{reg['eligible_leader_replicas']} without unclean election allowed{where}"
+        )
+        assert new["isr"] == [leader], (
+            f"[unclean-isr] {key}: unclean leader {leader}, ISR {new['isr']}{where}"
+        )
         revert_clean = revert and new["replicas"][:1] == [leader]
         if self.mv >= (3, 2, 0) and not revert_clean:
             assert new["leader_recovery_state"] == "RECOVERING", (
-                f"[unclean-isr] {key}: unclean leader {leader} is not RECOVERING{where}")
+                f"[unclean-isr] {key}: unclean leader {leader} is not RECOVERING{where}"
+            )
 
-    def check_leader_kept(self, key: str, event: dict[str, Any], after: State, reg: dict[str, Any], r: Rec,
-                          new: dict[str, Any], where: str) -> None:
+    def check_leader_kept(
+        self,
+        key: str,
+        event: dict[str, Any],
+        after: State,
+        reg: dict[str, Any],
+        r: Rec,
+        new: dict[str, Any],
+        where: str,
+    ) -> None:
         """[leader-kept] Election keeps a current leader that is still valid: `electAnyLeader`
         and `electPreferredLeader` return `partition.leader` when `isValidNewLeader` holds
         (in the target ISR and acceptable), and only PREFERRED tries the first replica
@@ -279,15 +378,20 @@ class KraftInvariantChecker:
         p = reg["leader"]
         if "leader" not in r or r["leader"] == p or p < 0:
             return
-        by_admin = event["type"] == "ReplicaLeaderElection" and event["election_type"] == "PREFERRED"
+        by_admin = (
+            event["type"] == "ReplicaLeaderElection" and event["election_type"] == "PREFERRED"
+        )
         by_balance = event.get("ts") is not None
         preferred = (by_admin or by_balance) and r["leader"] == new["replicas"][0]
         assert p not in new["isr"] or not _active(after["brokers"], p) or preferred, (
-            f"[leader-kept] {key}: leader {p} is still valid (ISR {new['isr']}, active) but moved to {r['leader']}{where}")
+            f"[leader-kept] {key}: leader {p} is still valid (ISR {new['isr']}, active) but moved to {r['leader']}{where}"
+        )
 
     # -- registrations -------------------------------------------------------------------
 
-    def check_registration(self, key: str, reg: dict[str, Any], before: State, after: State, where: str) -> None:
+    def check_registration(
+        self, key: str, reg: dict[str, Any], before: State, after: State, where: str
+    ) -> None:
         """After each record:
         [leader-in-isr] the leader is -1 or an ISR member (every election picks from the
         target ISR or makes the leader the ISR alone; AlterPartition must keep the leader).
@@ -312,17 +416,24 @@ class KraftInvariantChecker:
         check_dead_letters).
         """
         isr, leader = reg["isr"], reg["leader"]
-        assert leader == -1 or leader in isr, f"[leader-in-isr] {key}: leader {leader} not in ISR {isr}{where}"
+        assert leader == -1 or leader in isr, (
+            f"[leader-in-isr] {key}: leader {leader} not in ISR {isr}{where}"
+        )
         if set(isr) <= set(reg["replicas"]):
             self.lkl_outside_replicas.discard(key)
         assert set(isr) <= set(reg["replicas"]) or key in self.lkl_outside_replicas, (
-            f"[isr-within-replicas] {key}: ISR {isr} not within replicas {reg['replicas']}{where}")
+            f"[isr-within-replicas] {key}: ISR {isr} not within replicas {reg['replicas']}{where}"
+        )
         elr = reg["eligible_leader_replicas"]
         if not self.elr:
             assert isr, f"[isr-nonempty] {key}: empty ISR{where}"
-            assert not elr and not reg["last_known_elr"], f"[no-elr] {key}: ELR fields set without ELR{where}"
+            assert not elr and not reg["last_known_elr"], (
+                f"[no-elr] {key}: ELR fields set without ELR{where}"
+            )
             return
-        assert not set(elr) & set(isr), f"[elr-disjoint] {key}: ELR {elr} and ISR {isr} overlap{where}"
+        assert not set(elr) & set(isr), (
+            f"[elr-disjoint] {key}: ELR {elr} and ISR {isr} overlap{where}"
+        )
         kafka_min_isr = self.topics.effective_min_isr(before, after, key.rpartition("-")[0])
         # Except after an election from the ELR: the ISR was emptied, so the ELR took the old
         # ISR and ELR (`maybePopulateTargetElr`); `tryElection` then makes the new leader the
@@ -330,10 +441,15 @@ class KraftInvariantChecker:
         # the min ISR again, so the rest of the ELR stays though the ISR is back at min ISR
         # (Kafka's PartitionChangeBuilder). The next change clears it.
         prior = before["partitions"].get(key)
-        elected_from_elr = (prior is not None and leader != prior["leader"] and isr == [leader]
-                            and leader in prior["eligible_leader_replicas"])
+        elected_from_elr = (
+            prior is not None
+            and leader != prior["leader"]
+            and isr == [leader]
+            and leader in prior["eligible_leader_replicas"]
+        )
         assert not elr or len(isr) < kafka_min_isr or elected_from_elr, (
-            f"[elr-below-min-isr] {key}: ELR {elr} with ISR {isr} at min ISR {kafka_min_isr}{where}")
+            f"[elr-below-min-isr] {key}: ELR {elr} with ISR {isr} at min ISR {kafka_min_isr}{where}"
+        )
 
     def check_leaders_active(self, after: State, ctx: str) -> None:
         """[leader-active] Between events every leader is an active broker: fencing and
@@ -345,9 +461,12 @@ class KraftInvariantChecker:
         for key, p in after["partitions"].items():
             if p["leader"] >= 0 and key not in self.inactive_leader_allowed:
                 assert _active(after["brokers"], p["leader"]), (
-                    f"[leader-active] {key}: leader {p['leader']} is {after['brokers'].get(str(p['leader']))}{ctx}")
+                    f"[leader-active] {key}: leader {p['leader']} is {after['brokers'].get(str(p['leader']))}{ctx}"
+                )
 
-    def check_last_isr_member_fenced(self, event: dict[str, Any], before: State, after: State, ctx: str) -> None:
+    def check_last_isr_member_fenced(
+        self, event: dict[str, Any], before: State, after: State, ctx: str
+    ) -> None:
         """[last-isr-member-stays] Without ELR, fencing (or a controlled shutdown of) the last
         ISR member leaves it in the ISR with leader -1: `generateLeaderAndIsrUpdates` asks for
         an empty ISR, which the builder does not write, and elects nobody. With unclean
@@ -368,9 +487,14 @@ class KraftInvariantChecker:
             if a is None or b["isr"] != [x] or (b["leader"] not in (x, -1)):
                 continue
             kept = a["isr"] == [x] and a["leader"] == -1
-            unclean = (self.topics.unclean_allowed(after, key.rpartition("-")[0]) and a["leader"] not in (-1, x)
-                       and a["isr"] == [a["leader"]])
-            assert kept or unclean, f"[last-isr-member-stays] {key}: ISR [{x}] became {a['isr']}, leader {a['leader']}{ctx}"
+            unclean = (
+                self.topics.unclean_allowed(after, key.rpartition("-")[0])
+                and a["leader"] not in (-1, x)
+                and a["isr"] == [a["leader"]]
+            )
+            assert kept or unclean, (
+                f"[last-isr-member-stays] {key}: ISR [{x}] became {a['isr']}, leader {a['leader']}{ctx}"
+            )
 
 
 def _active(brokers: dict[str, Any], broker: int) -> bool:
@@ -387,5 +511,7 @@ def _diff(replayed: dict[str, Any], state: dict[str, Any]) -> str:
     lines = []
     for key in sorted(set(replayed) | set(state)):
         if replayed.get(key) != state.get(key):
-            lines.append(f"\n  {key}: documents {replayed.get(key)}\n  {' ' * len(key)}  state     {state.get(key)}")
+            lines.append(
+                f"\n  {key}: documents {replayed.get(key)}\n  {' ' * len(key)}  state     {state.get(key)}"
+            )
     return "".join(lines)

@@ -18,8 +18,17 @@ Rec = dict[str, Any]
 MIGRATING = "AAAAAAAAAAAAAAAAAAAAAA"
 RECOVERY_STATES = {0: "RECOVERED", 1: "RECOVERING"}
 # PartitionChangeRecord.json's fields (the document's snake_case names) -> the registration's
-CHANGE_FIELDS = ("isr", "leader", "replicas", "removing_replicas", "adding_replicas", "leader_recovery_state",
-                 "directories", "eligible_leader_replicas", "last_known_elr")
+CHANGE_FIELDS = (
+    "isr",
+    "leader",
+    "replicas",
+    "removing_replicas",
+    "adding_replicas",
+    "leader_recovery_state",
+    "directories",
+    "eligible_leader_replicas",
+    "last_known_elr",
+)
 
 
 def replay_record(reg: dict[str, Any] | None, doc: Rec) -> dict[str, Any]:
@@ -30,15 +39,22 @@ def replay_record(reg: dict[str, Any] | None, doc: Rec) -> dict[str, Any]:
     per replica (`defaultToMigrating`)."""
     if doc["type"] == "PartitionRecord":
         new = {
-            "replicas": doc["replicas"], "adding_replicas": doc["adding_replicas"],
-            "removing_replicas": doc["removing_replicas"], "leader": doc["leader"],
-            "leader_epoch": doc["leader_epoch"], "isr": doc["isr"], "partition_epoch": doc["partition_epoch"],
+            "replicas": doc["replicas"],
+            "adding_replicas": doc["adding_replicas"],
+            "removing_replicas": doc["removing_replicas"],
+            "leader": doc["leader"],
+            "leader_epoch": doc["leader_epoch"],
+            "isr": doc["isr"],
+            "partition_epoch": doc["partition_epoch"],
             "leader_recovery_state": RECOVERY_STATES[doc["leader_recovery_state"]],
             "eligible_leader_replicas": doc.get("eligible_leader_replicas", []),
-            "last_known_elr": doc.get("last_known_elr", []), "directories": doc.get("directories", []),
+            "last_known_elr": doc.get("last_known_elr", []),
+            "directories": doc.get("directories", []),
         }
     else:
-        assert reg is not None, f"[documents-replay] a PartitionChangeRecord for an unknown partition: {doc}"
+        assert reg is not None, (
+            f"[documents-replay] a PartitionChangeRecord for an unknown partition: {doc}"
+        )
         new = dict(reg)
         for f in CHANGE_FIELDS:
             if f in doc:
@@ -72,10 +88,15 @@ class DocumentReplayer:
                 # ReplicationControlManager.removeTopicElrs (4.0): a merge, so a partition epoch
                 # bump, only where there is an ELR or a last known ELR to empty
                 for key, p in self.partitions.items():
-                    if (not r["topic_name"] or key.rpartition("-")[0] == r["topic_name"]) and \
-                            (p["eligible_leader_replicas"] or p["last_known_elr"]):
-                        self.partitions[key] = {**p, "eligible_leader_replicas": [], "last_known_elr": [],
-                                                "partition_epoch": p["partition_epoch"] + 1}
+                    if (not r["topic_name"] or key.rpartition("-")[0] == r["topic_name"]) and (
+                        p["eligible_leader_replicas"] or p["last_known_elr"]
+                    ):
+                        self.partitions[key] = {
+                            **p,
+                            "eligible_leader_replicas": [],
+                            "last_known_elr": [],
+                            "partition_epoch": p["partition_epoch"] + 1,
+                        }
             elif r["type"] in ("PartitionRecord", "PartitionChangeRecord"):
                 key = f"{r['topic']}-{r['partition']}"
                 self.partitions[key] = replay_record(self.partitions.get(key), r)

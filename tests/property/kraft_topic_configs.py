@@ -19,10 +19,14 @@ class TopicConfigs:
 
     def unclean_allowed(self, state: State, topic: str) -> bool:
         """`uncleanLeaderElectionEnabledForTopic`: topic config, cluster dynamic, static."""
-        value = state["topics"].get(topic, {}).get("configs", {}).get("unclean.leader.election.enable")
+        value = (
+            state["topics"].get(topic, {}).get("configs", {}).get("unclean.leader.election.enable")
+        )
         if value is None:
             value = state.get("dynamic_configs", {}).get("unclean.leader.election.enable")
-        return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
+        return (
+            self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
+        )
 
     def effective_min_isr(self, before: State, after: State, topic: str) -> int:
         """`getTopicEffectiveMinIsr`: min.insync.replicas (topic, cluster, static), at most

@@ -34,8 +34,12 @@ from tests.property.generator import DrawChooser, LogBuilder, generate_log
 # change to the core's tables cannot silently change what this test accepts.
 VALID_PREVIOUS_REPLICA_STATES: dict[str, frozenset[str]] = {
     "NewReplica": frozenset({"NonExistentReplica"}),
-    "OnlineReplica": frozenset({"NewReplica", "OnlineReplica", "OfflineReplica", "ReplicaDeletionIneligible"}),
-    "OfflineReplica": frozenset({"NewReplica", "OnlineReplica", "OfflineReplica", "ReplicaDeletionIneligible"}),
+    "OnlineReplica": frozenset(
+        {"NewReplica", "OnlineReplica", "OfflineReplica", "ReplicaDeletionIneligible"}
+    ),
+    "OfflineReplica": frozenset(
+        {"NewReplica", "OnlineReplica", "OfflineReplica", "ReplicaDeletionIneligible"}
+    ),
     "ReplicaDeletionStarted": frozenset({"OfflineReplica"}),
     "ReplicaDeletionSuccessful": frozenset({"ReplicaDeletionStarted"}),
     "ReplicaDeletionIneligible": frozenset({"OfflineReplica", "ReplicaDeletionStarted"}),
@@ -97,7 +101,9 @@ class InvariantChecker:
         self.altered_in: dict[str, set[int]] = {}
         self.steps = 0
 
-    def check_step(self, event: dict[str, Any], before: State, records: list[Rec], after: State) -> None:
+    def check_step(
+        self, event: dict[str, Any], before: State, records: list[Rec], after: State
+    ) -> None:
         self.steps += 1
         ctx = f"\nevent: {json.dumps(event)}"
         by_key: dict[str, list[Rec]] = {}
@@ -110,8 +116,12 @@ class InvariantChecker:
             a = after["partitions"].get(key)
             rs = by_key.get(key, [])
             for r in rs:
-                if (r["type"] == "StateChangeFailed" and r["target_state"] == "OfflineReplica"
-                        and r["broker_id"] is not None and "NonExistentReplica" in r["reason"]):
+                if (
+                    r["type"] == "StateChangeFailed"
+                    and r["target_state"] == "OfflineReplica"
+                    and r["broker_id"] is not None
+                    and "NonExistentReplica" in r["reason"]
+                ):
                     self.refused_offline.setdefault(key, set()).add(r["broker_id"])
                 if r["type"] == "AlterPartitionResult" and r["error"] is None and a is not None:
                     outside = set(r["isr"]) - set(a["replicas"])
@@ -130,10 +140,13 @@ class InvariantChecker:
                     # every LeaderAndIsr: onPartitionReassignment step B3 sends the completed
                     # replica set (RS = TRS) "and same isr", removing replicas still in it, and
                     # each B4 OfflineReplica write drops one of them at a time.
-                    assert r["isr"], f"[isr-nonempty] {key}: LeaderAndIsr with an empty ISR{ctx}\nrecord: {json.dumps(r)}"
+                    assert r["isr"], (
+                        f"[isr-nonempty] {key}: LeaderAndIsr with an empty ISR{ctx}\nrecord: {json.dumps(r)}"
+                    )
                     if r["leader"] >= 0:
                         assert r["leader"] in r["isr"], (
-                            f"[leader-in-isr] {key}: LeaderAndIsr leader {r['leader']} not in ISR {r['isr']}{ctx}")
+                            f"[leader-in-isr] {key}: LeaderAndIsr leader {r['leader']} not in ISR {r['isr']}{ctx}"
+                        )
             if a is None:
                 self.stored_leader_epoch.pop(key, None)
                 self.epoch_leaders.pop(key, None)
@@ -145,7 +158,8 @@ class InvariantChecker:
             self.check_offline_partitions_retried(after, ctx)
         for r in records:
             assert not (r["type"] == "ElectionResult" and event["type"] == "ControllerTick"), (
-                f"[no-auto-election-result] an automatic rebalance wrote an ElectionResult{ctx}")
+                f"[no-auto-election-result] an automatic rebalance wrote an ElectionResult{ctx}"
+            )
         self.check_update_metadata(records, after, ctx)
 
     # -- controller-wide rules -----------------------------------------------------------
@@ -159,14 +173,19 @@ class InvariantChecker:
             if r["type"] != "UpdateMetadata":
                 continue
             assert r["recipients"] and set(r["recipients"]) <= set(r["live_brokers"]), (
-                f"[update-metadata] recipients {r['recipients']} not all live ({r['live_brokers']}){ctx}")
+                f"[update-metadata] recipients {r['recipients']} not all live ({r['live_brokers']}){ctx}"
+            )
             keys = [(p["topic"], p["partition"]) for p in r["partitions"]]
-            assert keys == sorted(set(keys)), f"[update-metadata] partitions out of order or repeated: {keys}{ctx}"
+            assert keys == sorted(set(keys)), (
+                f"[update-metadata] partitions out of order or repeated: {keys}{ctx}"
+            )
             for p in r["partitions"]:
                 assert set(p["offline_replicas"]) <= set(p["replicas"]) and p["isr"], (
-                    f"[update-metadata] {p}{ctx}")
+                    f"[update-metadata] {p}{ctx}"
+                )
                 assert p["leader"] != -2 or (p["leader_epoch"], p["zk_version"]) == (0, 0), (
-                    f"[update-metadata] a deleted partition's state is LeaderAndIsr.duringDelete: {p}{ctx}")
+                    f"[update-metadata] a deleted partition's state is LeaderAndIsr.duringDelete: {p}{ctx}"
+                )
 
     def retries_offline(self, event: dict[str, Any], before: State, after: State) -> bool:
         """Whether Kafka ran `triggerOnlinePartitionStateChange()` over the whole cluster for
@@ -187,7 +206,9 @@ class InvariantChecker:
 
     def cluster_unclean(self, state: State) -> bool:
         value = state.get("dynamic_configs", {}).get("unclean.leader.election.enable")
-        return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
+        return (
+            self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
+        )
 
     def check_offline_partitions_retried(self, after: State, ctx: str) -> None:
         """[offline-retried] After a cluster-wide retry, no New or Offline partition of a topic
@@ -199,23 +220,41 @@ class InvariantChecker:
         brokers = after["brokers"]
         for key, p in after["partitions"].items():
             topic = after["topics"].get(_topic_of(key))
-            if topic is None or topic["deletion"] != "none" or p["state"] not in ("NewPartition", "OfflinePartition"):
+            if (
+                topic is None
+                or topic["deletion"] != "none"
+                or p["state"] not in ("NewPartition", "OfflinePartition")
+            ):
                 continue
             dirs = set(p.get("offline_dirs", []))
-            live = [r for r in p["replicas"] if str(r) in brokers and brokers[str(r)]["live"] and r not in dirs]
+            live = [
+                r
+                for r in p["replicas"]
+                if str(r) in brokers and brokers[str(r)]["live"] and r not in dirs
+            ]
             if p["state"] == "NewPartition":
-                if p["leader_epoch"] < 0:  # no stored state yet: initialization picks a live replica
-                    assert not live, f"[offline-retried] {key}: New with live replicas {live} after a retry{ctx}"
+                if (
+                    p["leader_epoch"] < 0
+                ):  # no stored state yet: initialization picks a live replica
+                    assert not live, (
+                        f"[offline-retried] {key}: New with live replicas {live} after a retry{ctx}"
+                    )
                 continue
             online = lambda r: str(r) in brokers and brokers[str(r)]["live"] and r not in dirs  # noqa: E731
             clean = [r for r in p["replicas"] if r in p["isr"] and online(r)]
-            assert not clean, f"[offline-retried] {key}: Offline with electable ISR members {clean} after a retry{ctx}"
+            assert not clean, (
+                f"[offline-retried] {key}: Offline with electable ISR members {clean} after a retry{ctx}"
+            )
             # collectUncleanLeaderElectionState: unclean is considered only when no ISR member
             # is online, even one outside the assignment (a cancelled reassignment leaves one)
             configured = topic["configs"].get("unclean.leader.election.enable")
-            unclean = self.cluster_unclean(after) if configured is None else configured.lower() == "true"
+            unclean = (
+                self.cluster_unclean(after) if configured is None else configured.lower() == "true"
+            )
             if unclean and not [r for r in p["isr"] if online(r)]:
-                assert not live, f"[offline-retried] {key}: Offline, unclean allowed, live replicas {live}{ctx}"
+                assert not live, (
+                    f"[offline-retried] {key}: Offline, unclean allowed, live replicas {live}{ctx}"
+                )
 
     # -- leader epochs -------------------------------------------------------------------
 
@@ -230,38 +269,50 @@ class InvariantChecker:
         stored = self.stored_leader_epoch.get(key, -1)
         if a is not None:
             assert a["leader_epoch"] >= stored, (
-                f"[leader-epoch-monotone] {key}: stored leader epoch went {stored} -> {a['leader_epoch']}{ctx}")
+                f"[leader-epoch-monotone] {key}: stored leader epoch went {stored} -> {a['leader_epoch']}{ctx}"
+            )
             self.stored_leader_epoch[key] = a["leader_epoch"]
         received = self.received_epoch.setdefault(key, {})
         for r in rs:
-            if r["type"] not in ("LeaderAndIsr", "AlterPartitionResult") or r.get("leader_epoch") is None:
+            if (
+                r["type"] not in ("LeaderAndIsr", "AlterPartitionResult")
+                or r.get("leader_epoch") is None
+            ):
                 continue
             if a is not None:
                 assert r["leader_epoch"] <= a["leader_epoch"], (
                     f"[leader-epoch-monotone] {key}: {r['type']} carries leader epoch {r['leader_epoch']} above the "
-                    f"stored {a['leader_epoch']}{ctx}\nrecord: {json.dumps(r)}")
+                    f"stored {a['leader_epoch']}{ctx}\nrecord: {json.dumps(r)}"
+                )
             if r["type"] == "LeaderAndIsr":
                 for broker in r["recipients"]:
                     last = received.get(broker, -1)
                     assert r["leader_epoch"] >= last, (
                         f"[leader-epoch-monotone] {key}: broker {broker} receives leader epoch {r['leader_epoch']} "
-                        f"after {last}{ctx}\nrecord: {json.dumps(r)}")
+                        f"after {last}{ctx}\nrecord: {json.dumps(r)}"
+                    )
                     received[broker] = r["leader_epoch"]
 
     def check_one_leader_per_epoch(self, key: str, rs: list[Rec], a: Any, ctx: str) -> None:
         """[one-leader-per-epoch] A leader epoch names one leader for the partition's history:
         every leader change is a controller write that bumps the epoch."""
         leaders = self.epoch_leaders.setdefault(key, {})
-        seen = [(r["leader_epoch"], r["leader"], r["type"]) for r in rs
-                if r["type"] in ("LeaderAndIsr", "AlterPartitionResult") and r.get("leader") is not None]
+        seen = [
+            (r["leader_epoch"], r["leader"], r["type"])
+            for r in rs
+            if r["type"] in ("LeaderAndIsr", "AlterPartitionResult") and r.get("leader") is not None
+        ]
         if _has_leadership(a):
             seen.append((a["leader_epoch"], a["leader"], "stored state"))
         for epoch, leader, where in seen:
             known = leaders.setdefault(epoch, leader)
             assert known == leader, (
-                f"[one-leader-per-epoch] {key}: leader epoch {epoch} had leader {known}, now {leader} ({where}){ctx}")
+                f"[one-leader-per-epoch] {key}: leader epoch {epoch} had leader {known}, now {leader} ({where}){ctx}"
+            )
 
-    def check_epoch_accounting(self, key: str, b: Any, rs: list[Rec], a: Any, ctx: str) -> list[dict[str, Any]]:
+    def check_epoch_accounting(
+        self, key: str, b: Any, rs: list[Rec], a: Any, ctx: str
+    ) -> list[dict[str, Any]]:
         """[partition-epoch-accounting] The partition epoch is the znode version: +1 per store
         write (KafkaZkClient.updateLeaderAndIsr). Every controller write also moves the leader
         epoch by exactly one (newLeader/newEpoch/newLeaderAndIsr/newRecoveringLeaderAndIsr);
@@ -286,55 +337,110 @@ class InvariantChecker:
         """
         by_pe: dict[int, dict[str, Any]] = {}
 
-        def observe(leader: int, le: int, isr: list[int], pe: int, source: str, election: str | None) -> None:
-            s = by_pe.setdefault(pe, {"leader": leader, "le": le, "isr": list(isr), "pe": pe, "source": source,
-                                      "elections": set(), "alter": False})
+        def observe(
+            leader: int, le: int, isr: list[int], pe: int, source: str, election: str | None
+        ) -> None:
+            s = by_pe.setdefault(
+                pe,
+                {
+                    "leader": leader,
+                    "le": le,
+                    "isr": list(isr),
+                    "pe": pe,
+                    "source": source,
+                    "elections": set(),
+                    "alter": False,
+                },
+            )
             assert (s["leader"], s["le"], s["isr"]) == (leader, le, list(isr)), (
                 f"[partition-epoch-accounting] {key}: two states with partition epoch {pe}: "
-                f"{(s['leader'], s['le'], s['isr'])} ({s['source']}) and {(leader, le, isr)} ({source}){ctx}")
+                f"{(s['leader'], s['le'], s['isr'])} ({s['source']}) and {(leader, le, isr)} ({source}){ctx}"
+            )
             if election is not None:
                 s["elections"].add(election)
             if source == "AlterPartitionResult":
                 s["alter"] = True
 
         if _has_leadership(b):
-            observe(b["leader"], b["leader_epoch"], b["isr"], b["partition_epoch"], "stored state before", None)
+            observe(
+                b["leader"],
+                b["leader_epoch"],
+                b["isr"],
+                b["partition_epoch"],
+                "stored state before",
+                None,
+            )
         for r in rs:
             if r["type"] == "LeaderAndIsr":
-                observe(r["leader"], r["leader_epoch"], r["isr"], r["partition_epoch"], "LeaderAndIsr", r["election"])
-            elif r["type"] == "AlterPartitionResult" and r["error"] is None and r["leader"] is not None:
-                assert _has_leadership(b), f"[partition-epoch-accounting] {key}: AlterPartition accepted without a stored state{ctx}"
-                observe(r["leader"], r["leader_epoch"], r["isr"], r["partition_epoch"], "AlterPartitionResult", None)
+                observe(
+                    r["leader"],
+                    r["leader_epoch"],
+                    r["isr"],
+                    r["partition_epoch"],
+                    "LeaderAndIsr",
+                    r["election"],
+                )
+            elif (
+                r["type"] == "AlterPartitionResult"
+                and r["error"] is None
+                and r["leader"] is not None
+            ):
+                assert _has_leadership(b), (
+                    f"[partition-epoch-accounting] {key}: AlterPartition accepted without a stored state{ctx}"
+                )
+                observe(
+                    r["leader"],
+                    r["leader_epoch"],
+                    r["isr"],
+                    r["partition_epoch"],
+                    "AlterPartitionResult",
+                    None,
+                )
         if _has_leadership(a):
-            observe(a["leader"], a["leader_epoch"], a["isr"], a["partition_epoch"], "stored state after", None)
+            observe(
+                a["leader"],
+                a["leader_epoch"],
+                a["isr"],
+                a["partition_epoch"],
+                "stored state after",
+                None,
+            )
         elif a is not None and by_pe:
-            raise AssertionError(f"[partition-epoch-accounting] {key}: the stored leader and ISR vanished{ctx}")
+            raise AssertionError(
+                f"[partition-epoch-accounting] {key}: the stored leader and ISR vanished{ctx}"
+            )
         states = [by_pe[pe] for pe in sorted(by_pe)]
         if not states:
             return states
         if _has_leadership(b):
             assert states[0]["pe"] == b["partition_epoch"], (
                 f"[partition-epoch-accounting] {key}: a record carries partition epoch {states[0]['pe']}, older than "
-                f"the stored {b['partition_epoch']}{ctx}")
+                f"the stored {b['partition_epoch']}{ctx}"
+            )
         else:
             assert (states[0]["le"], states[0]["pe"]) == (0, 0), (
                 f"[partition-epoch-accounting] {key}: first stored state has leader epoch {states[0]['le']}, "
-                f"partition epoch {states[0]['pe']} (expected 0, 0){ctx}")
+                f"partition epoch {states[0]['pe']} (expected 0, 0){ctx}"
+            )
         if _has_leadership(a):
             assert states[-1]["pe"] == a["partition_epoch"], (
                 f"[partition-epoch-accounting] {key}: a record carries partition epoch {states[-1]['pe']}, newer "
-                f"than the stored {a['partition_epoch']}{ctx}")
+                f"than the stored {a['partition_epoch']}{ctx}"
+            )
         for s1, s2 in zip(states, states[1:]):
             alter = 1 if s2.get("alter") else 0
             assert s2["pe"] - s1["pe"] == s2["le"] - s1["le"] + alter, (
                 f"[partition-epoch-accounting] {key}: {s1['source']} (LE {s1['le']}, PE {s1['pe']}) -> "
                 f"{s2['source']} (LE {s2['le']}, PE {s2['pe']}){' by AlterPartition' if alter else ''}: "
-                f"every controller write moves both epochs by one, an AlterPartition write only the partition epoch{ctx}")
+                f"every controller write moves both epochs by one, an AlterPartition write only the partition epoch{ctx}"
+            )
         return states
 
     # -- leader and ISR ------------------------------------------------------------------
 
-    def check_unclean_only_outside_isr(self, key: str, states: list[dict[str, Any]], ctx: str) -> None:
+    def check_unclean_only_outside_isr(
+        self, key: str, states: list[dict[str, Any]], ctx: str
+    ) -> None:
         """[unclean-only-outside-isr] A LeaderAndIsr whose new leader is outside the previous
         ISR is an unclean election (Election.leaderForOffline: isUnclean =
         !isr.contains(leader); every other strategy elects ISR members only), and an
@@ -349,9 +455,12 @@ class InvariantChecker:
             assert outside == unclean, (
                 f"[unclean-only-outside-isr] {key}: leader {s1['leader']} ISR {s1['isr']} -> leader "
                 f"{s2['leader']} ISR {s2['isr']} (LE {s2['le']}, {s2['source']}) with elections "
-                f"{sorted(s2['elections'])}{ctx}")
+                f"{sorted(s2['elections'])}{ctx}"
+            )
 
-    def check_leader_in_isr_and_registered(self, key: str, a: dict[str, Any], after: State, ctx: str) -> None:
+    def check_leader_in_isr_and_registered(
+        self, key: str, a: dict[str, Any], after: State, ctx: str
+    ) -> None:
         """[leader-in-isr] A leader (not -1) is an ISR member. [leader-registered] It is a
         registered broker: live, or shutting down (doControlledShutdown keeps leadership where
         the ControlledShutdown election finds no successor). Exception, Kafka's: a topic
@@ -371,14 +480,17 @@ class InvariantChecker:
         leader = a["leader"]
         if leader < 0:
             return
-        assert leader in a["isr"], f"[leader-in-isr] {key}: leader {leader} not in ISR {a['isr']}{ctx}"
+        assert leader in a["isr"], (
+            f"[leader-in-isr] {key}: leader {leader} not in ISR {a['isr']}{ctx}"
+        )
         if after["topics"].get(_topic_of(key), {}).get("deletion", "none") != "none":
             return
         if a["replica_states"].get(str(leader), "NonExistentReplica") == "NonExistentReplica":
             return
         assert _registered(after, leader), (
             f"[leader-registered] {key}: leader {leader} is not a registered broker "
-            f"(brokers: {after['brokers']}){ctx}")
+            f"(brokers: {after['brokers']}){ctx}"
+        )
 
     def check_isr_nonempty_within_replicas(self, key: str, a: dict[str, Any], ctx: str) -> None:
         """[isr-nonempty] Once a partition has a stored state its ISR is never empty
@@ -424,11 +536,14 @@ class InvariantChecker:
             assert no_state and (last_member or m in refused or m in altered), (
                 f"[isr-within-replicas] {key}: ISR {isr} has {m} outside replicas {replicas} (leader {leader}, "
                 f"replica states {a['replica_states']}), neither an orphaned last ISR member, a stateless "
-                f"ISR member whose OfflineReplica transition was refused, nor one an AlterPartition named{ctx}")
+                f"ISR member whose OfflineReplica transition was refused, nor one an AlterPartition named{ctx}"
+            )
 
     # -- state machines ------------------------------------------------------------------
 
-    def check_state_transitions(self, key: str, b: Any, rs: list[Rec], a: Any, failover: bool, ctx: str) -> None:
+    def check_state_transitions(
+        self, key: str, b: Any, rs: list[Rec], a: Any, failover: bool, ctx: str
+    ) -> None:
         """[valid-partition-transition] / [valid-replica-transition] Each state-change record
         moves along Kafka's valid-previous tables, starts from the state the partition or
         replica is in, and the last one ends where the stored state is. ControllerFailover
@@ -442,29 +557,37 @@ class InvariantChecker:
             if r["type"] == "PartitionStateChange":
                 frm, to = r["from_state"], r["to_state"]
                 assert frm in VALID_PREVIOUS_PARTITION_STATES[to], (
-                    f"[valid-partition-transition] {key}: {frm} -> {to} is not a valid transition{ctx}")
+                    f"[valid-partition-transition] {key}: {frm} -> {to} is not a valid transition{ctx}"
+                )
                 assert p_state is None or p_state == frm, (
-                    f"[valid-partition-transition] {key}: record says {frm} -> {to}, partition was {p_state}{ctx}")
+                    f"[valid-partition-transition] {key}: record says {frm} -> {to}, partition was {p_state}{ctx}"
+                )
                 p_state = to
             elif r["type"] == "ReplicaStateChange":
                 broker, frm, to = r["broker_id"], r["from_state"], r["to_state"]
                 assert frm in VALID_PREVIOUS_REPLICA_STATES[to], (
-                    f"[valid-replica-transition] {key} replica {broker}: {frm} -> {to} is not a valid transition{ctx}")
+                    f"[valid-replica-transition] {key} replica {broker}: {frm} -> {to} is not a valid transition{ctx}"
+                )
                 if broker not in r_states:
-                    r_states[broker] = None if failover else b_replicas.get(str(broker), "NonExistentReplica")
+                    r_states[broker] = (
+                        None if failover else b_replicas.get(str(broker), "NonExistentReplica")
+                    )
                 cur = r_states[broker]
                 assert cur is None or cur == frm, (
                     f"[valid-replica-transition] {key} replica {broker}: record says {frm} -> {to}, "
-                    f"replica was {cur}{ctx}")
+                    f"replica was {cur}{ctx}"
+                )
                 r_states[broker] = to
         if a is not None:
             if p_state is not None and (rs or not failover):
                 assert a["state"] == p_state, (
-                    f"[valid-partition-transition] {key}: stored state {a['state']}, records end at {p_state}{ctx}")
+                    f"[valid-partition-transition] {key}: stored state {a['state']}, records end at {p_state}{ctx}"
+                )
             for broker, st_ in r_states.items():
                 stored = a["replica_states"].get(str(broker), "NonExistentReplica")
                 assert st_ is None or stored == st_, (
-                    f"[valid-replica-transition] {key} replica {broker}: stored {stored}, records end at {st_}{ctx}")
+                    f"[valid-replica-transition] {key} replica {broker}: stored {stored}, records end at {st_}{ctx}"
+                )
 
 
 def replay(events: list[dict[str, Any]], config: ControllerConfig | None = None) -> tuple[str, str]:
@@ -487,7 +610,9 @@ def check_log(events: list[dict[str, Any]], config: ControllerConfig | None = No
         assert not engine.errors, f"[no-controller-error] {engine.errors}"
         checker.check_step(event, before, records, engine.state_json())
     first, second = replay(events, config), replay(events, config)
-    assert first == second, "[determinism] the same log gave different output through two fresh engines"
+    assert first == second, (
+        "[determinism] the same log gave different output through two fresh engines"
+    )
 
 
 class ControllerMachine(RuleBasedStateMachine):
@@ -499,7 +624,9 @@ class ControllerMachine(RuleBasedStateMachine):
         self.checker = InvariantChecker()
         self.builder.observers.append(self._check)
 
-    def _check(self, event: dict[str, Any], before: State, records: list[Rec], after: State) -> None:
+    def _check(
+        self, event: dict[str, Any], before: State, records: list[Rec], after: State
+    ) -> None:
         try:
             self.checker.check_step(event, before, records, after)
         except AssertionError as exc:
@@ -595,11 +722,14 @@ class ControllerMachine(RuleBasedStateMachine):
         assert first == second, "[determinism] two fresh engines disagree on the same log"
         live = "\n".join(json.dumps(r) for recs in self.builder.outputs for r in recs)
         assert first == (live, json.dumps(self.builder.state())), (
-            "[determinism] a fresh engine disagrees with the engine that ran the log step by step")
+            "[determinism] a fresh engine disagrees with the engine that ran the log step by step"
+        )
 
 
 ControllerMachine.TestCase.settings = settings(
-    max_examples=150, stateful_step_count=40, deadline=None,
+    max_examples=150,
+    stateful_step_count=40,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 TestControllerMachine = ControllerMachine.TestCase
@@ -611,7 +741,9 @@ def test_seeded_logs_keep_invariants(seed: int) -> None:
     """The seeded generator the Spark equivalence tests use: same seed, same log; and every
     invariant holds over it."""
     log = generate_log(seed, n_events=60)
-    assert log == generate_log(seed, n_events=60), "[determinism] generate_log(seed) is not reproducible"
+    assert log == generate_log(seed, n_events=60), (
+        "[determinism] generate_log(seed) is not reproducible"
+    )
     check_log(log)
 
 
@@ -631,29 +763,86 @@ KAFKA_EXCEPTION_LOGS: dict[str, list[dict[str, Any]]] = {
         {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101},
         {"v": 1, "type": "BrokerStartup", "broker_id": 5, "broker_epoch": 105},
         {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
-        {"v": 1, "type": "TopicCreation", "topic": "t1", "partitions": {"0": [3], "1": [3], "2": [2]}},
-        {"v": 1, "type": "PartitionReassignment", "topic": "t1", "partition": 0, "target_replicas": [1, 5]},
+        {
+            "v": 1,
+            "type": "TopicCreation",
+            "topic": "t1",
+            "partitions": {"0": [3], "1": [3], "2": [2]},
+        },
+        {
+            "v": 1,
+            "type": "PartitionReassignment",
+            "topic": "t1",
+            "partition": 0,
+            "target_replicas": [1, 5],
+        },
         {"v": 1, "type": "BrokerFailure", "broker_id": 1},
         {"v": 1, "type": "BrokerFailure", "broker_id": 5},
     ],
     "stateless_orphaned_leader_expands_isr": [
         {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 106},
         {"v": 1, "type": "ControllerFailover", "controller_id": 2, "controller_epoch": 2},
-        {"v": 1, "type": "TopicCreation", "topic": "t1", "partitions": {"0": [4, 5], "1": [4, 5], "2": [2, 1]}, "configs": {"unclean.leader.election.enable": "false"}},
-        {"v": 1, "type": "PartitionReassignment", "topic": "t1", "partition": 1, "target_replicas": [1, 5]},
+        {
+            "v": 1,
+            "type": "TopicCreation",
+            "topic": "t1",
+            "partitions": {"0": [4, 5], "1": [4, 5], "2": [2, 1]},
+            "configs": {"unclean.leader.election.enable": "false"},
+        },
+        {
+            "v": 1,
+            "type": "PartitionReassignment",
+            "topic": "t1",
+            "partition": 1,
+            "target_replicas": [1, 5],
+        },
         {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 110},
-        {"v": 1, "type": "PartitionReassignment", "topic": "t1", "partition": 1, "target_replicas": None},
+        {
+            "v": 1,
+            "type": "PartitionReassignment",
+            "topic": "t1",
+            "partition": 1,
+            "target_replicas": None,
+        },
         {"v": 1, "type": "BrokerStartup", "broker_id": 5, "broker_epoch": 111},
-        {"v": 1, "type": "AlterPartition", "topic": "t1", "partition": 1, "broker_id": 1, "leader_epoch": 1, "partition_epoch": 1, "isr": [1, 5], "leader_recovery_state": "RECOVERED", "broker_epoch": 110},
+        {
+            "v": 1,
+            "type": "AlterPartition",
+            "topic": "t1",
+            "partition": 1,
+            "broker_id": 1,
+            "leader_epoch": 1,
+            "partition_epoch": 1,
+            "isr": [1, 5],
+            "leader_recovery_state": "RECOVERED",
+            "broker_epoch": 110,
+        },
     ],
     "stateless_isr_member_outlives_reassignment": [
         {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 103},
         {"v": 1, "type": "BrokerStartup", "broker_id": 5, "broker_epoch": 105},
         {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
-        {"v": 1, "type": "TopicCreation", "topic": "t0", "partitions": {"0": [4], "1": [5], "2": [2]}},
-        {"v": 1, "type": "PartitionReassignment", "topic": "t0", "partition": 0, "target_replicas": [3, 4, 5]},
+        {
+            "v": 1,
+            "type": "TopicCreation",
+            "topic": "t0",
+            "partitions": {"0": [4], "1": [5], "2": [2]},
+        },
+        {
+            "v": 1,
+            "type": "PartitionReassignment",
+            "topic": "t0",
+            "partition": 0,
+            "target_replicas": [3, 4, 5],
+        },
         {"v": 1, "type": "BrokerStartup", "broker_id": 4, "broker_epoch": 109},
-        {"v": 1, "type": "PartitionReassignment", "topic": "t0", "partition": 0, "target_replicas": [3]},
+        {
+            "v": 1,
+            "type": "PartitionReassignment",
+            "topic": "t0",
+            "partition": 0,
+            "target_replicas": [3],
+        },
     ],
     # tryProcessAlterPartition checks liveness only: a live broker outside the replica set
     # joins the ISR (found by seed 102 of the generated logs, after a reassignment away)
@@ -663,7 +852,18 @@ KAFKA_EXCEPTION_LOGS: dict[str, list[dict[str, Any]]] = {
         {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 103},
         {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
         {"v": 1, "type": "TopicCreation", "topic": "t0", "partitions": {"0": [1, 2]}},
-        {"v": 1, "type": "AlterPartition", "topic": "t0", "partition": 0, "broker_id": 1, "leader_epoch": 0, "partition_epoch": 0, "isr": [1, 2, 3], "leader_recovery_state": "RECOVERED", "broker_epoch": 101},
+        {
+            "v": 1,
+            "type": "AlterPartition",
+            "topic": "t0",
+            "partition": 0,
+            "broker_id": 1,
+            "leader_epoch": 0,
+            "partition_epoch": 0,
+            "isr": [1, 2, 3],
+            "leader_recovery_state": "RECOVERED",
+            "broker_epoch": 101,
+        },
     ],
 }
 

@@ -27,7 +27,9 @@ from tests.property.test_controller_machine import ControllerMachine, replay
 
 KRAFT = ControllerConfig(mode="kraft")
 KRAFT_3_5 = ControllerConfig(mode="kraft", metadata_version="3.5-IV2")
-KRAFT_ELR = ControllerConfig(mode="kraft", metadata_version="4.0-IV1", eligible_leader_replicas_version=1)
+KRAFT_ELR = ControllerConfig(
+    mode="kraft", metadata_version="4.0-IV1", eligible_leader_replicas_version=1
+)
 
 
 def check_kraft_log(events: list[dict[str, Any]], config: ControllerConfig) -> None:
@@ -39,7 +41,9 @@ def check_kraft_log(events: list[dict[str, Any]], config: ControllerConfig) -> N
         seen = len(engine.errors)
         records = engine.process(parse_event(event, offset))
         checker.check_step(event, before, records, engine.state_json(), engine.errors[seen:])
-    assert replay(events, config) == replay(events, config), "[determinism] two fresh engines disagree"
+    assert replay(events, config) == replay(events, config), (
+        "[determinism] two fresh engines disagree"
+    )
 
 
 class KraftControllerMachine(ControllerMachine):
@@ -71,7 +75,8 @@ class KraftControllerMachine(ControllerMachine):
         assert first == second, "[determinism] two fresh engines disagree on the same log"
         live = "\n".join(json.dumps(r) for recs in self.builder.outputs for r in recs)
         assert first == (live, json.dumps(self.builder.state())), (
-            "[determinism] a fresh engine disagrees with the engine that ran the log step by step")
+            "[determinism] a fresh engine disagrees with the engine that ran the log step by step"
+        )
 
 
 class KraftMv35Machine(KraftControllerMachine):
@@ -88,8 +93,12 @@ class KraftElrMachine(KraftControllerMachine):
     min_isr_configs = True
 
 
-_SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-KraftControllerMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40, **_SETTINGS)
+_SETTINGS = dict(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
+KraftControllerMachine.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=40, **_SETTINGS
+)
 KraftMv35Machine.TestCase.settings = settings(max_examples=50, stateful_step_count=40, **_SETTINGS)
 KraftElrMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40, **_SETTINGS)
 TestKraftControllerMachine = KraftControllerMachine.TestCase
@@ -97,13 +106,19 @@ TestKraftMv35Machine = KraftMv35Machine.TestCase
 TestKraftElrMachine = KraftElrMachine.TestCase
 
 
-@pytest.mark.parametrize("config,min_isr_configs", [(KRAFT, False), (KRAFT_ELR, True)], ids=["3.9-IV0", "elr"])
+@pytest.mark.parametrize(
+    "config,min_isr_configs", [(KRAFT, False), (KRAFT_ELR, True)], ids=["3.9-IV0", "elr"]
+)
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 @example(seed=7456)  # an election from the ELR leaves the rest of it at min ISR (kraft_invariants)
-def test_seeded_kraft_logs_keep_invariants(config: ControllerConfig, min_isr_configs: bool, seed: int) -> None:
+def test_seeded_kraft_logs_keep_invariants(
+    config: ControllerConfig, min_isr_configs: bool, seed: int
+) -> None:
     """The seeded generator (`generate_log`) in kraft mode: every KRaft invariant holds."""
-    check_kraft_log(generate_log(seed, n_events=60, config=config, min_isr_configs=min_isr_configs), config)
+    check_kraft_log(
+        generate_log(seed, n_events=60, config=config, min_isr_configs=min_isr_configs), config
+    )
 
 
 @settings(max_examples=15, deadline=None)

@@ -60,7 +60,9 @@ class Run:
     log_lines: list[str]
 
     def partition(self, name: str) -> dict[str, Any]:
-        assert name in self.state["partitions"], f"{name} not in state: {sorted(self.state['partitions'])}"
+        assert name in self.state["partitions"], (
+            f"{name} not in state: {sorted(self.state['partitions'])}"
+        )
         return self.state["partitions"][name]
 
     def offset_of(self, event_id: str) -> int:
@@ -71,8 +73,11 @@ class Run:
 
     def records(self, cause_id: str, type_: str | None = None) -> list[dict[str, Any]]:
         offset = self.offset_of(cause_id)
-        return [r for r in self.decisions
-                if r["cause_offset"] == offset and (type_ is None or r["type"] == type_)]
+        return [
+            r
+            for r in self.decisions
+            if r["cause_offset"] == offset and (type_ is None or r["type"] == type_)
+        ]
 
     def one(self, cause_id: str, type_: str) -> dict[str, Any]:
         found = self.records(cause_id, type_)
@@ -80,7 +85,9 @@ class Run:
         return found[0]
 
 
-def simulate(tmp_path: Path, name: str, *, until: str | None = None, config: str | None = None) -> Run:
+def simulate(
+    tmp_path: Path, name: str, *, until: str | None = None, config: str | None = None
+) -> Run:
     """Run `logs/<name>.jsonl` (up to and including the event with id `until`) through the CLI."""
     lines = (LOGS / f"{name}.jsonl").read_text().splitlines(keepends=True)
     if until is not None:
@@ -91,15 +98,26 @@ def simulate(tmp_path: Path, name: str, *, until: str | None = None, config: str
     log = tmp_path / f"{stem}.jsonl"
     log.write_text("".join(lines))
     state_out, decisions_out = tmp_path / f"{stem}.state.json", tmp_path / f"{stem}.decisions.jsonl"
-    cmd = [sys.executable, "-m", "shadow_controller.cli", "simulate", str(log),
-           "--state-out", str(state_out), "--out", str(decisions_out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "shadow_controller.cli",
+        "simulate",
+        str(log),
+        "--state-out",
+        str(state_out),
+        "--out",
+        str(decisions_out),
+    ]
     if config is not None:
         toml = tmp_path / f"{stem}.toml"
         toml.write_text(config)
         cmd += ["--config", str(toml)]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"simulate failed ({proc.returncode}):\n{proc.stderr}"
-    decisions = [json.loads(line) for line in decisions_out.read_text().splitlines() if line.strip()]
+    decisions = [
+        json.loads(line) for line in decisions_out.read_text().splitlines() if line.strip()
+    ]
     return Run(json.loads(state_out.read_text()), decisions, proc.stderr, lines)
 
 
@@ -109,10 +127,22 @@ def assert_partition(run: Run, name: str, **expected: Any) -> None:
     assert {k: actual.get(k) for k in expected} == expected
 
 
-def leadership(leader: int, leader_epoch: int, isr: list[int], partition_epoch: int,
-               recovery: str = "RECOVERED", state: str = ONLINE) -> dict[str, Any]:
-    return {"leader": leader, "leader_epoch": leader_epoch, "isr": isr, "partition_epoch": partition_epoch,
-            "leader_recovery_state": recovery, "state": state}
+def leadership(
+    leader: int,
+    leader_epoch: int,
+    isr: list[int],
+    partition_epoch: int,
+    recovery: str = "RECOVERED",
+    state: str = ONLINE,
+) -> dict[str, Any]:
+    return {
+        "leader": leader,
+        "leader_epoch": leader_epoch,
+        "isr": isr,
+        "partition_epoch": partition_epoch,
+        "leader_recovery_state": recovery,
+        "state": state,
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -125,18 +155,33 @@ def test_testTopicCreation(tmp_path: Path) -> None:
     assert run.state["controller_epoch"] == 1
     assert_partition(run, "t-0", **leadership(0, 0, [0], 0), replica_states={"0": "OnlineReplica"})
     lair = run.one("create-t", "LeaderAndIsr")
-    assert (lair["leader"], lair["leader_epoch"], lair["controller_epoch"], lair["is_new"]) == (0, 0, 1, True)
+    assert (lair["leader"], lair["leader_epoch"], lair["controller_epoch"], lair["is_new"]) == (
+        0,
+        0,
+        1,
+        True,
+    )
 
 
 def test_testTopicCreationWithOfflineReplica(tmp_path: Path) -> None:
     run = simulate(tmp_path, "testTopicCreationWithOfflineReplica")
     # Broker 1 (first in the assignment) is down: the first live replica leads, the ISR is the
     # live replicas only. onNewPartitionCreation moves every replica New -> Online, dead or not.
-    assert_partition(run, "t-0", **leadership(0, 0, [0], 0), replicas=[1, 0],
-                     replica_states={"0": "OnlineReplica", "1": "OnlineReplica"})
+    assert_partition(
+        run,
+        "t-0",
+        **leadership(0, 0, [0], 0),
+        replicas=[1, 0],
+        replica_states={"0": "OnlineReplica", "1": "OnlineReplica"},
+    )
     # initializeLeaderAndIsrForPartitions sends LeaderAndIsr(isNew) to the ISR members only
     lair = run.one("create-t", "LeaderAndIsr")
-    assert (lair["leader"], lair["leader_epoch"], lair["is_new"], lair["recipients"]) == (0, 0, True, [0])
+    assert (lair["leader"], lair["leader_epoch"], lair["is_new"], lair["recipients"]) == (
+        0,
+        0,
+        True,
+        [0],
+    )
 
 
 def test_testTopicPartitionExpansion(tmp_path: Path) -> None:
@@ -160,19 +205,40 @@ def test_testPartitionReassignment(tmp_path: Path) -> None:
     # [0] -> [1]. Phase A: LE 1 (PE 1). Broker 1 catches up, leader 0 adds it (PE 2); the
     # reassignment completes: reassign election of 1 (LE 2, PE 3), 0 leaves the ISR (LE 3, PE 4).
     started = simulate(tmp_path, "testPartitionReassignment", until="reassign-to-1")
-    assert_partition(started, "t-0", **leadership(0, 1, [0], 1), replicas=[1, 0], adding_replicas=[1],
-                     removing_replicas=[0], replica_states={"0": "OnlineReplica", "1": "NewReplica"})
+    assert_partition(
+        started,
+        "t-0",
+        **leadership(0, 1, [0], 1),
+        replicas=[1, 0],
+        adding_replicas=[1],
+        removing_replicas=[0],
+        replica_states={"0": "OnlineReplica", "1": "NewReplica"},
+    )
 
     run = simulate(tmp_path, "testPartitionReassignment")
     # waitForPartitionState(tp, firstControllerEpoch, otherBrokerId, InitialLeaderEpoch + 3);
     # the topic znode holds the target assignment and the reassignment is no longer in progress
-    assert_partition(run, "t-0", **leadership(1, 3, [1], 4), replicas=[1], adding_replicas=[],
-                     removing_replicas=[], replica_states={"1": "OnlineReplica"})
+    assert_partition(
+        run,
+        "t-0",
+        **leadership(1, 3, [1], 4),
+        replicas=[1],
+        adding_replicas=[],
+        removing_replicas=[],
+        replica_states={"1": "OnlineReplica"},
+    )
     ack = run.one("leader-0-adds-caught-up-1", "AlterPartitionResult")
-    assert (ack["error"], ack["leader"], ack["leader_epoch"], ack["isr"], ack["partition_epoch"]) == (
-        None, 0, 1, [0, 1], 2)
+    assert (
+        ack["error"],
+        ack["leader"],
+        ack["leader_epoch"],
+        ack["isr"],
+        ack["partition_epoch"],
+    ) == (None, 0, 1, [0, 1], 2)
     lairs = run.records("leader-0-adds-caught-up-1", "LeaderAndIsr")
-    assert any(r["election"] == "reassign" and r["leader"] == 1 and r["leader_epoch"] == 2 for r in lairs), lairs
+    assert any(
+        r["election"] == "reassign" and r["leader"] == 1 and r["leader_epoch"] == 2 for r in lairs
+    ), lairs
     stops = run.records("leader-0-adds-caught-up-1", "StopReplica")
     assert any(r["broker_id"] == 0 and r["delete_partition"] for r in stops), stops
 
@@ -185,8 +251,15 @@ def test_testPartitionReassignmentWithOfflineReplicaHaltingProgress(tmp_path: Pa
     run = simulate(tmp_path, "testPartitionReassignmentWithOfflineReplicaHaltingProgress")
     # waitForPartitionState(tp, firstControllerEpoch, controllerId, InitialLeaderEpoch + 1),
     # and the reassignment stays in progress
-    assert_partition(run, "t-0", **leadership(0, 1, [0], 1), replicas=[1, 0], adding_replicas=[1],
-                     removing_replicas=[0], replica_states={"0": "OnlineReplica", "1": "OfflineReplica"})
+    assert_partition(
+        run,
+        "t-0",
+        **leadership(0, 1, [0], 1),
+        replicas=[1, 0],
+        adding_replicas=[1],
+        removing_replicas=[0],
+        replica_states={"0": "OnlineReplica", "1": "OfflineReplica"},
+    )
 
 
 def test_testPartitionReassignmentWithOfflineReplicaHaltingProgress_api(tmp_path: Path) -> None:
@@ -196,22 +269,43 @@ def test_testPartitionReassignmentWithOfflineReplicaHaltingProgress_api(tmp_path
     refusal = run.one("reassign-to-offline-1", "StateChangeFailed")
     assert "INVALID_REPLICA_ASSIGNMENT" in refusal["reason"]
     assert run.records("reassign-to-offline-1", "LeaderAndIsr") == []
-    assert_partition(run, "t-0", **leadership(0, 0, [0], 0), replicas=[0], adding_replicas=[],
-                     removing_replicas=[])
+    assert_partition(
+        run,
+        "t-0",
+        **leadership(0, 0, [0], 0),
+        replicas=[0],
+        adding_replicas=[],
+        removing_replicas=[],
+    )
 
 
 def test_testPartitionReassignmentResumesAfterReplicaComesOnline(tmp_path: Path) -> None:
     # Halted at LE 1 (see above). Broker 1's startup re-runs phase A (LE 2, PE 2); leader 0
     # adds the caught-up replica (PE 3); completion: reassign election (LE 3, PE 4), 0 leaves
     # the ISR (LE 4, PE 5). Reference 5.6: "target offline at start => LE 4".
-    resumed = simulate(tmp_path, "testPartitionReassignmentResumesAfterReplicaComesOnline", until="broker-1-up")
-    assert_partition(resumed, "t-0", **leadership(0, 2, [0], 2), replicas=[1, 0], adding_replicas=[1],
-                     removing_replicas=[0])
+    resumed = simulate(
+        tmp_path, "testPartitionReassignmentResumesAfterReplicaComesOnline", until="broker-1-up"
+    )
+    assert_partition(
+        resumed,
+        "t-0",
+        **leadership(0, 2, [0], 2),
+        replicas=[1, 0],
+        adding_replicas=[1],
+        removing_replicas=[0],
+    )
 
     run = simulate(tmp_path, "testPartitionReassignmentResumesAfterReplicaComesOnline")
     # waitForPartitionState(tp, firstControllerEpoch, otherBrokerId, InitialLeaderEpoch + 4)
-    assert_partition(run, "t-0", **leadership(1, 4, [1], 5), replicas=[1], adding_replicas=[],
-                     removing_replicas=[], replica_states={"1": "OnlineReplica"})
+    assert_partition(
+        run,
+        "t-0",
+        **leadership(1, 4, [1], 5),
+        replicas=[1],
+        adding_replicas=[],
+        removing_replicas=[],
+        replica_states={"1": "OnlineReplica"},
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -234,7 +328,11 @@ def test_testPreferredReplicaLeaderElection(tmp_path: Path) -> None:
     assert (result["election_type"], result["error"], result["leader"]) == ("PREFERRED", None, 1)
     lair = run.one("preferred-election", "LeaderAndIsr")
     assert (lair["election"], lair["leader"], lair["leader_epoch"], sorted(lair["recipients"])) == (
-        "preferred", 1, 2, [0, 1])
+        "preferred",
+        1,
+        2,
+        [0, 1],
+    )
 
 
 def test_testBackToBackPreferredReplicaLeaderElections(tmp_path: Path) -> None:
@@ -288,15 +386,26 @@ def test_testAutoPreferredReplicaLeaderElection(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("log", "config"),
     [
-        pytest.param("testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionDisabled", None,
-                     id="testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionDisabled"),
-        pytest.param("testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled", UNCLEAN_ENABLED_TOML,
-                     id="testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled-cluster-config"),
-        pytest.param("testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled_topic_config", None,
-                     id="testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled-topic-config"),
-        pytest.param("testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled_topic_config_change",
-                     None,
-                     id="testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled-topic-config-change"),
+        pytest.param(
+            "testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionDisabled",
+            None,
+            id="testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionDisabled",
+        ),
+        pytest.param(
+            "testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled",
+            UNCLEAN_ENABLED_TOML,
+            id="testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled-cluster-config",
+        ),
+        pytest.param(
+            "testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled_topic_config",
+            None,
+            id="testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled-topic-config",
+        ),
+        pytest.param(
+            "testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled_topic_config_change",
+            None,
+            id="testLeaderAndIsrWhenEntireIsrOfflineAndUncleanLeaderElectionEnabled-topic-config-change",
+        ),
     ],
 )
 def test_testLeaderAndIsrWhenEntireIsrOffline(tmp_path: Path, log: str, config: str | None) -> None:
@@ -307,8 +416,12 @@ def test_testLeaderAndIsrWhenEntireIsrOffline(tmp_path: Path, log: str, config: 
     # The only replica is down, so even an unclean election finds no live replica. Kafka:
     # leader NoLeader, LE InitialLeaderEpoch + 1, ISR == List(otherBrokerId) (the last ISR
     # member is never removed).
-    assert_partition(run, "t-0", **leadership(-1, 1, [1], 1, state=OFFLINE),
-                     replica_states={"1": "OfflineReplica"})
+    assert_partition(
+        run,
+        "t-0",
+        **leadership(-1, 1, [1], 1, state=OFFLINE),
+        replica_states={"1": "OfflineReplica"},
+    )
     elected = [r for r in run.records("broker-1-down", "LeaderAndIsr") if r["leader"] != -1]
     assert elected == []
     # partitionLeadersOnBroker skips RF 1 partitions: nothing left to move
@@ -331,8 +444,9 @@ def test_testLeaderAndIsrWhenEntireIsrOffline(tmp_path: Path, log: str, config: 
     ],
     ids=["shutdown-2", "shutdown-1", "shutdown-0"],
 )
-def test_testControlledShutdown(tmp_path: Path, until: str, remaining: list[str], isr: list[int],
-                                leader_epoch: int) -> None:
+def test_testControlledShutdown(
+    tmp_path: Path, until: str, remaining: list[str], isr: list[int], leader_epoch: int
+) -> None:
     run = simulate(tmp_path, "testControlledShutdown", until=until)
     result = run.one(until, "ControlledShutdownResult")
     assert result["partitions_remaining"] == remaining
@@ -342,10 +456,18 @@ def test_testControlledShutdown(tmp_path: Path, until: str, remaining: list[str]
 
 def test_testControlledShutdown_final_state(tmp_path: Path) -> None:
     run = simulate(tmp_path, "testControlledShutdown")
-    assert_partition(run, "test-0", **leadership(0, 2, [0], 2), replicas=[0, 1, 2],
-                     replica_states={"0": "OnlineReplica", "1": "OfflineReplica", "2": "OfflineReplica"})
+    assert_partition(
+        run,
+        "test-0",
+        **leadership(0, 2, [0], 2),
+        replicas=[0, 1, 2],
+        replica_states={"0": "OnlineReplica", "1": "OfflineReplica", "2": "OfflineReplica"},
+    )
     assert {b: (v["live"], v["shutting_down"]) for b, v in run.state["brokers"].items()} == {
-        "0": (False, True), "1": (False, True), "2": (False, True)}
+        "0": (False, True),
+        "1": (False, True),
+        "2": (False, True),
+    }
     # leader 0's failed controlled-shutdown election writes nothing
     assert run.records("controlled-shutdown-0", "LeaderAndIsr") == []
 
@@ -366,10 +488,16 @@ def test_testControllerDetectsBouncedBrokers(tmp_path: Path) -> None:
     # a bounce is onBrokerFailure then onBrokerStartup: follower 1 leaves the ISR (LE 1,
     # PE 1), then gets a LeaderAndIsr again (the broker "initializes after restart")
     assert run.state["brokers"]["1"] == {"live": True, "shutting_down": False, "broker_epoch": 201}
-    assert_partition(run, "t-0", **leadership(0, 1, [0], 1),
-                     replica_states={"0": "OnlineReplica", "1": "OnlineReplica"})
+    assert_partition(
+        run,
+        "t-0",
+        **leadership(0, 1, [0], 1),
+        replica_states={"0": "OnlineReplica", "1": "OnlineReplica"},
+    )
     lairs = run.records("bounce-1", "LeaderAndIsr")
-    assert any(1 in r["recipients"] and r["leader"] == 0 and r["leader_epoch"] == 1 for r in lairs), lairs
+    assert any(
+        1 in r["recipients"] and r["leader"] == 0 and r["leader_epoch"] == 1 for r in lairs
+    ), lairs
 
 
 def test_testControllerMoveIncrementsControllerEpoch(tmp_path: Path) -> None:
@@ -388,13 +516,28 @@ def test_testMetadataPropagationOnBrokerChange(tmp_path: Path) -> None:
     name = "testMetadataPropagationOnBrokerChange"
     down = simulate(tmp_path, name, until="broker-1-down")
     # partition 0 = [0, 1]: 1 is offline and out of the ISR; partition 1 = [0, 2] untouched
-    assert_partition(down, "topic1-0", **leadership(0, 1, [0], 1), replicas=[0, 1],
-                     replica_states={"0": "OnlineReplica", "1": "OfflineReplica"})
-    assert_partition(down, "topic1-1", **leadership(0, 0, [0, 2], 0), replicas=[0, 2],
-                     replica_states={"0": "OnlineReplica", "2": "OnlineReplica"})
+    assert_partition(
+        down,
+        "topic1-0",
+        **leadership(0, 1, [0], 1),
+        replicas=[0, 1],
+        replica_states={"0": "OnlineReplica", "1": "OfflineReplica"},
+    )
+    assert_partition(
+        down,
+        "topic1-1",
+        **leadership(0, 0, [0, 2], 0),
+        replicas=[0, 2],
+        replica_states={"0": "OnlineReplica", "2": "OnlineReplica"},
+    )
     run = simulate(tmp_path, name)
     # after the startup no replica is offline and the assignments are unchanged
-    assert_partition(run, "topic1-0", replicas=[0, 1], replica_states={"0": "OnlineReplica", "1": "OnlineReplica"})
+    assert_partition(
+        run,
+        "topic1-0",
+        replicas=[0, 1],
+        replica_states={"0": "OnlineReplica", "1": "OnlineReplica"},
+    )
     assert_partition(run, "topic1-1", **leadership(0, 0, [0, 2], 0), replicas=[0, 2])
 
 
@@ -402,15 +545,25 @@ def test_testMetadataPropagationForOfflineReplicas(tmp_path: Path) -> None:
     name = "testMetadataPropagationForOfflineReplicas"
     down = simulate(tmp_path, name, until="broker-1-down")
     # the only replica's broker is down: no leader, the ISR keeps its last member (LE 1, PE 1)
-    assert_partition(down, "topic1-0", **leadership(-1, 1, [1], 1, state=OFFLINE), replicas=[1],
-                     replica_states={"1": "OfflineReplica"})
+    assert_partition(
+        down,
+        "topic1-0",
+        **leadership(-1, 1, [1], 1, state=OFFLINE),
+        replicas=[1],
+        replica_states={"1": "OfflineReplica"},
+    )
     run = simulate(tmp_path, name)
     # The re-elected controller (epoch 2) moves the dead replica to OfflineReplica again; it
     # is still in the ISR (as its last member), so doRemoveReplicasFromIsr writes once more:
     # leader -1, ISR [1], LE 2, PE 2 (ReplicaStateMachine.doRemoveReplicasFromIsr).
     assert run.state["controller_epoch"] == 2
-    assert_partition(run, "topic1-0", **leadership(-1, 2, [1], 2, state=OFFLINE), replicas=[1],
-                     replica_states={"1": "OfflineReplica"})
+    assert_partition(
+        run,
+        "topic1-0",
+        **leadership(-1, 2, [1], 2, state=OFFLINE),
+        replicas=[1],
+        replica_states={"1": "OfflineReplica"},
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -421,19 +574,30 @@ def test_testAlterPartition(tmp_path: Path) -> None:
     run = simulate(tmp_path, "testAlterPartition")
     # the request carries the current state: the response is that state
     ack = run.one("alter-partition-current-state", "AlterPartitionResult")
-    assert (ack["error"], ack["leader"], ack["leader_epoch"], ack["isr"], ack["partition_epoch"]) == (
-        None, 0, 0, [0], 0)
+    assert (
+        ack["error"],
+        ack["leader"],
+        ack["leader_epoch"],
+        ack["isr"],
+        ack["partition_epoch"],
+    ) == (None, 0, 0, [0], 0)
     assert_partition(run, "t-0", **leadership(0, 0, [0], 0))
 
 
 @pytest.mark.parametrize(
-    "cause", ["shrink-to-1", "resend-stale-partition-epoch", "resend-current-partition-epoch"])
+    "cause", ["shrink-to-1", "resend-stale-partition-epoch", "resend-current-partition-epoch"]
+)
 def test_testIdempotentAlterPartition(tmp_path: Path, cause: str) -> None:
     run = simulate(tmp_path, "testIdempotentAlterPartition")
     # every answer is leader 1, LE 0, PE 1, ISR [1]; a re-sent request changes nothing
     ack = run.one(cause, "AlterPartitionResult")
-    assert (ack["error"], ack["leader"], ack["leader_epoch"], ack["isr"], ack["partition_epoch"]) == (
-        None, 1, 0, [1], 1)
+    assert (
+        ack["error"],
+        ack["leader"],
+        ack["leader_epoch"],
+        ack["isr"],
+        ack["partition_epoch"],
+    ) == (None, 1, 0, [1], 1)
     assert_partition(run, "t-0", **leadership(1, 0, [1], 1))
 
 
@@ -445,7 +609,9 @@ def test_testShutdownBrokerNotAddedToIsr(tmp_path: Path) -> None:
 
     refused = simulate(tmp_path, name, until="add-offline-1-to-isr")
     result = refused.one("add-offline-1-to-isr", "AlterPartitionResult")
-    assert result["error"] == "INELIGIBLE_REPLICA"  # AlterPartition v2+ (OPERATION_NOT_ATTEMPTED for v0-1)
+    assert (
+        result["error"] == "INELIGIBLE_REPLICA"
+    )  # AlterPartition v2+ (OPERATION_NOT_ATTEMPTED for v0-1)
     assert_partition(refused, "t-0", **leadership(0, 1, [0], 1))
 
     run = simulate(tmp_path, name)
@@ -484,7 +650,9 @@ ALTER_PARTITION_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(("cause", "error"), ALTER_PARTITION_ERRORS, ids=[c for c, _ in ALTER_PARTITION_ERRORS])
+@pytest.mark.parametrize(
+    ("cause", "error"), ALTER_PARTITION_ERRORS, ids=[c for c, _ in ALTER_PARTITION_ERRORS]
+)
 def test_testAlterPartitionErrors(alter_partition_errors: Run, cause: str, error: str) -> None:
     assert alter_partition_errors.one(cause, "AlterPartitionResult")["error"] == error
     assert alter_partition_errors.records(cause, "LeaderAndIsr") == []
@@ -516,13 +684,16 @@ def test_testAlterPartitionErrorsAfterUncleanElection_setup(after_unclean: Path)
     # partitionStateAfterSecondShutdown: leader -1, ISR {replica2}
     assert_partition(second, "t-0", **leadership(-1, 2, [2], 2, state=OFFLINE))
     # replica2's controlled shutdown could not move the leadership anywhere
-    assert second.one("shutdown-replica2", "ControlledShutdownResult")["partitions_remaining"] == ["t-0"]
+    assert second.one("shutdown-replica2", "ControlledShutdownResult")["partitions_remaining"] == [
+        "t-0"
+    ]
     restart = simulate(after_unclean, name, until="replica1-up", config=UNCLEAN_ENABLED_TOML)
     # partitionStateAfterRestart: unclean election of replica1, ISR {replica1}, RECOVERING
     assert_partition(restart, "t-0", **leadership(1, 3, [1], 3, recovery="RECOVERING"))
     lair = [r for r in restart.records("replica1-up", "LeaderAndIsr") if r["election"] is not None]
     assert [(r["election"], r["leader"], r["leader_recovery_state"]) for r in lair] == [
-        ("unclean", 1, "RECOVERING")]
+        ("unclean", 1, "RECOVERING")
+    ]
 
 
 # broker 1 epoch 201, LE 3, PE 3, ISR sent {1, 2}, RECOVERED unless named
@@ -545,21 +716,34 @@ ALTER_PARTITION_ERRORS_AFTER_UNCLEAN = [
 
 @pytest.fixture(scope="module")
 def alter_partition_after_unclean(after_unclean: Path) -> Run:
-    return simulate(after_unclean, "testAlterPartitionErrorsAfterUncleanElection", config=UNCLEAN_ENABLED_TOML)
+    return simulate(
+        after_unclean, "testAlterPartitionErrorsAfterUncleanElection", config=UNCLEAN_ENABLED_TOML
+    )
 
 
-@pytest.mark.parametrize(("cause", "error"), ALTER_PARTITION_ERRORS_AFTER_UNCLEAN,
-                         ids=[c for c, _ in ALTER_PARTITION_ERRORS_AFTER_UNCLEAN])
-def test_testAlterPartitionErrorsAfterUncleanElection(alter_partition_after_unclean: Run, cause: str,
-                                                      error: str) -> None:
+@pytest.mark.parametrize(
+    ("cause", "error"),
+    ALTER_PARTITION_ERRORS_AFTER_UNCLEAN,
+    ids=[c for c, _ in ALTER_PARTITION_ERRORS_AFTER_UNCLEAN],
+)
+def test_testAlterPartitionErrorsAfterUncleanElection(
+    alter_partition_after_unclean: Run, cause: str, error: str
+) -> None:
     assert alter_partition_after_unclean.one(cause, "AlterPartitionResult")["error"] == error
 
 
-def test_testAlterPartitionErrorsAfterUncleanElection_recovered(alter_partition_after_unclean: Run) -> None:
+def test_testAlterPartitionErrorsAfterUncleanElection_recovered(
+    alter_partition_after_unclean: Run,
+) -> None:
     # Beyond Kafka's test: the refused requests changed nothing; then the leader reports
     # recovery with ISR [1], which is accepted (PE 4, LE unchanged, RECOVERED).
     run = alter_partition_after_unclean
     ack = run.one("leader-1-recovered", "AlterPartitionResult")
-    assert (ack["error"], ack["leader"], ack["leader_epoch"], ack["isr"], ack["partition_epoch"]) == (
-        None, 1, 3, [1], 4)
+    assert (
+        ack["error"],
+        ack["leader"],
+        ack["leader_epoch"],
+        ack["isr"],
+        ack["partition_epoch"],
+    ) == (None, 1, 3, [1], 4)
     assert_partition(run, "t-0", **leadership(1, 3, [1], 4), replicas=[1, 2])

@@ -22,7 +22,9 @@ class Cluster:
         self.out: dict[str, list[dict[str, Any]]] = {}
 
     def __call__(self, event_id: str, type_: str, **fields: Any) -> list[dict[str, Any]]:
-        records = self.engine.process(parse_event({"v": 1, "type": type_, "id": event_id, **fields}, self.offset))
+        records = self.engine.process(
+            parse_event({"v": 1, "type": type_, "id": event_id, **fields}, self.offset)
+        )
         self.offset += 1
         self.out[event_id] = records
         return records
@@ -30,20 +32,38 @@ class Cluster:
     def start(self, *brokers: int, ts: int | None = None) -> None:
         for b in brokers:
             self(f"b{b}-up", "BrokerStartup", broker_id=b, broker_epoch=100 + b)
-        self("elected", "ControllerFailover", controller_id=brokers[0], controller_epoch=1,
-             **({} if ts is None else {"ts": ts}))
+        self(
+            "elected",
+            "ControllerFailover",
+            controller_id=brokers[0],
+            controller_epoch=1,
+            **({} if ts is None else {"ts": ts}),
+        )
 
     def partition(self, key: str) -> dict[str, Any]:
         return self.engine.state_json()["partitions"][key]
 
 
 def leadership(p: dict[str, Any]) -> tuple[str, int, list[int], int, int, str]:
-    return p["state"], p["leader"], p["isr"], p["leader_epoch"], p["partition_epoch"], p["leader_recovery_state"]
+    return (
+        p["state"],
+        p["leader"],
+        p["isr"],
+        p["leader_epoch"],
+        p["partition_epoch"],
+        p["leader_recovery_state"],
+    )
 
 
 def offline_t0(c: Cluster, configs: dict[str, str] | None = None) -> None:
     """t-0 on broker 1 only; broker 1 dies: leader -1, ISR [1] (the last member stays)."""
-    c("create", "TopicCreation", topic="t", partitions={"0": [1]}, **({"configs": configs} if configs else {}))
+    c(
+        "create",
+        "TopicCreation",
+        topic="t",
+        partitions={"0": [1]},
+        **({"configs": configs} if configs else {}),
+    )
     c("b1-down", "BrokerFailure", broker_id=1)
     assert leadership(c.partition("t-0")) == ("OfflinePartition", -1, [1], 1, 1, "RECOVERED")
 
@@ -59,7 +79,12 @@ def test_an_offline_partition_is_elected_at_a_broker_change_anywhere() -> None:
     c = Cluster()
     c.start(1, 2)
     offline_t0(c)
-    c("unclean-on", "TopicConfigChange", topic="t", configs={"unclean.leader.election.enable": "true"})
+    c(
+        "unclean-on",
+        "TopicConfigChange",
+        topic="t",
+        configs={"unclean.leader.election.enable": "true"},
+    )
     assert c.partition("t-0")["leader"] == -1
     c("move", "PartitionReassignment", topic="t", partition=0, target_replicas=[2])
     assert leadership(c.partition("t-0")) == ("OfflinePartition", -1, [1], 2, 2, "RECOVERED")
@@ -79,7 +104,9 @@ def test_a_retry_of_a_partition_that_is_not_offline_emits_nothing() -> None:
     c("b3-up", "BrokerStartup", broker_id=3, broker_epoch=103)
     assert [r for r in c.out["b3-up"] if r.get("topic") == "u"] == []
     # the offline one is retried, and fails again (Kafka logs it each time)
-    assert [(r["type"], r["topic"]) for r in c.out["b3-up"] if "topic" in r] == [("StateChangeFailed", "t")]
+    assert [(r["type"], r["topic"]) for r in c.out["b3-up"] if "topic" in r] == [
+        ("StateChangeFailed", "t")
+    ]
 
 
 def test_cluster_wide_unclean_enabled_retries_offline_partitions() -> None:
@@ -89,8 +116,13 @@ def test_cluster_wide_unclean_enabled_retries_offline_partitions() -> None:
     c = Cluster()
     c.start(1, 2)
     offline_t0(c)
-    c("create-v", "TopicCreation", topic="v", partitions={"0": [1, 2]},
-      configs={"unclean.leader.election.enable": "false"})
+    c(
+        "create-v",
+        "TopicCreation",
+        topic="v",
+        partitions={"0": [1, 2]},
+        configs={"unclean.leader.election.enable": "false"},
+    )
     c("b2-down", "BrokerFailure", broker_id=2)
     c("b1-up", "BrokerStartup", broker_id=1, broker_epoch=201)  # t-0 is back: leader 1
     assert c.partition("t-0")["leader"] == 1
@@ -100,7 +132,10 @@ def test_cluster_wide_unclean_enabled_retries_offline_partitions() -> None:
     c("move", "PartitionReassignment", topic="t", partition=0, target_replicas=[3])
     assert c.partition("t-0")["leader"] == -1
     c("default-unclean", "BrokerConfigChange", configs={"unclean.leader.election.enable": "true"})
-    assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_recovery_state"]) == (3, "RECOVERING")
+    assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_recovery_state"]) == (
+        3,
+        "RECOVERING",
+    )
     v = c.partition("v-0")
     assert (v["state"], v["leader"]) == ("OfflinePartition", -1)
     failed = [r for r in c.out["default-unclean"] if r["type"] == "StateChangeFailed"]
@@ -132,11 +167,19 @@ def test_a_replica_on_a_failed_log_dir_is_offline_until_its_broker_restarts() ->
     assert leadership(c.partition("t-0"))[:2] == ("OfflinePartition", -1)
     # the same answer again is not new: onReplicasBecomeOffline does not run
     c("dir-again", "ReplicaDirFailure", broker_id=1, partitions=[{"topic": "t", "partition": 0}])
-    assert [r["type"] for r in c.out["dir-again"]] == ["ReplicaStateChange", "LeaderAndIsr", "UpdateMetadata"]
+    assert [r["type"] for r in c.out["dir-again"]] == [
+        "ReplicaStateChange",
+        "LeaderAndIsr",
+        "UpdateMetadata",
+    ]
     # broker 1 bounces: the failed dir is forgotten and the unclean election picks it
     c("b1-bounce", "BrokerStartup", broker_id=1, broker_epoch=201)
     p = c.partition("t-0")
-    assert (p["state"], p["leader"], p["leader_recovery_state"]) == ("OnlinePartition", 1, "RECOVERING")
+    assert (p["state"], p["leader"], p["leader_recovery_state"]) == (
+        "OnlinePartition",
+        1,
+        "RECOVERING",
+    )
     assert "offline_dirs" not in p
 
 
@@ -155,14 +198,28 @@ def test_automatic_rebalance_runs_in_event_time_and_only_when_enabled() -> None:
     schedules the next one leader.imbalance.check.interval.seconds later. With
     auto.leader.rebalance.enable=false nothing is ever scheduled."""
     for enabled in (True, False):
-        c = Cluster(ControllerConfig(auto_leader_rebalance_enable=enabled, leader_imbalance_check_interval_seconds=60))
+        c = Cluster(
+            ControllerConfig(
+                auto_leader_rebalance_enable=enabled, leader_imbalance_check_interval_seconds=60
+            )
+        )
         c.start(1, 2, ts=0)
         c("create", "TopicCreation", topic="t", partitions={"0": [1, 2], "1": [1, 2]}, ts=100)
         c("b1-down", "BrokerFailure", broker_id=1, ts=200)
         c("b1-up", "BrokerStartup", broker_id=1, broker_epoch=201, ts=300)
         for p in (0, 1):
-            c(f"isr-{p}", "AlterPartition", topic="t", partition=p, broker_id=2, broker_epoch=102, leader_epoch=1,
-              partition_epoch=1, isr=[2, 1], ts=400)
+            c(
+                f"isr-{p}",
+                "AlterPartition",
+                topic="t",
+                partition=p,
+                broker_id=2,
+                broker_epoch=102,
+                leader_epoch=1,
+                partition_epoch=1,
+                isr=[2, 1],
+                ts=400,
+            )
         c("tick-4999", "ControllerTick", ts=4_999)
         assert c.out["tick-4999"] == []
         c("tick-5000", "ControllerTick", ts=5_000)
@@ -186,16 +243,37 @@ def test_automatic_rebalance_respects_the_ratio_strictly() -> None:
     for moved, expect in ((1, False), (2, True)):
         c = Cluster()
         c.start(1, 2, ts=0)
-        c("create", "TopicCreation", topic="t", partitions={str(p): [1, 2] for p in range(10)}, ts=100)
+        c(
+            "create",
+            "TopicCreation",
+            topic="t",
+            partitions={str(p): [1, 2] for p in range(10)},
+            ts=100,
+        )
         # broker 1 bounces: 2 leads all ten; 1 rejoins every ISR, and a preferred election
         # gives back all but the first `moved`
         c("b1-bounce", "BrokerStartup", broker_id=1, broker_epoch=201, ts=300)
         for p in range(10):
-            c(f"isr-{p}", "AlterPartition", topic="t", partition=p, broker_id=2, broker_epoch=102,
-              leader_epoch=1, partition_epoch=1, isr=[2, 1], ts=400)
+            c(
+                f"isr-{p}",
+                "AlterPartition",
+                topic="t",
+                partition=p,
+                broker_id=2,
+                broker_epoch=102,
+                leader_epoch=1,
+                partition_epoch=1,
+                isr=[2, 1],
+                ts=400,
+            )
         for p in range(moved, 10):
-            c(f"back-{p}", "ReplicaLeaderElection", election_type="PREFERRED",
-              partitions=[{"topic": "t", "partition": p}], ts=500)
+            c(
+                f"back-{p}",
+                "ReplicaLeaderElection",
+                election_type="PREFERRED",
+                partitions=[{"topic": "t", "partition": p}],
+                ts=500,
+            )
         c("tick", "ControllerTick", ts=5_000)
         elected = [r["partition"] for r in c.out["tick"] if r["type"] == "LeaderAndIsr"]
         assert elected == (list(range(moved)) if expect else [])
@@ -214,12 +292,21 @@ def test_a_replica_on_a_failed_log_dir_makes_a_topic_deletion_ineligible() -> No
     c("dir", "ReplicaDirFailure", broker_id=2, partitions=[{"topic": "t", "partition": 0}])
     c("delete", "TopicDeletion", topic="t")
     assert c.engine.state_json()["topics"]["t"]["deletion"] == "ineligible"
-    assert [(r["broker_id"], r["delete_partition"]) for r in c.out["delete"] if r["type"] == "StopReplica"] == [
-        (1, False), (1, True)]
+    assert [
+        (r["broker_id"], r["delete_partition"])
+        for r in c.out["delete"]
+        if r["type"] == "StopReplica"
+    ] == [(1, False), (1, True)]
     c("deleted-on-1", "StopReplicaResponse", topic="t", partition=0, broker_id=1, error=None)
-    assert [(r["broker_id"], r["delete_partition"]) for r in c.out["deleted-on-1"] if r["type"] == "StopReplica"] == [
-        (2, False)]
-    assert c.partition("t-0")["replica_states"] == {"1": "ReplicaDeletionSuccessful", "2": "OfflineReplica"}
+    assert [
+        (r["broker_id"], r["delete_partition"])
+        for r in c.out["deleted-on-1"]
+        if r["type"] == "StopReplica"
+    ] == [(2, False)]
+    assert c.partition("t-0")["replica_states"] == {
+        "1": "ReplicaDeletionSuccessful",
+        "2": "OfflineReplica",
+    }
 
 
 def _offline_t0_with_broker_2_out_of_sync(c: Cluster) -> None:
@@ -237,7 +324,10 @@ def test_a_topic_enabling_unclean_elections_is_retried_at_once() -> None:
     c.start(1, 2)
     _offline_t0_with_broker_2_out_of_sync(c)
     c("unclean", "TopicConfigChange", topic="t", configs={"unclean.leader.election.enable": "TRUE"})
-    assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_recovery_state"]) == (2, "RECOVERING")
+    assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_recovery_state"]) == (
+        2,
+        "RECOVERING",
+    )
 
 
 def test_a_topic_enabling_unclean_elections_with_spaces_waits_for_the_next_trigger() -> None:
@@ -252,4 +342,7 @@ def test_a_topic_enabling_unclean_elections_with_spaces_waits_for_the_next_trigg
     assert c.out["spaced"] == []
     assert c.partition("t-0")["leader"] == -1
     c("b3-up", "BrokerStartup", broker_id=3, broker_epoch=103)
-    assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_recovery_state"]) == (2, "RECOVERING")
+    assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_recovery_state"]) == (
+        2,
+        "RECOVERING",
+    )

@@ -21,8 +21,18 @@ def imbalanced_after_failover(c: Cluster) -> None:
     c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]}, ts=0)
     c("b1-down", "BrokerFailure", broker_id=1, ts=1 * MIN)
     c("b1-back", "BrokerStartup", broker_id=1, broker_epoch=101, ts=2 * MIN)
-    c("rejoin", "AlterPartition", topic="t", partition=0, broker_id=2, broker_epoch=102, leader_epoch=1,
-      partition_epoch=1, isr=[2, 1], ts=3 * MIN)
+    c(
+        "rejoin",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=2,
+        broker_epoch=102,
+        leader_epoch=1,
+        partition_epoch=1,
+        isr=[2, 1],
+        ts=3 * MIN,
+    )
 
 
 def tick(c: Cluster, event_id: str, ts: int) -> list[dict[str, Any]]:
@@ -60,8 +70,18 @@ def test_a_balance_that_cannot_move_the_leader_reschedules_an_interval_later() -
     c("b1-down", "BrokerFailure", broker_id=1, ts=1 * MIN)
     c("b1-back", "BrokerStartup", broker_id=1, broker_epoch=101, ts=2 * MIN)
     assert of_type(tick(c, "first", 6 * MIN), "PartitionChangeRecord") == []
-    c("rejoin", "AlterPartition", topic="t", partition=0, broker_id=2, broker_epoch=102, leader_epoch=1,
-      partition_epoch=1, isr=[2, 1], ts=7 * MIN)
+    c(
+        "rejoin",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=2,
+        broker_epoch=102,
+        leader_epoch=1,
+        partition_epoch=1,
+        isr=[2, 1],
+        ts=7 * MIN,
+    )
     assert tick(c, "not-yet", 11 * MIN - 1) == []
     (change,) = of_type(tick(c, "second", 11 * MIN), "PartitionChangeRecord")
     assert change_fields(change) == {"leader": 1}
@@ -80,11 +100,27 @@ def test_unclean_elections_run_on_their_own_interval_for_topics_that_allow_them(
     c("b1-down", "BrokerFailure", broker_id=1, ts=2 * MIN)
     c("b2-back", "BrokerStartup", broker_id=2, broker_epoch=102, ts=3 * MIN)
     assert c.partition("t-0")["leader"] == -1
-    assert of_type(c("allow", "TopicConfigChange", topic="t", configs={"unclean.leader.election.enable": "true"},
-                     ts=4 * MIN), "PartitionChangeRecord") == []
+    assert (
+        of_type(
+            c(
+                "allow",
+                "TopicConfigChange",
+                topic="t",
+                configs={"unclean.leader.election.enable": "true"},
+                ts=4 * MIN,
+            ),
+            "PartitionChangeRecord",
+        )
+        == []
+    )
     assert tick(c, "not-yet", 7 * MIN - 1) == []
     (change,) = of_type(tick(c, "due", 7 * MIN), "PartitionChangeRecord")
-    assert change_fields(change) == {"isr": [2], "leader": 2, "leader_recovery_state": 1, "election": "unclean"}
+    assert change_fields(change) == {
+        "isr": [2],
+        "leader": 2,
+        "leader_recovery_state": 1,
+        "election": "unclean",
+    }
 
 
 def test_an_unclean_run_that_finds_no_topic_allowing_it_runs_again_an_interval_later() -> None:
@@ -99,7 +135,18 @@ def test_an_unclean_run_that_finds_no_topic_allowing_it_runs_again_an_interval_l
     c("b1-down", "BrokerFailure", broker_id=1, ts=2 * MIN)
     c("b2-back", "BrokerStartup", broker_id=2, broker_epoch=102, ts=3 * MIN)
     assert of_type(tick(c, "first-run", 7 * MIN), "PartitionChangeRecord") == []
-    c("allow", "TopicConfigChange", topic="t", configs={"unclean.leader.election.enable": "true"}, ts=8 * MIN)
+    c(
+        "allow",
+        "TopicConfigChange",
+        topic="t",
+        configs={"unclean.leader.election.enable": "true"},
+        ts=8 * MIN,
+    )
     assert tick(c, "not-yet", 12 * MIN - 1) == []
     (change,) = of_type(tick(c, "second-run", 12 * MIN), "PartitionChangeRecord")
-    assert change_fields(change) == {"isr": [2], "leader": 2, "leader_recovery_state": 1, "election": "unclean"}
+    assert change_fields(change) == {
+        "isr": [2],
+        "leader": 2,
+        "leader_recovery_state": 1,
+        "election": "unclean",
+    }

@@ -26,7 +26,9 @@ class Cluster:
         self.out: dict[str, list[dict[str, Any]]] = {}
 
     def __call__(self, event_id: str, type_: str, **fields: Any) -> list[dict[str, Any]]:
-        records = self.engine.process(parse_event({"v": 1, "type": type_, "id": event_id, **fields}, self.offset))
+        records = self.engine.process(
+            parse_event({"v": 1, "type": type_, "id": event_id, **fields}, self.offset)
+        )
         self.offset += 1
         self.out[event_id] = records
         return records
@@ -50,7 +52,18 @@ def of_type(records: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def change_fields(record: dict[str, Any]) -> dict[str, Any]:
     """A PartitionChangeRecord's changed fields (what it carries beyond its names), and
     `election` when the record marks an unclean election."""
-    names = {"v", "type", "cause_offset", "cause_id", "seq", "topic", "partition", "version", "topic_id", "partition_id"}
+    names = {
+        "v",
+        "type",
+        "cause_offset",
+        "cause_id",
+        "seq",
+        "topic",
+        "partition",
+        "version",
+        "topic_id",
+        "partition_id",
+    }
     return {k: v for k, v in record.items() if k not in names}
 
 
@@ -67,12 +80,24 @@ def test_registration_and_unfencing_write_the_broker_records_and_a_standby_write
     c("elected", "ControllerFailover", controller_id=3000, controller_epoch=1)
     out = c("b1-new", "BrokerStartup", broker_id=1, broker_epoch=205)
     register, change = out
-    assert (register["type"], register["version"], register["broker_epoch"], register["fenced"]) == (
-        "RegisterBrokerRecord", 3, 205, True)
+    assert (
+        register["type"],
+        register["version"],
+        register["broker_epoch"],
+        register["fenced"],
+    ) == ("RegisterBrokerRecord", 3, 205, True)
     assert len(register["log_dirs"]) == 1
-    assert (change["type"], change["fenced"], change["broker_epoch"]) == ("BrokerRegistrationChangeRecord", -1, 205)
-    assert c.broker(1) == {"fenced": False, "in_controlled_shutdown": False, "broker_epoch": 205,
-                           "incarnation_id": "incarnation-1-205"}
+    assert (change["type"], change["fenced"], change["broker_epoch"]) == (
+        "BrokerRegistrationChangeRecord",
+        -1,
+        205,
+    )
+    assert c.broker(1) == {
+        "fenced": False,
+        "in_controlled_shutdown": False,
+        "broker_epoch": 205,
+        "incarnation_id": "incarnation-1-205",
+    }
     assert c("b1-again", "BrokerStartup", broker_id=1, broker_epoch=205) == []  # unfenced already
 
 
@@ -81,13 +106,29 @@ def test_topic_creation_writes_topic_config_and_partition_records() -> None:
     (buildPartitionRegistration: the active replicas are the ISR, the first leads)."""
     c = Cluster()
     c.start(1, 2, 3)
-    out = c("create", "TopicCreation", topic="t", partitions={"0": [1, 2, 3]}, configs={"min.insync.replicas": "2"})
+    out = c(
+        "create",
+        "TopicCreation",
+        topic="t",
+        partitions={"0": [1, 2, 3]},
+        configs={"min.insync.replicas": "2"},
+    )
     kinds = [r["type"] for r in out]
     assert sorted(kinds) == ["ConfigRecord", "PartitionRecord", "TopicRecord"]
     (p0,) = of_type(out, "PartitionRecord")
-    assert (p0["leader"], p0["isr"], p0["leader_epoch"], p0["partition_epoch"]) == (1, [1, 2, 3], 0, 0)
+    assert (p0["leader"], p0["isr"], p0["leader_epoch"], p0["partition_epoch"]) == (
+        1,
+        [1, 2, 3],
+        0,
+        0,
+    )
     (cfg,) = of_type(out, "ConfigRecord")
-    assert (cfg["resource_type"], cfg["resource_name"], cfg["name"], cfg["value"]) == (2, "t", "min.insync.replicas", "2")
+    assert (cfg["resource_type"], cfg["resource_name"], cfg["name"], cfg["value"]) == (
+        2,
+        "t",
+        "min.insync.replicas",
+        "2",
+    )
 
 
 def test_an_isr_shrink_bumps_only_the_partition_epoch() -> None:
@@ -97,12 +138,26 @@ def test_an_isr_shrink_bumps_only_the_partition_epoch() -> None:
     c = Cluster()
     c.start(1, 2, 3)
     c("create", "TopicCreation", topic="t", partitions={"0": [1, 2, 3]})
-    out = c("shrink", "AlterPartition", topic="t", partition=0, broker_id=1, broker_epoch=101, leader_epoch=0,
-            partition_epoch=0, isr=[1, 2])
+    out = c(
+        "shrink",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=1,
+        broker_epoch=101,
+        leader_epoch=0,
+        partition_epoch=0,
+        isr=[1, 2],
+    )
     (change,) = of_type(out, "PartitionChangeRecord")
     assert change_fields(change) == {"isr": [1, 2]}
     (answer,) = of_type(out, "AlterPartitionResult")
-    assert (answer["error"], answer["leader_epoch"], answer["partition_epoch"], answer["isr"]) == (None, 0, 1, [1, 2])
+    assert (answer["error"], answer["leader_epoch"], answer["partition_epoch"], answer["isr"]) == (
+        None,
+        0,
+        1,
+        [1, 2],
+    )
     assert epochs(c.partition("t-0")) == (1, [1, 2], 0, 1)
 
 
@@ -112,8 +167,17 @@ def test_before_3_6_an_isr_shrink_also_bumps_the_leader_epoch() -> None:
     c = Cluster(ControllerConfig(mode="kraft", metadata_version="3.5-IV2"))
     c.start(1, 2, 3)
     c("create", "TopicCreation", topic="t", partitions={"0": [1, 2, 3]})
-    out = c("shrink", "AlterPartition", topic="t", partition=0, broker_id=1, broker_epoch=101, leader_epoch=0,
-            partition_epoch=0, isr=[1, 2])
+    out = c(
+        "shrink",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=1,
+        broker_epoch=101,
+        leader_epoch=0,
+        partition_epoch=0,
+        isr=[1, 2],
+    )
     (change,) = of_type(out, "PartitionChangeRecord")
     assert change_fields(change) == {"isr": [1, 2], "leader": 1}
     assert epochs(c.partition("t-0")) == (1, [1, 2], 1, 1)
@@ -128,9 +192,18 @@ def test_alter_partition_refusals_have_kafkas_answers() -> None:
     c("create", "TopicCreation", topic="t", partitions={"0": [1, 2, 3]})
 
     def ask(event_id: str, **fields: Any) -> str | None:
-        base = dict(topic="t", partition=0, broker_id=1, broker_epoch=101, leader_epoch=0, partition_epoch=0,
-                    isr=[1, 2, 3])
-        (answer,) = of_type(c(event_id, "AlterPartition", **{**base, **fields}), "AlterPartitionResult")
+        base = dict(
+            topic="t",
+            partition=0,
+            broker_id=1,
+            broker_epoch=101,
+            leader_epoch=0,
+            partition_epoch=0,
+            isr=[1, 2, 3],
+        )
+        (answer,) = of_type(
+            c(event_id, "AlterPartition", **{**base, **fields}), "AlterPartitionResult"
+        )
         return answer["error"]
 
     assert ask("not-leader", broker_id=2, broker_epoch=102) == "INVALID_REQUEST"
@@ -157,7 +230,9 @@ def test_fencing_moves_leadership_and_the_last_isr_member_stays() -> None:
     assert epochs(c.partition("u-0")) == (-1, [1], 1, 1)
     # unfencing elects the leaderless partition again (handleBrokerUnfenced: partitionsWithNoLeader)
     out = c("b1-back", "BrokerStartup", broker_id=1, broker_epoch=101)
-    assert {r["topic"]: change_fields(r) for r in of_type(out, "PartitionChangeRecord")} == {"u": {"leader": 1}}
+    assert {r["topic"]: change_fields(r) for r in of_type(out, "PartitionChangeRecord")} == {
+        "u": {"leader": 1}
+    }
 
 
 def test_partitions_of_a_topic_share_one_replication_factor() -> None:
@@ -166,8 +241,10 @@ def test_partitions_of_a_topic_share_one_replication_factor() -> None:
     c.start(1, 2)
     out = c("create", "TopicCreation", topic="t", partitions={"0": [1, 2], "1": [1]})
     assert [(r["type"], r["partition"]) for r in out] == [("StateChangeFailed", 1)]
-    assert out[0]["reason"].startswith("INVALID_REPLICA_ASSIGNMENT: The manual partition assignment includes a "
-                                       "partition with 1 replica(s)")
+    assert out[0]["reason"].startswith(
+        "INVALID_REPLICA_ASSIGNMENT: The manual partition assignment includes a "
+        "partition with 1 replica(s)"
+    )
     assert c.engine.state_json()["partitions"] == {}
 
 
@@ -176,13 +253,32 @@ def test_unclean_election_follows_the_topic_config_and_recovers() -> None:
     election is UNCLEAN, the first active replica leads alone and RECOVERING (KIP-704)."""
     c = Cluster()
     c.start(1, 2)
-    c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]},
-      configs={"unclean.leader.election.enable": "true"})
-    c("shrink", "AlterPartition", topic="t", partition=0, broker_id=1, broker_epoch=101, leader_epoch=0,
-      partition_epoch=0, isr=[1])
+    c(
+        "create",
+        "TopicCreation",
+        topic="t",
+        partitions={"0": [1, 2]},
+        configs={"unclean.leader.election.enable": "true"},
+    )
+    c(
+        "shrink",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=1,
+        broker_epoch=101,
+        leader_epoch=0,
+        partition_epoch=0,
+        isr=[1],
+    )
     out = c("b1-down", "BrokerFailure", broker_id=1)
     (change,) = of_type(out, "PartitionChangeRecord")
-    assert change_fields(change) == {"isr": [2], "leader": 2, "leader_recovery_state": 1, "election": "unclean"}
+    assert change_fields(change) == {
+        "isr": [2],
+        "leader": 2,
+        "leader_recovery_state": 1,
+        "election": "unclean",
+    }
 
 
 def test_elections_answer_as_kafka_does() -> None:
@@ -191,13 +287,26 @@ def test_elections_answer_as_kafka_does() -> None:
     c = Cluster()
     c.start(1, 2)
     c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
-    out = c("elect", "ReplicaLeaderElection", election_type="PREFERRED", partitions=[{"topic": "t", "partition": 0},
-                                                                                      {"topic": "t", "partition": 9}])
+    out = c(
+        "elect",
+        "ReplicaLeaderElection",
+        election_type="PREFERRED",
+        partitions=[{"topic": "t", "partition": 0}, {"topic": "t", "partition": 9}],
+    )
     assert sorted((r["partition"], r["error"]) for r in of_type(out, "ElectionResult")) == [
-        (0, "ELECTION_NOT_NEEDED"), (9, "UNKNOWN_TOPIC_OR_PARTITION")]
+        (0, "ELECTION_NOT_NEEDED"),
+        (9, "UNKNOWN_TOPIC_OR_PARTITION"),
+    ]
     c("b1-down", "BrokerFailure", broker_id=1)
-    out = c("elect-again", "ReplicaLeaderElection", election_type="PREFERRED", partitions=[{"topic": "t", "partition": 0}])
-    assert [(r["error"], r["leader"]) for r in of_type(out, "ElectionResult")] == [("PREFERRED_LEADER_NOT_AVAILABLE", None)]
+    out = c(
+        "elect-again",
+        "ReplicaLeaderElection",
+        election_type="PREFERRED",
+        partitions=[{"topic": "t", "partition": 0}],
+    )
+    assert [(r["error"], r["leader"]) for r in of_type(out, "ElectionResult")] == [
+        ("PREFERRED_LEADER_NOT_AVAILABLE", None)
+    ]
 
 
 def test_controlled_shutdown_moves_leaders_then_the_broker_is_fenced() -> None:
@@ -217,8 +326,13 @@ def test_controlled_shutdown_moves_leaders_then_the_broker_is_fenced() -> None:
     assert (cs["in_controlled_shutdown"], cs["version"]) == (1, 1)
     out = c("b1-stop-again", "ControlledShutdown", broker_id=1, broker_epoch=101)
     assert [r["fenced"] for r in of_type(out, "BrokerRegistrationChangeRecord")] == [1]
-    assert of_type(c("b9-stop", "ControlledShutdown", broker_id=9, broker_epoch=1), "ControlledShutdownResult")[0][
-        "error"] == "STALE_BROKER_EPOCH"
+    assert (
+        of_type(
+            c("b9-stop", "ControlledShutdown", broker_id=9, broker_epoch=1),
+            "ControlledShutdownResult",
+        )[0]["error"]
+        == "STALE_BROKER_EPOCH"
+    )
 
 
 def test_a_reassignment_completes_in_one_record() -> None:
@@ -231,12 +345,30 @@ def test_a_reassignment_completes_in_one_record() -> None:
     c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
     out = c("move", "PartitionReassignment", topic="t", partition=0, target_replicas=[2, 3])
     (start,) = of_type(out, "PartitionChangeRecord")
-    assert (start["replicas"], start["adding_replicas"], start["removing_replicas"]) == ([2, 3, 1], [3], [1])
-    out = c("caught-up", "AlterPartition", topic="t", partition=0, broker_id=1, broker_epoch=101, leader_epoch=0,
-            partition_epoch=1, isr=[1, 2, 3])
+    assert (start["replicas"], start["adding_replicas"], start["removing_replicas"]) == (
+        [2, 3, 1],
+        [3],
+        [1],
+    )
+    out = c(
+        "caught-up",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=1,
+        broker_epoch=101,
+        leader_epoch=0,
+        partition_epoch=1,
+        isr=[1, 2, 3],
+    )
     (done,) = of_type(out, "PartitionChangeRecord")
-    assert (done["replicas"], done["isr"], done["leader"], done["adding_replicas"], done["removing_replicas"]) == (
-        [2, 3], [2, 3], 2, [], [])
+    assert (
+        done["replicas"],
+        done["isr"],
+        done["leader"],
+        done["adding_replicas"],
+        done["removing_replicas"],
+    ) == ([2, 3], [2, 3], 2, [], [])
     assert of_type(out, "AlterPartitionResult")[0]["error"] == "NEW_LEADER_ELECTED"
 
 
@@ -251,9 +383,20 @@ def test_deletion_is_one_record() -> None:
 
 # -- the shadow on a KRaft cluster --------------------------------------------------------
 
-def observe(c: Cluster, event_id: str, leader: int, leader_epoch: int, isr: list[int], partition_epoch: int) -> str:
-    out = c(event_id, "ObservedPartitionState", topic="t", partition=0, leader=leader, leader_epoch=leader_epoch,
-            isr=isr, partition_epoch=partition_epoch)
+
+def observe(
+    c: Cluster, event_id: str, leader: int, leader_epoch: int, isr: list[int], partition_epoch: int
+) -> str:
+    out = c(
+        event_id,
+        "ObservedPartitionState",
+        topic="t",
+        partition=0,
+        leader=leader,
+        leader_epoch=leader_epoch,
+        isr=isr,
+        partition_epoch=partition_epoch,
+    )
     divergences = of_type(out, "Divergence")
     return divergences[0]["severity"] if divergences else "match"
 
@@ -265,16 +408,36 @@ def correct_kraft_history(c: Cluster) -> list[str]:
     c("create", "TopicCreation", topic="t", partitions={"0": [1, 2, 3]})
     seen = [observe(c, "o1", 1, 0, [1, 2, 3], 0)]
     c("b3-down", "BrokerFailure", broker_id=3)
-    seen.append(observe(c, "o2", 1, 0, [1, 2], 1))  # KRaft: the controller's shrink bumps no leader epoch
+    seen.append(
+        observe(c, "o2", 1, 0, [1, 2], 1)
+    )  # KRaft: the controller's shrink bumps no leader epoch
     c("b3-back", "BrokerStartup", broker_id=3, broker_epoch=103)
-    c("expand", "AlterPartition", topic="t", partition=0, broker_id=1, broker_epoch=101, leader_epoch=0,
-      partition_epoch=1, isr=[1, 2, 3])
+    c(
+        "expand",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=1,
+        broker_epoch=101,
+        leader_epoch=0,
+        partition_epoch=1,
+        isr=[1, 2, 3],
+    )
     seen.append(observe(c, "o3", 1, 0, [1, 2, 3], 2))
     c("b1-down", "BrokerFailure", broker_id=1)
     seen.append(observe(c, "o4", 2, 1, [2, 3], 3))
     c("b1-back", "BrokerStartup", broker_id=1, broker_epoch=104)
-    c("rejoin", "AlterPartition", topic="t", partition=0, broker_id=2, broker_epoch=102, leader_epoch=1,
-      partition_epoch=3, isr=[2, 3, 1])
+    c(
+        "rejoin",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=2,
+        broker_epoch=102,
+        leader_epoch=1,
+        partition_epoch=3,
+        isr=[2, 3, 1],
+    )
     seen.append(observe(c, "o5", 2, 1, [2, 3, 1], 4))
     return seen
 
@@ -299,16 +462,35 @@ def test_a_leader_outside_the_isr_and_elr_without_unclean_is_safety() -> None:
     c = Cluster()
     c.start(1, 2, 3)
     c("create", "TopicCreation", topic="t", partitions={"0": [1, 2, 3]})
-    c("shrink", "AlterPartition", topic="t", partition=0, broker_id=1, broker_epoch=101, leader_epoch=0,
-      partition_epoch=0, isr=[1])
-    out = c("bad", "ObservedPartitionState", topic="t", partition=0, leader=3, leader_epoch=1, isr=[3],
-            partition_epoch=2)
+    c(
+        "shrink",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=1,
+        broker_epoch=101,
+        leader_epoch=0,
+        partition_epoch=0,
+        isr=[1],
+    )
+    out = c(
+        "bad",
+        "ObservedPartitionState",
+        topic="t",
+        partition=0,
+        leader=3,
+        leader_epoch=1,
+        isr=[3],
+        partition_epoch=2,
+    )
     (divergence,) = of_type(out, "Divergence")
     assert divergence["severity"] == "safety"
     assert "outside the ISR [1] and the ELR []" in divergence["reason"]
 
 
-def test_a_fence_ends_the_heartbeat_managers_controlled_shutdown_but_not_the_registrations() -> None:
+def test_a_fence_ends_the_heartbeat_managers_controlled_shutdown_but_not_the_registrations() -> (
+    None
+):
     """BrokerHeartbeatManager.touch(fenced) clears the controlled shutdown offset; the
     registration keeps inControlledShutdown. Broker 1 shuts down (t-0 has no other replica:
     leader -1), is fenced, and the same incarnation heartbeats again: unfencing lets it lead

@@ -191,7 +191,12 @@ def test_topic_deletion_sends_leader_minus_two() -> None:
     out = sends(c("delete", "TopicDeletion", topic="t"))
     assert [summary(s) for s in out] == [([1, 2], ["t-0"])]
     state = out[0]["partitions"][0]
-    assert (state["leader"], state["leader_epoch"], state["zk_version"], state["isr"]) == (-2, 0, 0, [1, 2])
+    assert (state["leader"], state["leader_epoch"], state["zk_version"], state["isr"]) == (
+        -2,
+        0,
+        0,
+        [1, 2],
+    )
 
 
 def test_alter_partition_sends_for_every_partition_of_the_request() -> None:
@@ -200,14 +205,50 @@ def test_alter_partition_sends_for_every_partition_of_the_request() -> None:
     c = Cluster()
     c.start(1, 2)
     c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
-    ok = sends(c("shrink", "AlterPartition", topic="t", partition=0, broker_id=1, broker_epoch=101, leader_epoch=0,
-                 partition_epoch=0, isr=[1], leader_recovery_state="RECOVERED"))
+    ok = sends(
+        c(
+            "shrink",
+            "AlterPartition",
+            topic="t",
+            partition=0,
+            broker_id=1,
+            broker_epoch=101,
+            leader_epoch=0,
+            partition_epoch=0,
+            isr=[1],
+            leader_recovery_state="RECOVERED",
+        )
+    )
     assert [summary(s) for s in ok] == [([1, 2], ["t-0"])] and ok[0]["partitions"][0]["isr"] == [1]
-    fenced = sends(c("stale", "AlterPartition", topic="t", partition=0, broker_id=1, broker_epoch=101,
-                     leader_epoch=0, partition_epoch=0, isr=[1, 2], leader_recovery_state="RECOVERED"))
+    fenced = sends(
+        c(
+            "stale",
+            "AlterPartition",
+            topic="t",
+            partition=0,
+            broker_id=1,
+            broker_epoch=101,
+            leader_epoch=0,
+            partition_epoch=0,
+            isr=[1, 2],
+            leader_recovery_state="RECOVERED",
+        )
+    )
     assert [summary(s) for s in fenced] == [([1, 2], ["t-0"])]
-    unknown = sends(c("unknown", "AlterPartition", topic="t", partition=7, broker_id=1, broker_epoch=101,
-                      leader_epoch=0, partition_epoch=0, isr=[1], leader_recovery_state="RECOVERED"))
+    unknown = sends(
+        c(
+            "unknown",
+            "AlterPartition",
+            topic="t",
+            partition=7,
+            broker_id=1,
+            broker_epoch=101,
+            leader_epoch=0,
+            partition_epoch=0,
+            isr=[1],
+            leader_recovery_state="RECOVERED",
+        )
+    )
     assert [summary(s) for s in unknown] == [([1, 2], [])]
 
 
@@ -220,11 +261,25 @@ def test_reassignment_completion_sends_step_b8() -> None:
     c.start(1, 2, 3)
     c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
     c("move", "PartitionReassignment", topic="t", partition=0, target_replicas=[2, 3])
-    done = sends(c("caught-up", "AlterPartition", topic="t", partition=0, broker_id=1, broker_epoch=101,
-                   leader_epoch=1, partition_epoch=1, isr=[1, 2, 3], leader_recovery_state="RECOVERED"))
+    done = sends(
+        c(
+            "caught-up",
+            "AlterPartition",
+            topic="t",
+            partition=0,
+            broker_id=1,
+            broker_epoch=101,
+            leader_epoch=1,
+            partition_epoch=1,
+            isr=[1, 2, 3],
+            leader_recovery_state="RECOVERED",
+        )
+    )
     keys = [s["send"] for s in done]
     assert keys[0] == "update-metadata-000-001"  # the AlterPartition's own
-    assert all(k.startswith("update-metadata-000-t-0-") for k in keys[1:]) and keys[-1].endswith("-011")
+    assert all(k.startswith("update-metadata-000-t-0-") for k in keys[1:]) and keys[-1].endswith(
+        "-011"
+    )
     final = done[-1]["partitions"][0]
     assert (final["replicas"], final["leader"], final["isr"]) == ([2, 3], 2, [2, 3])
 
@@ -236,9 +291,16 @@ def test_a_large_send_is_split_under_one_key() -> None:
     c.start(1)
     count = MAX_PARTITIONS_PER_RECORD * 2 + 5
     c("create", "TopicCreation", topic="t", partitions={str(p): [1] for p in range(count)})
-    full = [s for s in sends(c("b2-up", "BrokerStartup", broker_id=2, broker_epoch=102)) if s["recipients"] == [2]]
+    full = [
+        s
+        for s in sends(c("b2-up", "BrokerStartup", broker_id=2, broker_epoch=102))
+        if s["recipients"] == [2]
+    ]
     assert [(s["seq"], len(s["partitions"])) for s in full] == [
-        (0, MAX_PARTITIONS_PER_RECORD), (1, MAX_PARTITIONS_PER_RECORD), (2, 5)]
+        (0, MAX_PARTITIONS_PER_RECORD),
+        (1, MAX_PARTITIONS_PER_RECORD),
+        (2, 5),
+    ]
     assert len({s["send"] for s in full}) == 1
 
 

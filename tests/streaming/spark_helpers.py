@@ -20,7 +20,9 @@ def canonical(record: dict[str, Any]) -> str:
     return json.dumps(record, sort_keys=True, separators=(",", ":"))
 
 
-def simulate_records(lines: list[bytes], config: ControllerConfig = ControllerConfig()) -> list[str]:
+def simulate_records(
+    lines: list[bytes], config: ControllerConfig = ControllerConfig()
+) -> list[str]:
     engine = Engine(config)
     out = []
     for i, line in enumerate(lines):
@@ -37,16 +39,24 @@ def write_input(directory: Path, lines: list[bytes], files: int = 1) -> None:
     per = max(1, -(-len(lines) // files))
     for n, first in enumerate(range(0, len(lines), per)):
         tmp = directory / f".{n:04d}.tmp"
-        tmp.write_bytes(b"".join(line + b"\n" for line in lines[first:first + per]))
+        tmp.write_bytes(b"".join(line + b"\n" for line in lines[first : first + per]))
         tmp.rename(directory / f"{n:04d}.jsonl")
 
 
 def read_output(directory: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for f in sorted(glob.glob(str(directory / "decisions-*.jsonl"))) for line in open(f)]
+    return [
+        json.loads(line)
+        for f in sorted(glob.glob(str(directory / "decisions-*.jsonl")))
+        for line in open(f)
+    ]
 
 
 def read_dlq(directory: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for f in sorted(glob.glob(str(directory / "dlq" / "dlq-*.jsonl"))) for line in open(f)]
+    return [
+        json.loads(line)
+        for f in sorted(glob.glob(str(directory / "dlq" / "dlq-*.jsonl")))
+        for line in open(f)
+    ]
 
 
 def run_to_end(spark: Any, settings: JobSettings) -> Any:
@@ -60,13 +70,24 @@ def run_to_end(spark: Any, settings: JobSettings) -> Any:
     return sink
 
 
-def run_file_job(spark: Any, base: Path, lines: list[bytes], *, max_offsets: int | None = None,
-                 config: ControllerConfig = ControllerConfig(), files: int = 1,
-                 buckets: int = 0) -> tuple[list[dict[str, Any]], dict[int, Any]]:
+def run_file_job(
+    spark: Any,
+    base: Path,
+    lines: list[bytes],
+    *,
+    max_offsets: int | None = None,
+    config: ControllerConfig = ControllerConfig(),
+    files: int = 1,
+    buckets: int = 0,
+) -> tuple[list[dict[str, Any]], dict[int, Any]]:
     write_input(base / "in", lines, files)
     settings = JobSettings(
-        input=f"file:{base / 'in'}", output=f"file:{base / 'out'}", checkpoint=str(base / "ckpt"),
-        controller=config, max_offsets_per_trigger=max_offsets, partition_buckets=buckets,
+        input=f"file:{base / 'in'}",
+        output=f"file:{base / 'out'}",
+        checkpoint=str(base / "ckpt"),
+        controller=config,
+        max_offsets_per_trigger=max_offsets,
+        partition_buckets=buckets,
     )
     sink = run_to_end(spark, settings)
     return read_output(base / "out"), sink.stats
@@ -79,4 +100,5 @@ def assert_same_multiset(got: list[dict[str, Any]], expected: list[str]) -> None
     extra = got_c - exp_c
     assert not missing and not extra, (
         f"{sum(missing.values())} records missing, {sum(extra.values())} unexpected; "
-        f"first missing: {next(iter(missing), None)}; first unexpected: {next(iter(extra), None)}")
+        f"first missing: {next(iter(missing), None)}; first unexpected: {next(iter(extra), None)}"
+    )

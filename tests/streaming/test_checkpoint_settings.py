@@ -11,7 +11,13 @@ import os
 import pytest
 
 from shadow_controller.cli import main as cli_main
-from streaming.settings.checkpoint import SETTINGS_FILE, STATE_LAYOUT, CheckpointMismatch, check_frozen, save_settings
+from streaming.settings.checkpoint import (
+    SETTINGS_FILE,
+    STATE_LAYOUT,
+    CheckpointMismatch,
+    check_frozen,
+    save_settings,
+)
 from streaming.settings.schema import JobSettings
 
 
@@ -26,10 +32,14 @@ def _checkpoint(tmp_path, **settings) -> tuple[str, JobSettings]:
 def test_the_same_layout_runs_and_a_new_checkpoint_takes_any(tmp_path):
     ckpt, job = _checkpoint(tmp_path, partition_buckets=64, shuffle_partitions=2)
     check_frozen(job, ckpt)
-    check_frozen(JobSettings(input="", output="", checkpoint="", partition_buckets=8), str(tmp_path / "new"))
+    check_frozen(
+        JobSettings(input="", output="", checkpoint="", partition_buckets=8), str(tmp_path / "new")
+    )
 
 
-@pytest.mark.parametrize("field, value", [("partition_buckets", 32), ("partition_buckets", 0), ("shuffle_partitions", 4)])
+@pytest.mark.parametrize(
+    "field, value", [("partition_buckets", 32), ("partition_buckets", 0), ("shuffle_partitions", 4)]
+)
 def test_a_changed_frozen_setting_is_refused(tmp_path, field, value):
     ckpt, job = _checkpoint(tmp_path, partition_buckets=64, shuffle_partitions=2)
     setattr(job, field, value)
@@ -54,7 +64,18 @@ def test_scale_mode_state_of_another_layout_is_refused(tmp_path):
 
 def test_run_says_why_and_exits_2_without_starting_spark(tmp_path, capsys):
     ckpt, _ = _checkpoint(tmp_path, partition_buckets=64)
-    code = cli_main(["run", "--input", f"file:{tmp_path}/in", "--output", f"file:{tmp_path}/out",
-                     "--checkpoint", ckpt, "--set", "job.partition_buckets=16"])
+    code = cli_main(
+        [
+            "run",
+            "--input",
+            f"file:{tmp_path}/in",
+            "--output",
+            f"file:{tmp_path}/out",
+            "--checkpoint",
+            ckpt,
+            "--set",
+            "job.partition_buckets=16",
+        ]
+    )
     assert code == 2
     assert "partition_buckets is frozen" in capsys.readouterr().err

@@ -32,13 +32,24 @@ EVENTS = [
     {"type": "BrokerStartup", "broker_id": 3, "broker_epoch": 3},
     {"type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
     {"type": "TopicCreation", "topic": "a", "partitions": {"0": [1, 2], "1": [2, 1], "2": [3]}},
-    {"type": "TopicCreation", "topic": "u", "partitions": {"0": [1, 2]},
-     "configs": {"unclean.leader.election.enable": "true"}},
+    {
+        "type": "TopicCreation",
+        "topic": "u",
+        "partitions": {"0": [1, 2]},
+        "configs": {"unclean.leader.election.enable": "true"},
+    },
     {"type": "TopicCreation", "topic": "d", "partitions": {"0": [2, 3]}},
     {"type": "TopicCreation", "topic": "e", "partitions": {"0": [2]}},
     # u-0's ISR shrinks to its leader alone
-    {"type": "AlterPartition", "topic": "u", "partition": 0, "broker_id": 1, "leader_epoch": 0,
-     "partition_epoch": 0, "isr": [1]},
+    {
+        "type": "AlterPartition",
+        "topic": "u",
+        "partition": 0,
+        "broker_id": 1,
+        "leader_epoch": 0,
+        "partition_epoch": 0,
+        "isr": [1],
+    },
     # a-2 (only on 3) goes offline; d-0 keeps leader 2
     {"type": "BrokerFailure", "broker_id": 3},
     # a-0 moves to 2 (in its ISR); u-0 has no live ISR replica and its topic allows an
@@ -51,7 +62,13 @@ EVENTS = [
     # resumeDeletions retries it (retryDeletionForIneligibleReplicas: OfflineReplica) and
     # the topic stays ineligible
     {"type": "TopicDeletion", "topic": "e"},
-    {"type": "StopReplicaResponse", "topic": "e", "partition": 0, "broker_id": 2, "error": "UNKNOWN_SERVER_ERROR"},
+    {
+        "type": "StopReplicaResponse",
+        "topic": "e",
+        "partition": 0,
+        "broker_id": 2,
+        "error": "UNKNOWN_SERVER_ERROR",
+    },
 ]
 LINES = [json.dumps({"v": 1, **e}).encode() for e in EVENTS]
 
@@ -82,19 +99,38 @@ def test_gauges_in_process() -> None:
         engine.process(parse_line(line, i))
     assert controller_metrics(engine.directory, None, engine.config) == EXPECTED
     waiting = Pending(cause_offset=12, cause_id=None, round=0, expected=1, continuation=None)
-    assert controller_metrics(engine.directory, waiting, engine.config)["ControllerState"] == 4  # TopicDeletion
+    assert (
+        controller_metrics(engine.directory, waiting, engine.config)["ControllerState"] == 4
+    )  # TopicDeletion
 
 
 # Kafka's replica metrics against min.insync.replicas from each level. The static setting is 2.
 MIN_ISR = [
     *({"type": "BrokerStartup", "broker_id": b, "broker_epoch": b} for b in (1, 2, 3, 4, 5)),
     {"type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
-    {"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2, 3]}, "configs": {"min.insync.replicas": "3"}},
+    {
+        "type": "TopicCreation",
+        "topic": "t",
+        "partitions": {"0": [1, 2, 3]},
+        "configs": {"min.insync.replicas": "3"},
+    },
     {"type": "TopicCreation", "topic": "c", "partitions": {"0": [1, 2, 3]}},
     {"type": "TopicCreation", "topic": "n", "partitions": {"0": [5]}},
-    {"type": "TopicCreation", "topic": "r", "partitions": {"0": [1, 2]}, "configs": {"min.insync.replicas": "3"}},
-    {"type": "AlterPartition", "topic": "c", "partition": 0, "broker_id": 1, "leader_epoch": 0,
-     "partition_epoch": 0, "isr": [1, 2]},
+    {
+        "type": "TopicCreation",
+        "topic": "r",
+        "partitions": {"0": [1, 2]},
+        "configs": {"min.insync.replicas": "3"},
+    },
+    {
+        "type": "AlterPartition",
+        "topic": "c",
+        "partition": 0,
+        "broker_id": 1,
+        "leader_epoch": 0,
+        "partition_epoch": 0,
+        "isr": [1, 2],
+    },
     {"type": "BrokerFailure", "broker_id": 5},  # n-0 has no leader
     {"type": "PartitionReassignment", "topic": "r", "partition": 0, "target_replicas": [3, 4]},
 ]
@@ -102,7 +138,11 @@ MIN_ISR = [
 
 def replica_gauges(engine: Engine) -> tuple[int, int, int]:
     m = controller_metrics(engine.directory, None, engine.config)
-    return m["UnderReplicatedPartitions"], m["UnderMinIsrPartitionCount"], m["AtMinIsrPartitionCount"]
+    return (
+        m["UnderReplicatedPartitions"],
+        m["UnderMinIsrPartitionCount"],
+        m["AtMinIsrPartitionCount"],
+    )
 
 
 def test_replica_metrics_with_min_isr_from_topic_cluster_and_static_settings() -> None:
@@ -112,7 +152,11 @@ def test_replica_metrics_with_min_isr_from_topic_cluster_and_static_settings() -
     for i, e in enumerate(MIN_ISR):
         engine.process(parse_event({"v": 1, **e}, i))
     r0 = engine.partitions[("r", 0)]
-    assert (r0.assignment.replicas, r0.assignment.adding_replicas, r0.leadership.isr) == ((3, 4, 1, 2), (3, 4), (1, 2))
+    assert (r0.assignment.replicas, r0.assignment.adding_replicas, r0.leadership.isr) == (
+        (3, 4, 1, 2),
+        (3, 4),
+        (1, 2),
+    )
     # t-0: ISR 3 of 3, min 3 (topic config): at min.
     # c-0: ISR [1,2] of 3: under-replicated; min 2 (the static setting): at min.
     # n-0: leader -1: not counted by any broker (it would be under min ISR, and at it).
@@ -130,15 +174,25 @@ def test_replica_metrics_with_min_isr_from_topic_cluster_and_static_settings() -
     # r-0's reassignment completes: replicas [3,4], leader 3, ISR [3,4]; min 3 (topic) capped
     # by its 2 replicas (effectiveMinIsr) is 2: at min, no longer under
     la = engine.partitions[("r", 0)].leadership
-    alter = {"v": 1, "type": "AlterPartition", "topic": "r", "partition": 0, "broker_id": la.leader,
-             "leader_epoch": la.leader_epoch, "partition_epoch": la.partition_epoch, "isr": [1, 2, 3, 4]}
+    alter = {
+        "v": 1,
+        "type": "AlterPartition",
+        "topic": "r",
+        "partition": 0,
+        "broker_id": la.leader,
+        "leader_epoch": la.leader_epoch,
+        "partition_epoch": la.partition_epoch,
+        "isr": [1, 2, 3, 4],
+    }
     engine.process(parse_event(alter, len(MIN_ISR) + 1))
     r0 = engine.partitions[("r", 0)]
     assert (r0.assignment.replicas, r0.leadership.leader, r0.leadership.isr) == ((3, 4), 3, (3, 4))
     assert replica_gauges(engine) == (1, 1, 2)
 
     # the dynamic default goes: the static 2 again, and c-0 is at it
-    engine.process(parse_event({**change, "configs": {"min.insync.replicas": None}}, len(MIN_ISR) + 2))
+    engine.process(
+        parse_event({**change, "configs": {"min.insync.replicas": None}}, len(MIN_ISR) + 2)
+    )
     assert replica_gauges(engine) == (1, 0, 3)
 
 
@@ -155,7 +209,9 @@ PROMTOOL = shutil.which("promtool")
 def promtool_check(text: bytes) -> tuple[int, str]:
     """`promtool check metrics` on the text: its exit code and what it said."""
     assert PROMTOOL is not None
-    result = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, timeout=60)
+    result = subprocess.run(
+        [PROMTOOL, "check", "metrics"], input=text, capture_output=True, timeout=60
+    )
     return result.returncode, (result.stdout + result.stderr).decode()
 
 
@@ -167,14 +223,30 @@ def test_the_replica_gauges_count_while_the_controller_is_not_active() -> None:
     """They are the brokers' metrics: a partition loaded while inactive (its snapshot:
     leader 1, ISR [1] of [1,2]) is under-replicated and at min ISR; the controller's are 0."""
     engine = Engine()
-    for i, e in enumerate([
-            {"type": "BrokerStartup", "broker_id": 1}, {"type": "BrokerStartup", "broker_id": 2},
+    for i, e in enumerate(
+        [
+            {"type": "BrokerStartup", "broker_id": 1},
+            {"type": "BrokerStartup", "broker_id": 2},
             {"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2]}},
-            {"type": "PartitionStateSnapshot", "topic": "t", "partition": 0, "replicas": [1, 2], "leader": 1,
-             "leader_epoch": 3, "isr": [1], "partition_epoch": 4, "controller_epoch": 1}]):
+            {
+                "type": "PartitionStateSnapshot",
+                "topic": "t",
+                "partition": 0,
+                "replicas": [1, 2],
+                "leader": 1,
+                "leader_epoch": 3,
+                "isr": [1],
+                "partition_epoch": 4,
+                "controller_epoch": 1,
+            },
+        ]
+    ):
         engine.process(parse_event({"v": 1, **e}, i))
     assert controller_metrics(engine.directory, None, engine.config) == {
-        **dict.fromkeys(ZK_GAUGES, 0), "UnderReplicatedPartitions": 1, "AtMinIsrPartitionCount": 1}
+        **dict.fromkeys(ZK_GAUGES, 0),
+        "UnderReplicatedPartitions": 1,
+        "AtMinIsrPartitionCount": 1,
+    }
 
 
 def scrape(port: int) -> dict[str, float]:
@@ -208,13 +280,20 @@ def test_endpoint_before_any_batch_has_only_the_counters(tmp_path: Path) -> None
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("buckets", [pytest.param(0, id="per-partition"), pytest.param(4, id="buckets-4")])
+@pytest.mark.parametrize(
+    "buckets", [pytest.param(0, id="per-partition"), pytest.param(4, id="buckets-4")]
+)
 def test_the_job_serves_kafkas_metrics(spark, tmp_path: Path, buckets: int) -> None:
     from streaming.job import start
 
     write_input(tmp_path / "in", LINES)
-    settings = JobSettings(input=f"file:{tmp_path / 'in'}", output=f"file:{tmp_path / 'out'}",
-                           checkpoint=str(tmp_path / "ckpt"), max_offsets_per_trigger=5, partition_buckets=buckets)
+    settings = JobSettings(
+        input=f"file:{tmp_path / 'in'}",
+        output=f"file:{tmp_path / 'out'}",
+        checkpoint=str(tmp_path / "ckpt"),
+        max_offsets_per_trigger=5,
+        partition_buckets=buckets,
+    )
     sink = BatchSink(settings)
     server, _ = serve(sink, 0, addr="127.0.0.1")
     try:
@@ -245,15 +324,27 @@ def test_each_safety_divergence_is_one_warn_line(caplog: pytest.LogCaptureFixtur
     are not logged."""
     from streaming.sink import log_safety_divergences
 
-    safety = {"type": "Divergence", "topic": "a", "partition": 0, "severity": "safety", "reason": "two leaders",
-              "cause_offset": 41}
+    safety = {
+        "type": "Divergence",
+        "topic": "a",
+        "partition": 0,
+        "severity": "safety",
+        "reason": "two leaders",
+        "cause_offset": 41,
+    }
     benign = {**safety, "severity": "benign", "reason": "epoch lag"}
     with caplog.at_level("WARNING", logger="shadow_controller.job"):
-        log_safety_divergences(7, [("a-0", json.dumps(safety, separators=(",", ":"))),
-                                   ("a-0", json.dumps(benign, separators=(",", ":"))),
-                                   ("a-1", '{"type":"LeaderAndIsr","election":"unclean"}')])
+        log_safety_divergences(
+            7,
+            [
+                ("a-0", json.dumps(safety, separators=(",", ":"))),
+                ("a-0", json.dumps(benign, separators=(",", ":"))),
+                ("a-1", '{"type":"LeaderAndIsr","election":"unclean"}'),
+            ],
+        )
     assert [r.getMessage() for r in caplog.records] == [
-        "safety divergence on a-0 at cause offset 41 (batch 7): two leaders"]
+        "safety divergence on a-0 at cause offset 41 (batch 7): two leaders"
+    ]
 
 
 @pytest.mark.spark
@@ -265,8 +356,12 @@ def test_a_restart_serves_the_gauges_before_its_first_batch(spark, tmp_path: Pat
     from streaming.runner import restore_gauges
 
     write_input(tmp_path / "in", LINES)
-    settings = JobSettings(input=f"file:{tmp_path / 'in'}", output=f"file:{tmp_path / 'out'}",
-                           checkpoint=str(tmp_path / "ckpt"), max_offsets_per_trigger=5)
+    settings = JobSettings(
+        input=f"file:{tmp_path / 'in'}",
+        output=f"file:{tmp_path / 'out'}",
+        checkpoint=str(tmp_path / "ckpt"),
+        max_offsets_per_trigger=5,
+    )
     fresh = BatchSink(settings)
     restore_gauges(spark, settings, fresh)  # nothing committed yet: nothing to serve
     assert fresh.metrics == {}
@@ -308,16 +403,27 @@ def test_kraft_mode_serves_kraft_gauges_computed_by_hand() -> None:
     for offset, event in enumerate(events):
         engine.process(parse_event({"v": 1, **event}, offset))
     assert controller_metrics(engine.directory, None, config) == {
-        "ActiveControllerCount": 1, "OfflinePartitionsCount": 0, "PreferredReplicaImbalanceCount": 2,
-        "GlobalTopicCount": 2, "GlobalPartitionCount": 2,
-        "UnderReplicatedPartitions": 2, "UnderMinIsrPartitionCount": 0, "AtMinIsrPartitionCount": 2,
-        "FencedBrokerCount": 2, "ActiveBrokerCount": 1, "MigratingZkBrokerCount": 0,
+        "ActiveControllerCount": 1,
+        "OfflinePartitionsCount": 0,
+        "PreferredReplicaImbalanceCount": 2,
+        "GlobalTopicCount": 2,
+        "GlobalPartitionCount": 2,
+        "UnderReplicatedPartitions": 2,
+        "UnderMinIsrPartitionCount": 0,
+        "AtMinIsrPartitionCount": 2,
+        "FencedBrokerCount": 2,
+        "ActiveBrokerCount": 1,
+        "MigratingZkBrokerCount": 0,
     }
     # the last replica fenced: both partitions offline, still off their preferred replica
     engine.process(parse_event({"v": 1, "type": "BrokerFailure", "broker_id": 3}, len(events)))
     got = controller_metrics(engine.directory, None, config)
-    assert (got["OfflinePartitionsCount"], got["PreferredReplicaImbalanceCount"], got["FencedBrokerCount"],
-            got["UnderReplicatedPartitions"]) == (2, 2, 3, 0)
+    assert (
+        got["OfflinePartitionsCount"],
+        got["PreferredReplicaImbalanceCount"],
+        got["FencedBrokerCount"],
+        got["UnderReplicatedPartitions"],
+    ) == (2, 2, 3, 0)
 
 
 @pytest.mark.parametrize("mode", ["zk", "kraft"])
@@ -365,15 +471,30 @@ def test_gauges_of_shared_summary_objects_are_those_of_distinct_ones(mode: str, 
     for i, e in enumerate(generate_log(seed, n_events=80, config=config, min_isr_configs=True)):
         engine.process(parse_event({"v": 1, **e}, i))
         one: dict = {}
-        shared = {k: dataclasses.replace(r, summaries=tuple((p, one.setdefault(s, s)) for p, s in r.summaries * 3))
-                  if isinstance(r, TopicRecord) else r for k, r in engine.directory.items()}
-        copied = {k: dataclasses.replace(r, summaries=tuple((p, dataclasses.replace(s)) for p, s in r.summaries))
-                  if isinstance(r, TopicRecord) else r for k, r in shared.items()}
+        shared = {
+            k: dataclasses.replace(
+                r, summaries=tuple((p, one.setdefault(s, s)) for p, s in r.summaries * 3)
+            )
+            if isinstance(r, TopicRecord)
+            else r
+            for k, r in engine.directory.items()
+        }
+        copied = {
+            k: dataclasses.replace(
+                r, summaries=tuple((p, dataclasses.replace(s)) for p, s in r.summaries)
+            )
+            if isinstance(r, TopicRecord)
+            else r
+            for k, r in shared.items()
+        }
         cm._SHARES = {}
         got = controller_metrics(shared, None, config)
         cm._SHARES = {}
         assert got == controller_metrics(copied, None, config), f"after event {i}: {e}"
         # some summary object is held by more than one pair
-        compared += any(len(set(map(id, (s for _, s in r.summaries)))) < len(r.summaries)
-                        for r in shared.values() if isinstance(r, TopicRecord))
+        compared += any(
+            len(set(map(id, (s for _, s in r.summaries)))) < len(r.summaries)
+            for r in shared.values()
+            if isinstance(r, TopicRecord)
+        )
     assert compared > 0

@@ -15,7 +15,11 @@ from streaming.operators import LastDirectory
 from streaming.settings.schema import JobSettings
 from streaming.sink import BatchSink
 from tests.streaming.spark_helpers import (
-    assert_same_multiset, read_output, run_to_end, simulate_records, write_input,
+    assert_same_multiset,
+    read_output,
+    run_to_end,
+    simulate_records,
+    write_input,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,13 +55,21 @@ class FailingAfterWrite(BatchSink):
 
 @pytest.mark.spark
 @pytest.mark.parametrize("buckets", [0, 8])
-def test_a_batch_run_again_after_a_failure_starts_from_the_committed_directory(spark, tmp_path: Path,
-                                                                                buckets: int) -> None:
+def test_a_batch_run_again_after_a_failure_starts_from_the_committed_directory(
+    spark, tmp_path: Path, buckets: int
+) -> None:
     lines = (ROOT / "examples" / "three-brokers.jsonl").read_bytes().splitlines()
     write_input(tmp_path / "in", lines)
-    settings = JobSettings(input=f"file:{tmp_path / 'in'}", output=f"file:{tmp_path / 'out'}",
-                           checkpoint=str(tmp_path / "ckpt"), max_offsets_per_trigger=4, partition_buckets=buckets)
-    query, _ = start(spark, settings, available_now=True, sink=FailingAfterWrite(settings, fail_at=2))
+    settings = JobSettings(
+        input=f"file:{tmp_path / 'in'}",
+        output=f"file:{tmp_path / 'out'}",
+        checkpoint=str(tmp_path / "ckpt"),
+        max_offsets_per_trigger=4,
+        partition_buckets=buckets,
+    )
+    query, _ = start(
+        spark, settings, available_now=True, sink=FailingAfterWrite(settings, fail_at=2)
+    )
     try:
         with pytest.raises(Exception, match="injected failure"):
             query.processAllAvailable()

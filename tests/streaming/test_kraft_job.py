@@ -15,7 +15,12 @@ import pytest
 
 from state_machines.model import ControllerConfig
 from tests.property.generator import generate_log
-from tests.streaming.spark_helpers import assert_same_multiset, read_dlq, run_file_job, simulate_records
+from tests.streaming.spark_helpers import (
+    assert_same_multiset,
+    read_dlq,
+    run_file_job,
+    simulate_records,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -35,14 +40,22 @@ def test_example_same_records_as_the_engine(spark, tmp_path: Path, buckets: int)
 
 @pytest.mark.parametrize("buckets", MODES)
 @pytest.mark.parametrize("seed", [3, 29])
-def test_generated_log_over_many_micro_batches(spark, tmp_path: Path, seed: int, buckets: int) -> None:
+def test_generated_log_over_many_micro_batches(
+    spark, tmp_path: Path, seed: int, buckets: int
+) -> None:
     lines = [json.dumps(e).encode() for e in generate_log(seed, n_events=50)]
-    got, stats = run_file_job(spark, tmp_path, lines, max_offsets=9, files=3, buckets=buckets, config=KRAFT)
+    got, stats = run_file_job(
+        spark, tmp_path, lines, max_offsets=9, files=3, buckets=buckets, config=KRAFT
+    )
     assert len(stats) >= len(lines) // 9
     assert_same_multiset(got, simulate_records(lines, KRAFT))
     # StopReplicaResponse and ReplicaDirFailure cannot be applied in kraft mode: each is a
     # dead letter with the reason, in the job as in the engine
-    unmapped = [i for i, line in enumerate(lines) if json.loads(line)["type"] in ("StopReplicaResponse", "ReplicaDirFailure")]
+    unmapped = [
+        i
+        for i, line in enumerate(lines)
+        if json.loads(line)["type"] in ("StopReplicaResponse", "ReplicaDirFailure")
+    ]
     assert unmapped
     letters = [d for d in read_dlq(tmp_path / "out") if "in kraft mode" in d["reason"]]
     assert sorted(d["offset"] for d in letters) == unmapped
@@ -56,15 +69,36 @@ PERIODIC = [
     {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 102, "ts": 0},
     {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 103, "ts": 0},
     {"v": 1, "type": "ControllerFailover", "controller_id": 3000, "controller_epoch": 1, "ts": 0},
-    {"v": 1, "type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2], "1": [2, 1]}, "ts": 0},
+    {
+        "v": 1,
+        "type": "TopicCreation",
+        "topic": "t",
+        "partitions": {"0": [1, 2], "1": [2, 1]},
+        "ts": 0,
+    },
     {"v": 1, "type": "TopicCreation", "topic": "u", "partitions": {"0": [3, 1]}, "ts": 0},
     {"v": 1, "type": "BrokerFailure", "broker_id": 1, "ts": 1 * MIN},
     {"v": 1, "type": "BrokerFailure", "broker_id": 3, "ts": 1 * MIN},
     {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101, "ts": 2 * MIN},
-    {"v": 1, "type": "AlterPartition", "topic": "t", "partition": 0, "broker_id": 2, "broker_epoch": 102,
-     "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 1], "ts": 3 * MIN},
-    {"v": 1, "type": "TopicConfigChange", "topic": "u", "configs": {"unclean.leader.election.enable": "true"},
-     "ts": 4 * MIN},
+    {
+        "v": 1,
+        "type": "AlterPartition",
+        "topic": "t",
+        "partition": 0,
+        "broker_id": 2,
+        "broker_epoch": 102,
+        "leader_epoch": 1,
+        "partition_epoch": 1,
+        "isr": [2, 1],
+        "ts": 3 * MIN,
+    },
+    {
+        "v": 1,
+        "type": "TopicConfigChange",
+        "topic": "u",
+        "configs": {"unclean.leader.election.enable": "true"},
+        "ts": 4 * MIN,
+    },
     {"v": 1, "type": "ControllerTick", "ts": 6 * MIN},
     {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 203, "ts": 7 * MIN},
     {"v": 1, "type": "ControllerTick", "ts": 12 * MIN},
@@ -73,15 +107,23 @@ PERIODIC = [
 
 
 @pytest.mark.parametrize("buckets", MODES)
-def test_periodic_tasks_run_at_the_same_events_in_the_job(spark, tmp_path: Path, buckets: int) -> None:
+def test_periodic_tasks_run_at_the_same_events_in_the_job(
+    spark, tmp_path: Path, buckets: int
+) -> None:
     """The schedule rides on the partitions' summary reports, which the job applies a
     micro-batch later: one event per micro-batch, the same records as the engine."""
     lines = [json.dumps(e).encode() for e in PERIODIC]
     expected = simulate_records(lines, KRAFT)
-    at_tick = [json.loads(r) for r in expected if '"PartitionChangeRecord"' in r and json.loads(r)["cause_offset"] == 11]
+    at_tick = [
+        json.loads(r)
+        for r in expected
+        if '"PartitionChangeRecord"' in r and json.loads(r)["cause_offset"] == 11
+    ]
     # the first tick runs both: t-0's leader back to its preferred replica, u-0's unclean election
-    assert sorted((d["topic"], d["leader"], d.get("leader_recovery_state")) for d in at_tick) == [("t", 1, None),
-                                                                                               ("u", 1, 1)]
+    assert sorted((d["topic"], d["leader"], d.get("leader_recovery_state")) for d in at_tick) == [
+        ("t", 1, None),
+        ("u", 1, 1),
+    ]
     got, _ = run_file_job(spark, tmp_path, lines, max_offsets=1, buckets=buckets, config=KRAFT)
     assert_same_multiset(got, expected)
 
@@ -94,28 +136,87 @@ HEALTHY = [
     {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 103},
     {"v": 1, "type": "ControllerFailover", "controller_id": 3000, "controller_epoch": 1},
     {"v": 1, "type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2, 3], "1": [2, 3, 1]}},
-    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0,
-     "isr": [1, 2, 3], "partition_epoch": 0},
+    {
+        "v": 1,
+        "type": "ObservedPartitionState",
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "leader_epoch": 0,
+        "isr": [1, 2, 3],
+        "partition_epoch": 0,
+    },
     {"v": 1, "type": "BrokerFailure", "broker_id": 3},
-    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0,
-     "isr": [1, 2], "partition_epoch": 1},
-    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 1, "leader": 2, "leader_epoch": 0,
-     "isr": [2, 1], "partition_epoch": 1},
+    {
+        "v": 1,
+        "type": "ObservedPartitionState",
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "leader_epoch": 0,
+        "isr": [1, 2],
+        "partition_epoch": 1,
+    },
+    {
+        "v": 1,
+        "type": "ObservedPartitionState",
+        "topic": "t",
+        "partition": 1,
+        "leader": 2,
+        "leader_epoch": 0,
+        "isr": [2, 1],
+        "partition_epoch": 1,
+    },
     {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 203},
-    {"v": 1, "type": "AlterPartition", "topic": "t", "partition": 0, "broker_id": 1, "broker_epoch": 101,
-     "leader_epoch": 0, "partition_epoch": 1, "isr": [1, 2, 3]},
-    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0,
-     "isr": [1, 2, 3], "partition_epoch": 2},
+    {
+        "v": 1,
+        "type": "AlterPartition",
+        "topic": "t",
+        "partition": 0,
+        "broker_id": 1,
+        "broker_epoch": 101,
+        "leader_epoch": 0,
+        "partition_epoch": 1,
+        "isr": [1, 2, 3],
+    },
+    {
+        "v": 1,
+        "type": "ObservedPartitionState",
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "leader_epoch": 0,
+        "isr": [1, 2, 3],
+        "partition_epoch": 2,
+    },
     {"v": 1, "type": "BrokerFailure", "broker_id": 1},
-    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 0, "leader": 2, "leader_epoch": 1,
-     "isr": [2, 3], "partition_epoch": 3},
-    {"v": 1, "type": "ObservedPartitionState", "topic": "t", "partition": 1, "leader": 2, "leader_epoch": 0,
-     "isr": [2], "partition_epoch": 2},
+    {
+        "v": 1,
+        "type": "ObservedPartitionState",
+        "topic": "t",
+        "partition": 0,
+        "leader": 2,
+        "leader_epoch": 1,
+        "isr": [2, 3],
+        "partition_epoch": 3,
+    },
+    {
+        "v": 1,
+        "type": "ObservedPartitionState",
+        "topic": "t",
+        "partition": 1,
+        "leader": 2,
+        "leader_epoch": 0,
+        "isr": [2],
+        "partition_epoch": 2,
+    },
 ]
 
 
 @pytest.mark.parametrize("buckets", MODES)
-def test_the_shadow_job_reports_no_divergence_on_a_healthy_kraft_cluster(spark, tmp_path: Path, buckets: int) -> None:
+def test_the_shadow_job_reports_no_divergence_on_a_healthy_kraft_cluster(
+    spark, tmp_path: Path, buckets: int
+) -> None:
     lines = [json.dumps(e).encode() for e in HEALTHY]
     got, stats = run_file_job(spark, tmp_path, lines, max_offsets=3, buckets=buckets, config=KRAFT)
     assert [r for r in got if r["type"] == "Divergence"] == []
@@ -131,11 +232,31 @@ PARTITION_ZERO = [
     {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101},
     {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 102},
     {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
-    {"v": 1, "type": "TopicCreation", "topic": "t0", "partitions": {"0": [1, 2], "1": [1, 2]},
-     "configs": {"min.insync.replicas": "2"}},
-    {"v": 1, "type": "PartitionReassignment", "topic": "t0", "partition": 0, "target_replicas": [1]},
-    {"v": 1, "type": "AlterPartition", "topic": "t0", "partition": 0, "broker_id": 1, "leader_epoch": 1,
-     "partition_epoch": 1, "isr": [1], "broker_epoch": 101},
+    {
+        "v": 1,
+        "type": "TopicCreation",
+        "topic": "t0",
+        "partitions": {"0": [1, 2], "1": [1, 2]},
+        "configs": {"min.insync.replicas": "2"},
+    },
+    {
+        "v": 1,
+        "type": "PartitionReassignment",
+        "topic": "t0",
+        "partition": 0,
+        "target_replicas": [1],
+    },
+    {
+        "v": 1,
+        "type": "AlterPartition",
+        "topic": "t0",
+        "partition": 0,
+        "broker_id": 1,
+        "leader_epoch": 1,
+        "partition_epoch": 1,
+        "isr": [1],
+        "broker_epoch": 101,
+    },
     {"v": 1, "type": "ControlledShutdown", "broker_id": 1, "broker_epoch": 101},
 ]
 
@@ -145,7 +266,9 @@ def test_elr_reads_partition_zero_after_its_fold(spark, tmp_path: Path, buckets:
     lines = [json.dumps(e).encode() for e in PARTITION_ZERO]
     expected = simulate_records(lines, ELR)
     # min ISR 1 after partition 0 shrank to one replica: t0-1 at ISR [2] clears no ELR, keeps none
-    t0_1 = [json.loads(r) for r in expected if '"PartitionChangeRecord"' in r and '"partition":1' in r]
+    t0_1 = [
+        json.loads(r) for r in expected if '"PartitionChangeRecord"' in r and '"partition":1' in r
+    ]
     assert t0_1 and "eligible_leader_replicas" not in t0_1[-1]
     got, _ = run_file_job(spark, tmp_path, lines, buckets=buckets, config=ELR)
     assert_same_multiset(got, expected)

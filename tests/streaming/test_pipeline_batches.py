@@ -26,7 +26,9 @@ def engine_records(lines: list[bytes]) -> list[str]:
     return simulate_records(lines)
 
 
-def check(lines: list[bytes], batch_size: int, buckets: int = 0, parts_base: str | None = None) -> None:
+def check(
+    lines: list[bytes], batch_size: int, buckets: int = 0, parts_base: str | None = None
+) -> None:
     expected = engine_records(lines)
     got, _dlq, _batches = run_batches(lines, batch_size, buckets=buckets, parts_base=parts_base)
     got_json = [canonical(r) for r in got]
@@ -52,7 +54,9 @@ def test_scale_mode_buckets_give_the_same_decisions(log: Path) -> None:
 
 
 @pytest.mark.parametrize("log", LOGS + EXAMPLES, ids=lambda p: p.stem)
-def test_decisions_merged_from_the_executors_parts_equal_the_engine(log: Path, tmp_path: Path) -> None:
+def test_decisions_merged_from_the_executors_parts_equal_the_engine(
+    log: Path, tmp_path: Path
+) -> None:
     """File output: sorted parts, written by three tasks after the partition stage (keyed
     per partition) or by the stage's groups (scale mode), merged by the driver with the
     shares it merged itself (decision_parts.py)."""
@@ -69,17 +73,31 @@ def test_scale_mode_on_generated_logs(seed: int) -> None:
 
 
 def test_deletion_waits_for_reports_across_batches() -> None:
-    log = [
-        {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": b} for b in (1, 2, 3)
-    ] + [
-        {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
-        {"v": 1, "type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2], "1": [2, 3]}},
-        {"v": 1, "type": "TopicDeletion", "topic": "t"},
-        {"v": 1, "type": "BrokerFailure", "broker_id": 3},
-    ] + [
-        {"v": 1, "type": "StopReplicaResponse", "topic": "t", "partition": p, "broker_id": b, "error": None}
-        for p, b in ((0, 1), (0, 2), (1, 2))
-    ]
+    log = (
+        [{"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": b} for b in (1, 2, 3)]
+        + [
+            {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
+            {
+                "v": 1,
+                "type": "TopicCreation",
+                "topic": "t",
+                "partitions": {"0": [1, 2], "1": [2, 3]},
+            },
+            {"v": 1, "type": "TopicDeletion", "topic": "t"},
+            {"v": 1, "type": "BrokerFailure", "broker_id": 3},
+        ]
+        + [
+            {
+                "v": 1,
+                "type": "StopReplicaResponse",
+                "topic": "t",
+                "partition": p,
+                "broker_id": b,
+                "error": None,
+            }
+            for p, b in ((0, 1), (0, 2), (1, 2))
+        ]
+    )
     lines = [json.dumps(e).encode() for e in log]
     expected = engine_records(lines)
     got, _dlq, batches = run_batches(lines, batch_size=len(lines))
@@ -89,8 +107,12 @@ def test_deletion_waits_for_reports_across_batches() -> None:
 
 
 def test_bad_lines_go_to_the_dead_letters_with_their_offset() -> None:
-    lines = [b"{not json", b'{"v":1,"type":"Nope"}', b'{"v":1,"type":"BrokerStartup","broker_id":-3}',
-             b'{"v":1,"type":"BrokerStartup","broker_id":1}']
+    lines = [
+        b"{not json",
+        b'{"v":1,"type":"Nope"}',
+        b'{"v":1,"type":"BrokerStartup","broker_id":-3}',
+        b'{"v":1,"type":"BrokerStartup","broker_id":1}',
+    ]
     _got, dlq, _ = run_batches(lines, batch_size=2)
     assert [d["offset"] for d in dlq] == [0, 1, 2]
     assert "not JSON" in dlq[0]["reason"]

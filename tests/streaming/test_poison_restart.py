@@ -17,7 +17,13 @@ import pytest
 
 from tests.poison import fuzzed, named_poisons, poisoned_log, remap
 from tests.property.generator import generate_log
-from tests.streaming.spark_helpers import canonical, read_dlq, read_output, simulate_records, write_input
+from tests.streaming.spark_helpers import (
+    canonical,
+    read_dlq,
+    read_output,
+    simulate_records,
+    write_input,
+)
 from tests.streaming.test_restart import run_cli, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -40,12 +46,18 @@ def test_sigkill_with_poison_interleaved_then_restart_loses_nothing(tmp_path: Pa
 
     first = run_cli(tmp_path)
     try:
-        wait_for(lambda: len(glob.glob(str(tmp_path / "out" / "decisions-*.jsonl"))) >= 3, 240,
-                 "three committed micro-batches", first)
+        wait_for(
+            lambda: len(glob.glob(str(tmp_path / "out" / "decisions-*.jsonl"))) >= 3,
+            240,
+            "three committed micro-batches",
+            first,
+        )
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
-    assert len(glob.glob(str(tmp_path / "out" / "decisions-*.jsonl"))) < len(log.lines) // 6, "the kill lands mid-run"
+    assert len(glob.glob(str(tmp_path / "out" / "decisions-*.jsonl"))) < len(log.lines) // 6, (
+        "the kill lands mid-run"
+    )
 
     second = run_cli(tmp_path, "--available-now")
     out, _ = second.communicate(timeout=600)
@@ -55,9 +67,12 @@ def test_sigkill_with_poison_interleaved_then_restart_loses_nothing(tmp_path: Pa
     assert got == Counter(simulate_records(clean))
 
     letters = read_dlq(tmp_path / "out")
-    assert sorted(d["offset"] for d in letters) == sorted(log.bad), "every bad line once, nothing else"
+    assert sorted(d["offset"] for d in letters) == sorted(log.bad), (
+        "every bad line once, nothing else"
+    )
     for d in letters:
         what, original = log.bad[d["offset"]]
         kept = base64.b64decode(d["value_base64"])
-        assert kept == original or (d.get("truncated") and original.startswith(kept)
-                                    and d["original_size"] == len(original)), what
+        assert kept == original or (
+            d.get("truncated") and original.startswith(kept) and d["original_size"] == len(original)
+        ), what

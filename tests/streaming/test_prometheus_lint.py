@@ -12,13 +12,20 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from state_machines.engine import Engine
-from state_machines.model import ControllerConfig
 from state_machines.events import parse_line
+from state_machines.model import ControllerConfig
 from streaming.controller_metrics import ALL, controller_metrics
 from streaming.prometheus import metric_name, serve
 from streaming.settings.schema import JobSettings
 from streaming.sink import BatchSink
-from tests.streaming.test_controller_metrics import EXPECTED, LINES, PROMTOOL, UNCLEAN_ELECTIONS, fetch, promtool_check
+from tests.streaming.test_controller_metrics import (
+    EXPECTED,
+    LINES,
+    PROMTOOL,
+    UNCLEAN_ELECTIONS,
+    fetch,
+    promtool_check,
+)
 
 
 def served_text(sink: BatchSink) -> bytes:
@@ -29,8 +36,11 @@ def served_text(sink: BatchSink) -> bytes:
         server.shutdown()
 
 
-@pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian's prometheus package: "
-                                              "apt-get install prometheus; bin/setup does it as root)")
+@pytest.mark.skipif(
+    PROMTOOL is None,
+    reason="promtool is not installed (Debian's prometheus package: "
+    "apt-get install prometheus; bin/setup does it as root)",
+)
 def test_the_endpoint_passes_promtool_check_metrics(tmp_path: Path) -> None:
     engine = Engine()
     for i, line in enumerate(LINES):
@@ -45,12 +55,21 @@ def test_the_endpoint_passes_promtool_check_metrics(tmp_path: Path) -> None:
 
     assert promtool_check(text) == (0, "")
     # what promtool passed is every metric the job serves, with its value
-    samples = {s.name: s.value for f in text_string_to_metric_families(text.decode()) for s in f.samples
-               if not s.labels}
-    assert {metric_name(k): samples[metric_name(k)] for k in EXPECTED} == {metric_name(k): v for k, v in EXPECTED.items()}
+    samples = {
+        s.name: s.value
+        for f in text_string_to_metric_families(text.decode())
+        for s in f.samples
+        if not s.labels
+    }
+    assert {metric_name(k): samples[metric_name(k)] for k in EXPECTED} == {
+        metric_name(k): v for k, v in EXPECTED.items()
+    }
     # zk mode serves no KRaft gauge
     assert not {metric_name(k) for k in ALL if k not in EXPECTED} & set(samples)
-    assert samples["kafka_controller_controllerstats_uncleanleaderelections_total"] == UNCLEAN_ELECTIONS
+    assert (
+        samples["kafka_controller_controllerstats_uncleanleaderelections_total"]
+        == UNCLEAN_ELECTIONS
+    )
     assert samples["shadow_controller_batch"] == 7
 
 
@@ -58,9 +77,11 @@ def test_the_endpoint_passes_promtool_check_metrics(tmp_path: Path) -> None:
 def test_promtool_does_complain_about_a_camel_case_name() -> None:
     """The check above would see a name promtool lints: the names served before this test
     existed kept the MBeans' case, and promtool exits 3 on them."""
-    text = b"# HELP kafka_controller_KafkaController_ActiveControllerCount x\n" \
-           b"# TYPE kafka_controller_KafkaController_ActiveControllerCount gauge\n" \
-           b"kafka_controller_KafkaController_ActiveControllerCount 1\n"
+    text = (
+        b"# HELP kafka_controller_KafkaController_ActiveControllerCount x\n"
+        b"# TYPE kafka_controller_KafkaController_ActiveControllerCount gauge\n"
+        b"kafka_controller_KafkaController_ActiveControllerCount 1\n"
+    )
     code, said = promtool_check(text)
     assert code != 0 and "camelCase" in said
 
@@ -78,5 +99,7 @@ def test_the_kraft_gauges_pass_promtool_check_metrics(tmp_path: Path) -> None:
     text = served_text(sink)
     assert promtool_check(text) == (0, "")
     samples = {s.name for f in text_string_to_metric_families(text.decode()) for s in f.samples}
-    assert metric_name("FencedBrokerCount") in samples and metric_name("ActiveBrokerCount") in samples
+    assert (
+        metric_name("FencedBrokerCount") in samples and metric_name("ActiveBrokerCount") in samples
+    )
     assert metric_name("ControllerState") not in samples

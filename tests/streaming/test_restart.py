@@ -32,13 +32,31 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_cli(base: Path, *extra: str) -> subprocess.Popen:
     cmd = [
-        sys.executable, "-m", "shadow_controller.cli", "run",
-        "--input", f"file:{base / 'in'}", "--output", f"file:{base / 'out'}", "--checkpoint", str(base / "ckpt"),
-        "--set", "job.max_offsets_per_trigger=6", "--set", 'job.trigger_interval="0 seconds"', *extra,
+        sys.executable,
+        "-m",
+        "shadow_controller.cli",
+        "run",
+        "--input",
+        f"file:{base / 'in'}",
+        "--output",
+        f"file:{base / 'out'}",
+        "--checkpoint",
+        str(base / "ckpt"),
+        "--set",
+        "job.max_offsets_per_trigger=6",
+        "--set",
+        'job.trigger_interval="0 seconds"',
+        *extra,
     ]
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def wait_for(condition, deadline_s: float, what: str, proc: subprocess.Popen) -> None:
@@ -47,8 +65,12 @@ def wait_for(condition, deadline_s: float, what: str, proc: subprocess.Popen) ->
         if condition():
             return
         if proc.poll() is not None:
-            raise AssertionError(f"job exited ({proc.returncode}) before {what}:\n{proc.stdout.read().decode()[-3000:]}")
-        time.sleep(0.2)  # polling interval of a condition with a deadline, not synchronisation by sleep
+            raise AssertionError(
+                f"job exited ({proc.returncode}) before {what}:\n{proc.stdout.read().decode()[-3000:]}"
+            )
+        time.sleep(
+            0.2
+        )  # polling interval of a condition with a deadline, not synchronisation by sleep
     raise AssertionError(f"timed out waiting for {what}")
 
 
@@ -64,8 +86,12 @@ def test_sigkill_mid_run_then_restart_loses_nothing(spark, tmp_path: Path) -> No
 
     first = run_cli(tmp_path)
     try:
-        wait_for(lambda: len(list((tmp_path / "out").glob("decisions-*.jsonl"))) >= 2, 240,
-                 "two committed micro-batches", first)
+        wait_for(
+            lambda: len(list((tmp_path / "out").glob("decisions-*.jsonl"))) >= 2,
+            240,
+            "two committed micro-batches",
+            first,
+        )
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
@@ -89,15 +115,25 @@ def test_sigkill_mid_run_then_restart_loses_nothing(spark, tmp_path: Path) -> No
     # not even exact repeats remain
     assert got == Counter(expected)
 
-    assert final_partitions_from_checkpoint(spark, tmp_path / "ckpt") == engine.state_json()["partitions"]
+    assert (
+        final_partitions_from_checkpoint(spark, tmp_path / "ckpt")
+        == engine.state_json()["partitions"]
+    )
 
 
-def test_sigterm_stops_after_a_committed_batch_and_a_restart_completes(spark, tmp_path: Path) -> None:
+def test_sigterm_stops_after_a_committed_batch_and_a_restart_completes(
+    spark, tmp_path: Path
+) -> None:
     lines = [json.dumps(e).encode() for e in generate_log(13, n_events=60)]
     write_input(tmp_path / "in", lines)
     job = run_cli(tmp_path)
     try:
-        wait_for(lambda: len(list((tmp_path / "out").glob("decisions-*.jsonl"))) >= 1, 240, "a committed batch", job)
+        wait_for(
+            lambda: len(list((tmp_path / "out").glob("decisions-*.jsonl"))) >= 1,
+            240,
+            "a committed batch",
+            job,
+        )
         job.send_signal(signal.SIGTERM)
         out, _ = job.communicate(timeout=180)
     finally:
@@ -114,5 +150,7 @@ def test_sigterm_stops_after_a_committed_batch_and_a_restart_completes(spark, tm
     out, _ = rest.communicate(timeout=600)
     assert rest.returncode == 0, out.decode()[-3000:]
     engine = Engine()
-    expected = [canonical(r) for i, line in enumerate(lines) for r in engine.process(parse_line(line, i))]
+    expected = [
+        canonical(r) for i, line in enumerate(lines) for r in engine.process(parse_line(line, i))
+    ]
     assert Counter(canonical(r) for r in read_output(tmp_path / "out")) == Counter(expected)

@@ -21,8 +21,12 @@ LOGS = sorted((Path(__file__).parents[1] / "scenarios" / "logs").glob("*.jsonl")
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.jsonl"))
 
 
-def same_as_engine(lines: list[bytes], batch_size: int, workers: tuple[int, int, int],
-                   config: ControllerConfig = ControllerConfig()) -> int:
+def same_as_engine(
+    lines: list[bytes],
+    batch_size: int,
+    workers: tuple[int, int, int],
+    config: ControllerConfig = ControllerConfig(),
+) -> int:
     """Asserts the decisions equal the engine's; returns the sequencer's reads of its state."""
     batches = Batches(config, workers=workers)
     got, _dlq = batches.run(lines, batch_size)
@@ -52,7 +56,9 @@ def test_mirror_keys_fall_in_the_other_shuffle_partitions() -> None:
     for partitions in (2, 3, 8, 200):
         home = shuffle_partition("controller", partitions)
         keys = mirror_keys(partitions, partitions - 1)
-        assert sorted(shuffle_partition(k, partitions) for k in keys) == sorted(set(range(partitions)) - {home})
+        assert sorted(shuffle_partition(k, partitions) for k in keys) == sorted(
+            set(range(partitions)) - {home}
+        )
     assert mirror_keys(1, 3) == [] and mirror_keys(8, 0) == []
     assert len(mirror_keys(8, 2)) == 2
 
@@ -82,7 +88,9 @@ def test_kraft_mode_with_workers_and_mirrors(seed: int) -> None:
     assert same_as_engine(lines, 1 + seed % 3, workers=(1, 2, seed), config=config) <= 2
 
 
-def test_without_a_mirror_the_sequencer_reads_its_state_whenever_it_meets_the_other_worker() -> None:
+def test_without_a_mirror_the_sequencer_reads_its_state_whenever_it_meets_the_other_worker() -> (
+    None
+):
     """What the mirror is for (the bound above fails without it)."""
     lines = [json.dumps(e).encode() for e in generate_log(3, n_events=60)]
     without = same_as_engine(lines, 1, workers=(0, 2, 11))
@@ -104,7 +112,9 @@ def test_a_copy_from_another_history_is_never_taken() -> None:
     reads = batches.pool.reads
     for copy, foreign in zip(batches.pool.copies, other.pool.copies):
         assert foreign.stamp is not None
-        copy.leave(foreign.stamp, foreign.directory, batches.batches - 1, foreign.pending, foreign.buffered)
+        copy.leave(
+            foreign.stamp, foreign.directory, batches.batches - 1, foreign.pending, foreign.buffered
+        )
     rest, _ = batches.run(lines[cut:], 1)
     assert [canonical(r) for r in first + rest] == simulate_records(lines)
     # the sequencer's first batch after reads; the next may meet the other worker, whose
@@ -127,8 +137,13 @@ def test_auto_mirrors_only_where_every_shuffle_partition_has_a_core_of_one_execu
     assert spark.sparkContext.master.startswith("local")
 
     def mirrors(partitions: int, setting: int | None = None) -> int:
-        settings = JobSettings(input="", output="", checkpoint="", shuffle_partitions=partitions,
-                               sequencer_mirrors=setting)
+        settings = JobSettings(
+            input="",
+            output="",
+            checkpoint="",
+            shuffle_partitions=partitions,
+            sequencer_mirrors=setting,
+        )
         return sequencer_mirrors(spark, settings)
 
     assert mirrors(cores) == cores - 1 and mirrors(1) == 0

@@ -18,7 +18,10 @@ CLUSTER = [
     {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": 10 + b} for b in (1, 2, 3)
 ] + [
     {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
-    *({"v": 1, "type": "TopicCreation", "topic": t, "partitions": {"0": [1, 2, 3]}} for t in ("a", "b", "c", "d")),
+    *(
+        {"v": 1, "type": "TopicCreation", "topic": t, "partitions": {"0": [1, 2, 3]}}
+        for t in ("a", "b", "c", "d")
+    ),
     # broker 2 crashes (leaves every ISR) and comes back (not yet in any ISR)
     {"v": 1, "type": "BrokerFailure", "broker_id": 2},
     {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 20},
@@ -26,20 +29,66 @@ CLUSTER = [
 # here each partition has leader 1, leader epoch 1, ISR [1, 3], partition epoch 1
 OBSERVED = [
     # the cluster agrees
-    {"v": 1, "type": "ObservedPartitionState", "topic": "d", "partition": 0, "leader": 1, "leader_epoch": 1,
-     "isr": [3, 1], "partition_epoch": 1, "id": "agrees"},
+    {
+        "v": 1,
+        "type": "ObservedPartitionState",
+        "topic": "d",
+        "partition": 0,
+        "leader": 1,
+        "leader_epoch": 1,
+        "isr": [3, 1],
+        "partition_epoch": 1,
+        "id": "agrees",
+    },
     # an unclean election nobody allowed: broker 2 was out of sync
-    {"v": 1, "type": "ObservedPartitionState", "topic": "a", "partition": 0, "leader": 2, "leader_epoch": 2,
-     "isr": [2], "partition_epoch": 2, "id": "unclean"},
+    {
+        "v": 1,
+        "type": "ObservedPartitionState",
+        "topic": "a",
+        "partition": 0,
+        "leader": 2,
+        "leader_epoch": 2,
+        "isr": [2],
+        "partition_epoch": 2,
+        "id": "unclean",
+    },
     # a leader outside its own ISR
-    {"v": 1, "type": "ObservedPartitionState", "topic": "b", "partition": 0, "leader": 3, "leader_epoch": 2,
-     "isr": [1], "partition_epoch": 2, "id": "outside-isr"},
+    {
+        "v": 1,
+        "type": "ObservedPartitionState",
+        "topic": "b",
+        "partition": 0,
+        "leader": 3,
+        "leader_epoch": 2,
+        "isr": [1],
+        "partition_epoch": 2,
+        "id": "outside-isr",
+    },
     # same leader and ISR one epoch ahead: the observation raced a change, harmless
-    {"v": 1, "type": "ObservedPartitionState", "topic": "c", "partition": 0, "leader": 1, "leader_epoch": 2,
-     "isr": [1, 3], "partition_epoch": 2, "id": "skew"},
+    {
+        "v": 1,
+        "type": "ObservedPartitionState",
+        "topic": "c",
+        "partition": 0,
+        "leader": 1,
+        "leader_epoch": 2,
+        "isr": [1, 3],
+        "partition_epoch": 2,
+        "id": "skew",
+    },
     # with shadow.follow the shadow took the cluster's epoch: the leader's next request is accepted
-    {"v": 1, "type": "AlterPartition", "topic": "c", "partition": 0, "broker_id": 1, "broker_epoch": 11,
-     "leader_epoch": 2, "partition_epoch": 2, "isr": [1, 3, 2], "id": "isr-expand-after-follow"},
+    {
+        "v": 1,
+        "type": "AlterPartition",
+        "topic": "c",
+        "partition": 0,
+        "broker_id": 1,
+        "broker_epoch": 11,
+        "leader_epoch": 2,
+        "partition_epoch": 2,
+        "isr": [1, 3, 2],
+        "id": "isr-expand-after-follow",
+    },
 ]
 LINES = [json.dumps(e).encode() for e in CLUSTER + OBSERVED]
 EXPECTED = {("a", "safety"), ("b", "safety"), ("c", "benign")}
@@ -77,8 +126,15 @@ def test_without_follow_the_shadow_keeps_its_own_state() -> None:
 
 def test_unclean_allowed_for_the_topic_is_not_a_safety_issue() -> None:
     events = [dict(e) for e in CLUSTER + OBSERVED]
-    events.insert(len(CLUSTER), {"v": 1, "type": "TopicConfigChange", "topic": "a",
-                                 "configs": {"unclean.leader.election.enable": "true"}})
+    events.insert(
+        len(CLUSTER),
+        {
+            "v": 1,
+            "type": "TopicConfigChange",
+            "topic": "a",
+            "configs": {"unclean.leader.election.enable": "true"},
+        },
+    )
     engine = Engine()
     records = []
     for i, event in enumerate(events):
@@ -99,7 +155,14 @@ def test_the_job_reports_the_same_divergences_and_counts(spark, tmp_path: Path, 
     assert totals == {"shadow_match": 1, "shadow_benign": 1, "shadow_safety": 2}
     # each safety divergence is a WARN line naming the partition, the cause offset and the reason
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    safety = {f"{r['topic']}-{r['partition']}": r for r in got if r["type"] == "Divergence" and r["severity"] == "safety"}
+    safety = {
+        f"{r['topic']}-{r['partition']}": r
+        for r in got
+        if r["type"] == "Divergence" and r["severity"] == "safety"
+    }
     assert len(warned) == len(safety) == 2
     for key, record in safety.items():
-        assert any(f"on {key} at cause offset {record['cause_offset']}" in w and record["reason"] in w for w in warned)
+        assert any(
+            f"on {key} at cause offset {record['cause_offset']}" in w and record["reason"] in w
+            for w in warned
+        )

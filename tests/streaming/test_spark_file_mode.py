@@ -12,9 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.property.generator import generate_log
-from tests.streaming.spark_helpers import assert_same_multiset, read_dlq, run_file_job, simulate_records
 from state_machines.model import ControllerConfig
+from tests.property.generator import generate_log
+from tests.streaming.spark_helpers import (
+    assert_same_multiset,
+    read_dlq,
+    run_file_job,
+    simulate_records,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -27,7 +32,9 @@ MODES = [pytest.param(0, id="per-partition"), pytest.param(4, id="buckets-4")]
 
 @pytest.mark.parametrize("buckets", MODES)
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
-def test_scenario_log_same_decisions_as_simulate(spark, tmp_path: Path, log: Path, buckets: int) -> None:
+def test_scenario_log_same_decisions_as_simulate(
+    spark, tmp_path: Path, log: Path, buckets: int
+) -> None:
     lines = log.read_bytes().splitlines()
     got, _ = run_file_job(spark, tmp_path, lines, buckets=buckets)
     assert_same_multiset(got, simulate_records(lines))
@@ -35,7 +42,9 @@ def test_scenario_log_same_decisions_as_simulate(spark, tmp_path: Path, log: Pat
 
 @pytest.mark.parametrize("buckets", MODES)
 @pytest.mark.parametrize("seed", [3, 11, 29])
-def test_generated_log_over_many_micro_batches(spark, tmp_path: Path, seed: int, buckets: int) -> None:
+def test_generated_log_over_many_micro_batches(
+    spark, tmp_path: Path, seed: int, buckets: int
+) -> None:
     lines = [json.dumps(e).encode() for e in generate_log(seed, n_events=50)]
     got, stats = run_file_job(spark, tmp_path, lines, max_offsets=9, files=3, buckets=buckets)
     assert len(stats) >= len(lines) // 9
@@ -68,15 +77,20 @@ BAD = [
     (b'{"v":1,"type":"BrokerStartup","broker_id":-4}', "broker_id"),
     (b'{"v":1,"type":"TopicCreation","topic":"x","partitions":{"0":[]}}', "must not be empty"),
     (b'{"v":1,"type":"TopicCreation","topic":"x","partitions":{"0":[1,1]}}', "duplicate"),
-    ('{"v":1,"type":"TopicCreation","topic":"x","partitions":{"\u00b2":[1]}}'.encode(), "non-negative integer string"),
+    (
+        '{"v":1,"type":"TopicCreation","topic":"x","partitions":{"\u00b2":[1]}}'.encode(),
+        "non-negative integer string",
+    ),
     (b'{"v":2,"type":"BrokerFailure","broker_id":1}', "unsupported contract version"),
-    (b'\xff\xfe\x00garbage', "not UTF-8"),
-    (b'[1,2,3]', "must be a JSON object"),
+    (b"\xff\xfe\x00garbage", "not UTF-8"),
+    (b"[1,2,3]", "must be a JSON object"),
 ]
 
 
 def test_bad_input_goes_to_the_dlq_and_good_decisions_are_unchanged(spark, tmp_path: Path) -> None:
-    good = (Path(__file__).parents[2] / "examples" / "three-brokers.jsonl").read_bytes().splitlines()
+    good = (
+        (Path(__file__).parents[2] / "examples" / "three-brokers.jsonl").read_bytes().splitlines()
+    )
     lines: list[bytes] = []
     bad_offsets = {}
     for i, line in enumerate(good):
@@ -89,7 +103,8 @@ def test_bad_input_goes_to_the_dlq_and_good_decisions_are_unchanged(spark, tmp_p
     without_bad = [json.loads(r) for r in simulate_records(good)]
     assert len(got) == len(without_bad)
     assert [(r["type"], r.get("topic"), r.get("leader_epoch")) for r in got] == [
-        (r["type"], r.get("topic"), r.get("leader_epoch")) for r in without_bad]
+        (r["type"], r.get("topic"), r.get("leader_epoch")) for r in without_bad
+    ]
     assert_same_multiset(got, simulate_records(lines))
     dlq = read_dlq(tmp_path / "out")
     assert sorted(d["offset"] for d in dlq) == sorted(bad_offsets)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from shadow_controller.controller_state import ControllerState
 from state_machines.engine import Engine
 from state_machines.events import parse_event
 from state_machines.model import ControllerConfig
-from shadow_controller.controller_state import ControllerState
 
 T0 = 1_700_000_000_000
 
@@ -28,13 +28,26 @@ def _event(second: int, **fields: Any) -> dict[str, Any]:
 EVENTS: list[dict[str, Any]] = [
     *[_event(0, type="BrokerStartup", broker_id=b, broker_epoch=100 + b) for b in range(1, 7)],
     _event(1, type="ControllerFailover", controller_id=1, controller_epoch=1),
-    _event(2, type="TopicCreation", topic="orders", partitions={"0": [1, 2, 3], "1": [2, 3, 1]},
-           configs={"min.insync.replicas": "2"}),
+    _event(
+        2,
+        type="TopicCreation",
+        topic="orders",
+        partitions={"0": [1, 2, 3], "1": [2, 3, 1]},
+        configs={"min.insync.replicas": "2"},
+    ),
     _event(3, type="TopicCreation", topic="logs", partitions={"0": [5]}),
     _event(4, type="TopicCreation", topic="events", partitions={"0": [1, 2]}),
     _event(5, type="TopicCreation", topic="metrics", partitions={"0": [6]}),
-    _event(6, type="AlterPartition", topic="orders", partition=0, broker_id=1, leader_epoch=0, partition_epoch=0,
-           isr=[1]),
+    _event(
+        6,
+        type="AlterPartition",
+        topic="orders",
+        partition=0,
+        broker_id=1,
+        leader_epoch=0,
+        partition_epoch=0,
+        isr=[1],
+    ),
     _event(7, type="PartitionReassignment", topic="events", partition=0, target_replicas=[3, 4]),
     _event(8, type="BrokerFailure", broker_id=5),
     _event(9, type="ControlledShutdown", broker_id=6, broker_epoch=106),
@@ -57,11 +70,14 @@ def lines(events: list[dict[str, Any]]) -> list[bytes]:
     return [json.dumps(e).encode() for e in events]
 
 
-def engine_state(events: list[dict[str, Any]] = EVENTS, config: ControllerConfig = ControllerConfig()
-                 ) -> tuple[Engine, ControllerState]:
+def engine_state(
+    events: list[dict[str, Any]] = EVENTS, config: ControllerConfig = ControllerConfig()
+) -> tuple[Engine, ControllerState]:
     """The events through the in-process engine, and a copy of its state as a checkpoint
     would give it (`next_offset` after the last event)."""
     engine = Engine(config)
     for i, e in enumerate(events):
         engine.process(parse_event(e, i))
-    return engine, ControllerState(config, dict(engine.directory), dict(engine.partitions), len(events))
+    return engine, ControllerState(
+        config, dict(engine.directory), dict(engine.partitions), len(events)
+    )

@@ -10,10 +10,10 @@ import inspect
 import pkgutil
 
 import shadow_controller
+from shadow_controller import bridge, bridge_io, errors
 from state_machines.errors import ShadowControllerError
 from streaming import exits
 from streaming.kafka.errors import DeliveryFailed
-from shadow_controller import bridge, bridge_io, errors
 
 
 def tool_exceptions() -> dict[str, type[BaseException]]:
@@ -21,14 +21,21 @@ def tool_exceptions() -> dict[str, type[BaseException]]:
     for info in pkgutil.walk_packages(shadow_controller.__path__, "shadow_controller."):
         module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
-            if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == info.name:
+            if (
+                inspect.isclass(obj)
+                and issubclass(obj, BaseException)
+                and obj.__module__ == info.name
+            ):
                 found[f"{info.name}.{name}"] = obj
     return found
 
 
 def test_every_tool_error_is_a_shadow_controller_error() -> None:
     found = tool_exceptions()
-    assert "shadow_controller.errors.ReplayError" in found and "shadow_controller.errors.BridgeError" in found
+    assert (
+        "shadow_controller.errors.ReplayError" in found
+        and "shadow_controller.errors.BridgeError" in found
+    )
     assert [name for name, cls in found.items() if not issubclass(cls, ShadowControllerError)] == []
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from shadow_controller import health
+from shadow_controller.what_if import Hypothesis, WhatIfError, check_events, hypotheses, what_if
 from state_machines.events import parse_event
 from state_machines.model import ControllerConfig
 from streaming import exits
-from shadow_controller import health
-from shadow_controller.what_if import Hypothesis, WhatIfError, check_events, hypotheses, what_if
 from tests.tools.health_scenario import EVENTS, HYPOTHETICAL, REASSIGNMENT_OFFSET, T0, engine_state
 
 
@@ -33,36 +33,75 @@ def test_the_scenario_has_one_offline_one_under_min_isr_one_stuck_reassignment()
     assert health.exit_code(result) == exits.OFFLINE
 
     [offline] = result["offline"]
-    assert offline["dead_replicas"] == {"5": "broker down"} and offline["isr"] == [5] and offline["leader"] == -1
+    assert (
+        offline["dead_replicas"] == {"5": "broker down"}
+        and offline["isr"] == [5]
+        and offline["leader"] == -1
+    )
     assert offline["unclean_election"] == {"allowed": False, "source": "cluster setting"}
     assert offline["why"].startswith("no replica is live")
     [under] = result["under_min_isr"]
-    assert (under["isr"], under["min_insync_replicas"], under["min_insync_replicas_source"]) == ([1], 2, "topic config")
+    assert (under["isr"], under["min_insync_replicas"], under["min_insync_replicas_source"]) == (
+        [1],
+        2,
+        "topic config",
+    )
     [moving] = result["reassignments"]
     assert moving["adding"] == [3, 4] and moving["adding_not_in_isr"] == [3, 4] and moving["stuck"]
     assert moving["started_offset"] == REASSIGNMENT_OFFSET
     # asked at second 7; the last event (the tick) is at second 10, offset len(EVENTS) - 1
-    assert (moving["events_since"], moving["age_ms"]) == (len(EVENTS) - 1 - REASSIGNMENT_OFFSET, 3_000)
-    assert result["shutting_down"] == [{"broker": 6, "leads": ["metrics-0"], "leads_replicated": []}]
+    assert (moving["events_since"], moving["age_ms"]) == (
+        len(EVENTS) - 1 - REASSIGNMENT_OFFSET,
+        3_000,
+    )
+    assert result["shutting_down"] == [
+        {"broker": 6, "leads": ["metrics-0"], "leads_replicated": []}
+    ]
 
 
 def test_leader_imbalance_is_the_rebalance_checks_computation() -> None:
     _, state = engine_state()
     brokers = {b["broker"]: b for b in health.report(state)["leader_imbalance"]["brokers"]}
     # events-0's preferred replica is now 3 (the head of [3,4,1,2]), led by 1; logs-0 has no leader
-    assert (brokers[3]["led_by_another"], brokers[3]["preferred_partitions"], brokers[3]["over_threshold"]) == (1, 1, True)
-    assert brokers[5]["over_threshold"] and not brokers[1]["over_threshold"] and not brokers[2]["over_threshold"]
+    assert (
+        brokers[3]["led_by_another"],
+        brokers[3]["preferred_partitions"],
+        brokers[3]["over_threshold"],
+    ) == (1, 1, True)
+    assert (
+        brokers[5]["over_threshold"]
+        and not brokers[1]["over_threshold"]
+        and not brokers[2]["over_threshold"]
+    )
 
 
-def _offline_t0(config: ControllerConfig, before_failure: list[dict[str, Any]],
-                topic_configs: dict[str, str] | None = None) -> dict[str, Any]:
+def _offline_t0(
+    config: ControllerConfig,
+    before_failure: list[dict[str, Any]],
+    topic_configs: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """t-0 [1,2] with the ISR shrunk to [1], then broker 1 fails."""
     events = [
-        {"v": 1, "type": "BrokerStartup", "broker_id": 1}, {"v": 1, "type": "BrokerStartup", "broker_id": 2},
+        {"v": 1, "type": "BrokerStartup", "broker_id": 1},
+        {"v": 1, "type": "BrokerStartup", "broker_id": 2},
         {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
-        {"v": 1, "type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2]}, "configs": topic_configs or {}},
-        {"v": 1, "type": "AlterPartition", "topic": "t", "partition": 0, "broker_id": 1, "leader_epoch": 0,
-         "partition_epoch": 0, "isr": [1]},
+        {
+            "v": 1,
+            "type": "TopicCreation",
+            "topic": "t",
+            "partitions": {"0": [1, 2]},
+            "configs": topic_configs or {},
+        },
+        {
+            "v": 1,
+            "type": "AlterPartition",
+            "topic": "t",
+            "partition": 0,
+            "broker_id": 1,
+            "leader_epoch": 0,
+            "partition_epoch": 0,
+            "isr": [1],
+        },
         *before_failure,
         {"v": 1, "type": "BrokerFailure", "broker_id": 1},
     ]
@@ -70,22 +109,41 @@ def _offline_t0(config: ControllerConfig, before_failure: list[dict[str, Any]],
     return health.report(state)
 
 
-@pytest.mark.parametrize("static, dynamic, topic, source", [
-    (False, None, None, "cluster setting"),
-    (True, "false", None, "cluster dynamic config (BrokerConfigChange)"),
-    (True, "true", "false", "topic config"),
-])
-def test_an_offline_partition_says_where_its_unclean_setting_comes_from(static: bool, dynamic: str | None,
-                                                                     topic: str | None, source: str) -> None:
-    change = [{"v": 1, "type": "BrokerConfigChange", "configs": {"unclean.leader.election.enable": dynamic}}] \
-        if dynamic else []
-    result = _offline_t0(ControllerConfig(unclean_leader_election_enable=static), change,
-                         {"unclean.leader.election.enable": topic} if topic else None)
+@pytest.mark.parametrize(
+    "static, dynamic, topic, source",
+    [
+        (False, None, None, "cluster setting"),
+        (True, "false", None, "cluster dynamic config (BrokerConfigChange)"),
+        (True, "true", "false", "topic config"),
+    ],
+)
+def test_an_offline_partition_says_where_its_unclean_setting_comes_from(
+    static: bool, dynamic: str | None, topic: str | None, source: str
+) -> None:
+    change = (
+        [
+            {
+                "v": 1,
+                "type": "BrokerConfigChange",
+                "configs": {"unclean.leader.election.enable": dynamic},
+            }
+        ]
+        if dynamic
+        else []
+    )
+    result = _offline_t0(
+        ControllerConfig(unclean_leader_election_enable=static),
+        change,
+        {"unclean.leader.election.enable": topic} if topic else None,
+    )
     [row] = result["offline"]
     assert row["dead_replicas"] == {"1": "broker down"} and row["isr"] == [1]
     assert row["unclean_election"] == {"allowed": False, "source": source}
-    assert row["why"] == f"no ISR replica is live, and unclean election is disabled ({source}) for the live " \
-                         "out-of-sync replica [2]"
+    assert (
+        row["why"]
+        == f"no ISR replica is live, and unclean election is disabled ({source}) for the live "
+        "out-of-sync replica [2]"
+    )
 
 
 def test_with_unclean_election_allowed_the_partition_is_not_offline() -> None:
@@ -97,25 +155,42 @@ def test_min_isr_from_the_cluster_dynamic_default_and_the_exit_codes() -> None:
     change = {"v": 1, "type": "BrokerConfigChange", "configs": {"min.insync.replicas": "2"}}
     result = _offline_t0(ControllerConfig(), [change], {"unclean.leader.election.enable": "true"})
     [row] = result["under_min_isr"]
-    assert (row["partition"], row["isr"], row["min_insync_replicas_source"]) == \
-        ("t-0", [2], "cluster dynamic config (BrokerConfigChange)")
+    assert (row["partition"], row["isr"], row["min_insync_replicas_source"]) == (
+        "t-0",
+        [2],
+        "cluster dynamic config (BrokerConfigChange)",
+    )
     assert health.exit_code(result) == exits.UNDER_MIN_ISR
     assert health.render(result).splitlines()[-1] == "status: partitions UNDER MIN ISR"
 
 
-@pytest.mark.parametrize("static, dynamic, topic, expected", [
-    (1, None, None, None),  # Kafka's default: t-0's ISR [2] is at it, not under
-    (2, None, None, (2, "cluster setting")),
-    (3, "2", None, (2, "cluster dynamic config (BrokerConfigChange)")),
-    (3, "2", "2", (2, "topic config")),
-    (2, "0", None, (2, "cluster setting")),  # a value Kafka refuses (atLeast(1)) does not apply
-])
+@pytest.mark.parametrize(
+    "static, dynamic, topic, expected",
+    [
+        (1, None, None, None),  # Kafka's default: t-0's ISR [2] is at it, not under
+        (2, None, None, (2, "cluster setting")),
+        (3, "2", None, (2, "cluster dynamic config (BrokerConfigChange)")),
+        (3, "2", "2", (2, "topic config")),
+        (2, "0", None, (2, "cluster setting")),  # a value Kafka refuses (atLeast(1)) does not apply
+    ],
+)
 def test_min_isr_is_the_topic_config_over_the_dynamic_default_over_the_static_setting(
-        static: int, dynamic: str | None, topic: str | None, expected: tuple[int, str] | None) -> None:
-    change = [{"v": 1, "type": "BrokerConfigChange", "configs": {"min.insync.replicas": dynamic}}] if dynamic else []
-    configs = {"unclean.leader.election.enable": "true", **({"min.insync.replicas": topic} if topic else {})}
+    static: int, dynamic: str | None, topic: str | None, expected: tuple[int, str] | None
+) -> None:
+    change = (
+        [{"v": 1, "type": "BrokerConfigChange", "configs": {"min.insync.replicas": dynamic}}]
+        if dynamic
+        else []
+    )
+    configs = {
+        "unclean.leader.election.enable": "true",
+        **({"min.insync.replicas": topic} if topic else {}),
+    }
     result = _offline_t0(ControllerConfig(min_insync_replicas=static), change, configs)
-    rows = [(r["partition"], r["min_insync_replicas"], r["min_insync_replicas_source"]) for r in result["under_min_isr"]]
+    rows = [
+        (r["partition"], r["min_insync_replicas"], r["min_insync_replicas_source"])
+        for r in result["under_min_isr"]
+    ]
     assert rows == ([] if expected is None else [("t-0", *expected)])
     # the one resolution, the metrics' too
     config = ControllerConfig(min_insync_replicas=static)
@@ -126,9 +201,15 @@ def test_min_isr_is_the_topic_config_over_the_dynamic_default_over_the_static_se
 
 def test_what_if_decides_what_the_engine_decides_and_names_the_impact() -> None:
     engine, state = engine_state()
-    events = [Hypothesis(f"--event {i + 1}", json.dumps(e).encode()) for i, e in enumerate(HYPOTHETICAL)]
+    events = [
+        Hypothesis(f"--event {i + 1}", json.dumps(e).encode()) for i, e in enumerate(HYPOTHETICAL)
+    ]
     result = what_if(state, events)
-    expected = [r for i, e in enumerate(HYPOTHETICAL) for r in engine.process(parse_event(e, len(EVENTS) + i))]
+    expected = [
+        r
+        for i, e in enumerate(HYPOTHETICAL)
+        for r in engine.process(parse_event(e, len(EVENTS) + i))
+    ]
     # both in the contract's order: (cause_offset, key, seq)
     assert result["decisions"] == expected
     assert state.partitions == engine.partitions  # the fold left the same state as the engine
@@ -137,7 +218,9 @@ def test_what_if_decides_what_the_engine_decides_and_names_the_impact() -> None:
     # both lose their last ISR replica (broker 1) with out-of-sync replicas live
     assert [u["partition"] for u in imp["unclean_elections"]] == ["events-0", "orders-0"]
     assert [(s["broker"], s["error"]) for s in imp["controlled_shutdown"]] == [(3, None)]
-    assert "metrics-0" in names(imp["newly_offline"])  # broker 6 shutting down counts as offline on a failure
+    assert "metrics-0" in names(
+        imp["newly_offline"]
+    )  # broker 6 shutting down counts as offline on a failure
     moved = {b["broker"]: b for b in imp["leaders_moved"]["brokers"]}
     assert moved[1]["led_after"] == 0 and moved[1]["lost"] == moved[1]["led_before"]
     assert result["dead_letters"] == [] and result["owed_decisions"] == 0
@@ -147,7 +230,11 @@ def test_events_the_job_would_dead_letter_are_refused_with_their_reason() -> Non
     with pytest.raises(WhatIfError, match=r"^--event 1: the job would dead-letter this event: "):
         check_events(hypotheses(['{"type": "BrokerFailure", broker_id: 2}'], None))
     with pytest.raises(WhatIfError, match=r"--event 2: .*BrokerExplosion"):
-        check_events(hypotheses(['{"type":"BrokerFailure","broker_id":2}', '{"type":"BrokerExplosion"}'], None))
+        check_events(
+            hypotheses(
+                ['{"type":"BrokerFailure","broker_id":2}', '{"type":"BrokerExplosion"}'], None
+            )
+        )
     # `v` is filled, nothing else
     [h] = hypotheses(['{"type":"ControllerTick","ts":%d}' % T0], None)
     assert json.loads(h.value) == {"v": 1, "type": "ControllerTick", "ts": T0}
@@ -157,20 +244,26 @@ def test_what_if_first_applies_what_the_job_read_but_did_not_apply() -> None:
     """Between two batches the job may hold a cause (a topic deletion waiting for its
     partitions' reports, which travel in the feedback) and events behind it: what-if
     settles them first, and the hypothetical events then get the engine's decisions."""
+    from shadow_controller.what_if import _fold_partitions
     from state_machines.fold import Replies
     from state_machines.loop import DIRECT, RawEvent, Sequencer
-    from shadow_controller.what_if import _fold_partitions
 
-    read = [{"v": 1, "type": "TopicDeletion", "topic": "orders"}, {"v": 1, "type": "BrokerStartup", "broker_id": 5,
-                                                                    "broker_epoch": 205}]
+    read = [
+        {"v": 1, "type": "TopicDeletion", "topic": "orders"},
+        {"v": 1, "type": "BrokerStartup", "broker_id": 5, "broker_epoch": 205},
+    ]
     engine, _ = engine_state(EVENTS + read)
     first = len(EVENTS) + len(read)
-    expected = [r for i, e in enumerate(HYPOTHETICAL) for r in engine.process(parse_event(e, first + i))]
+    expected = [
+        r for i, e in enumerate(HYPOTHETICAL) for r in engine.process(parse_event(e, first + i))
+    ]
 
     _, state = engine_state()
     # one batch of the job: the deletion waits for reports, the startup is held behind it
     seq = Sequencer(state.directory, state.config)
-    raws = [RawEvent(len(EVENTS) + i, json.dumps(e).encode(), f"line:{i}") for i, e in enumerate(read)]
+    raws = [
+        RawEvent(len(EVENTS) + i, json.dumps(e).encode(), f"line:{i}") for i, e in enumerate(read)
+    ]
     pending, rest = seq.run(None, [], raws, [], [])
     assert pending is not None and [r.offset for r in rest] == [len(EVENTS) + 1]
     replies = Replies()
@@ -179,7 +272,13 @@ def test_what_if_first_applies_what_the_job_read_but_did_not_apply() -> None:
     state.reports, state.summaries = [r for _, r in replies.reports], list(replies.summaries)
     assert state.reports and not state.settled
 
-    result = what_if(state, [Hypothesis(f"--event {i + 1}", json.dumps(e).encode()) for i, e in enumerate(HYPOTHETICAL)])
+    result = what_if(
+        state,
+        [
+            Hypothesis(f"--event {i + 1}", json.dumps(e).encode())
+            for i, e in enumerate(HYPOTHETICAL)
+        ],
+    )
     assert result["owed_decisions"] > 0
     assert result["decisions"] == expected
     assert state.partitions == engine.partitions and state.settled

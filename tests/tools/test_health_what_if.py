@@ -14,14 +14,20 @@ from typing import Any
 
 import pytest
 
-from streaming import exits
-from streaming.settings.checkpoint import save_settings
-from streaming.settings.schema import JobSettings
 from shadow_controller import controller_state, health
 from shadow_controller.branch import branch_checkpoint
 from shadow_controller.cli import main as cli_main
 from shadow_controller.inspect import committed_batches
-from tests.streaming.spark_helpers import assert_same_multiset, canonical, read_output, run_file_job, run_to_end
+from streaming import exits
+from streaming.settings.checkpoint import save_settings
+from streaming.settings.schema import JobSettings
+from tests.streaming.spark_helpers import (
+    assert_same_multiset,
+    canonical,
+    read_output,
+    run_file_job,
+    run_to_end,
+)
 from tests.tools.health_scenario import EVENTS, HYPOTHETICAL, lines
 
 pytestmark = pytest.mark.spark
@@ -33,26 +39,37 @@ def job(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     run_file_job(spark, base, lines(EVENTS))
     ckpt = str(base / "ckpt")
     # what `shadow-controller run` records; the tools read the controller settings from it
-    save_settings(JobSettings(input=f"file:{base / 'in'}", output=f"file:{base / 'out'}", checkpoint=ckpt), ckpt)
+    save_settings(
+        JobSettings(input=f"file:{base / 'in'}", output=f"file:{base / 'out'}", checkpoint=ckpt),
+        ckpt,
+    )
     return {"base": base, "checkpoint": ckpt}
 
 
 def digests(directory: str) -> dict[str, str]:
-    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(Path(directory).rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(Path(directory).rglob("*"))
+        if p.is_file()
+    }
 
 
-def test_health_lists_exactly_the_offline_under_min_isr_and_stuck(spark: Any, job: dict[str, Any]) -> None:
+def test_health_lists_exactly_the_offline_under_min_isr_and_stuck(
+    spark: Any, job: dict[str, Any]
+) -> None:
     result = health.report(controller_state.load(spark, job["checkpoint"]))
     assert [r["partition"] for r in result["offline"]] == ["logs-0"]
     assert [r["partition"] for r in result["under_min_isr"]] == ["orders-0"]
-    assert [(r["partition"], r["adding_not_in_isr"]) for r in result["reassignments"] if r["stuck"]] == \
-        [("events-0", [3, 4])]
+    assert [
+        (r["partition"], r["adding_not_in_isr"]) for r in result["reassignments"] if r["stuck"]
+    ] == [("events-0", [3, 4])]
     assert result["reassignments"][0]["age_ms"] == 3_000
     assert result["shutting_down"][0]["broker"] == 6
 
 
-def test_health_command_text_json_and_exit_code(job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+def test_health_command_text_json_and_exit_code(
+    job: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli_main(["health", "--checkpoint", job["checkpoint"]]) == exits.OFFLINE
     text = capsys.readouterr().out
     assert "offline partitions: 1\n  logs-0  OfflinePartition" in text
@@ -64,9 +81,16 @@ def test_health_command_text_json_and_exit_code(job: dict[str, Any], capsys: pyt
     assert doc["status"] == "offline" and doc["batch"] == committed_batches(job["checkpoint"])[-1]
 
 
-def test_what_if_leaves_the_checkpoint_byte_identical(job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+def test_what_if_leaves_the_checkpoint_byte_identical(
+    job: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     before = digests(job["checkpoint"])
-    argv = ["what-if", "--checkpoint", job["checkpoint"], *(a for e in HYPOTHETICAL for a in ("--event", json.dumps(e)))]
+    argv = [
+        "what-if",
+        "--checkpoint",
+        job["checkpoint"],
+        *(a for e in HYPOTHETICAL for a in ("--event", json.dumps(e))),
+    ]
     assert cli_main(argv) == 0
     assert "controlled shutdown of broker 3: accepted" in capsys.readouterr().out
     assert cli_main(["health", "--checkpoint", job["checkpoint"], "--json"]) == exits.OFFLINE
@@ -74,11 +98,17 @@ def test_what_if_leaves_the_checkpoint_byte_identical(job: dict[str, Any], capsy
     assert digests(job["checkpoint"]) == before
 
 
-def test_what_if_decides_what_the_job_decides_when_it_continues(spark: Any, job: dict[str, Any], tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_what_if_decides_what_the_job_decides_when_it_continues(
+    spark: Any, job: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     events_file = tmp_path / "what-if.jsonl"
     events_file.write_bytes(b"".join(line + b"\n" for line in lines(HYPOTHETICAL)))
-    assert cli_main(["what-if", "--checkpoint", job["checkpoint"], "--events", str(events_file), "--json"]) == 0
+    assert (
+        cli_main(
+            ["what-if", "--checkpoint", job["checkpoint"], "--events", str(events_file), "--json"]
+        )
+        == 0
+    )
     predicted = json.loads(capsys.readouterr().out)
     assert predicted["impact"]["unclean_elections"] and predicted["impact"]["controlled_shutdown"]
 
@@ -90,17 +120,31 @@ def test_what_if_decides_what_the_job_decides_when_it_continues(spark: Any, job:
     inputs = tmp_path / "in"
     shutil.copytree(job["base"] / "in", inputs)
     (inputs / "0001.jsonl").write_bytes(events_file.read_bytes())
-    run_to_end(spark, JobSettings(input=f"file:{inputs}", output=f"file:{tmp_path / 'out'}", checkpoint=str(branch)))
+    run_to_end(
+        spark,
+        JobSettings(
+            input=f"file:{inputs}", output=f"file:{tmp_path / 'out'}", checkpoint=str(branch)
+        ),
+    )
     decided = read_output(tmp_path / "out")
-    assert {d["cause_offset"] for d in decided} <= set(range(len(EVENTS), len(EVENTS) + len(HYPOTHETICAL)))
+    assert {d["cause_offset"] for d in decided} <= set(
+        range(len(EVENTS), len(EVENTS) + len(HYPOTHETICAL))
+    )
     assert_same_multiset(decided, [canonical(d) for d in predicted["decisions"]])
 
 
-def test_a_checkpoint_spark_cannot_read_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_checkpoint_spark_cannot_read_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Committed batches and settings, but no state: the command says so in one line
     (exit 2), as it does when Spark's readers fail, rather than with a JVM stack trace."""
     ckpt = tmp_path / "ckpt"
-    save_settings(JobSettings(input=f"file:{tmp_path}/in", output=f"file:{tmp_path}/out", checkpoint=str(ckpt)), str(ckpt))
+    save_settings(
+        JobSettings(
+            input=f"file:{tmp_path}/in", output=f"file:{tmp_path}/out", checkpoint=str(ckpt)
+        ),
+        str(ckpt),
+    )
     (ckpt / "query" / "commits").mkdir(parents=True)
     (ckpt / "query" / "commits" / "0").write_text("v1\n{}\n")
     (ckpt / "query" / "offsets").mkdir()
@@ -108,5 +152,7 @@ def test_a_checkpoint_spark_cannot_read_is_one_line(tmp_path: Path, capsys: pyte
     assert cli_main(["health", "--checkpoint", str(ckpt)]) == exits.USAGE
     captured = capsys.readouterr()
     [line] = captured.err.splitlines()
-    assert line.startswith(f"shadow-controller health: {ckpt}: no state of the job's two operators (found: none; "), line
+    assert line.startswith(
+        f"shadow-controller health: {ckpt}: no state of the job's two operators (found: none; "
+    ), line
     assert captured.out == ""

@@ -18,16 +18,28 @@ from pathlib import Path
 
 import pytest
 
+from shadow_controller.branch import (
+    ReplayError,
+    _keep,
+    branch_checkpoint,
+    committed_batches,
+    first_offset_after,
+)
+from shadow_controller.replay import add_parser, cmd_replay, run_replay
+from shadow_controller.replay_diff import Outcome, diff_replay
 from state_machines.engine import Engine
 from state_machines.events import parse_line
 from state_machines.model import ControllerConfig
 from streaming import state_reader
-from shadow_controller.branch import ReplayError, _keep, branch_checkpoint, committed_batches, first_offset_after
-from shadow_controller.replay import add_parser, cmd_replay, run_replay
-from shadow_controller.replay_diff import Outcome, diff_replay
 from streaming.settings.checkpoint import load_settings, save_settings
 from streaming.settings.schema import JobSettings
-from tests.streaming.spark_helpers import assert_same_multiset, canonical, read_output, run_file_job, simulate_records
+from tests.streaming.spark_helpers import (
+    assert_same_multiset,
+    canonical,
+    read_output,
+    run_file_job,
+    simulate_records,
+)
 
 INCIDENT = [
     {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 10},
@@ -45,11 +57,16 @@ UNCLEAN = ControllerConfig(unclean_leader_election_enable=True)
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
-def engine_switched_at(lines: list[bytes], switch_at: int, before: ControllerConfig, after: ControllerConfig) -> list[str]:
+def engine_switched_at(
+    lines: list[bytes], switch_at: int, before: ControllerConfig, after: ControllerConfig
+) -> list[str]:
     """`simulate` over the whole log, the config switched before event `switch_at`; the
     decisions of the events from there on."""
     engine = Engine(before)
@@ -75,19 +92,37 @@ def incident(spark, tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("incident")
     out, _ = run_file_job(spark, base, LINES, max_offsets=1)
     assert_same_multiset(out, simulate_records(LINES))
-    save_settings(JobSettings(input=f"file:{base / 'in'}", output=f"file:{base / 'out'}", checkpoint=str(base / "ckpt"),
-                              max_offsets_per_trigger=1), str(base / "ckpt"))
+    save_settings(
+        JobSettings(
+            input=f"file:{base / 'in'}",
+            output=f"file:{base / 'out'}",
+            checkpoint=str(base / "ckpt"),
+            max_offsets_per_trigger=1,
+        ),
+        str(base / "ckpt"),
+    )
     assert committed_batches(str(base / "ckpt")) == list(range(len(LINES)))
     return base
 
 
 @pytest.mark.spark
-def test_replay_with_unclean_election_enabled_elects_the_offline_partitions(spark, incident: Path, tmp_path: Path) -> None:
+def test_replay_with_unclean_election_enabled_elects_the_offline_partitions(
+    spark, incident: Path, tmp_path: Path
+) -> None:
     ckpt = incident / "ckpt"
     before = tree_digest(ckpt)
     to = tmp_path / "branch"
-    args = replay_args("--checkpoint", str(ckpt), "--from-batch", str(FROM_BATCH), "--to", str(to),
-                       "--set", "controller.unclean.leader.election.enable=true", "--diff")
+    args = replay_args(
+        "--checkpoint",
+        str(ckpt),
+        "--from-batch",
+        str(FROM_BATCH),
+        "--to",
+        str(to),
+        "--set",
+        "controller.unclean.leader.election.enable=true",
+        "--diff",
+    )
     assert args.func is cmd_replay
     printed = io.StringIO()
 
@@ -98,7 +133,9 @@ def test_replay_with_unclean_election_enabled_elects_the_offline_partitions(spar
     assert switch_at == FROM_BATCH + 1
     branch_out = read_output(to / "out")
     assert {r["cause_offset"] for r in branch_out} == set(range(switch_at, len(LINES)))
-    assert_same_multiset(branch_out, engine_switched_at(LINES, switch_at, ControllerConfig(), UNCLEAN))
+    assert_same_multiset(
+        branch_out, engine_switched_at(LINES, switch_at, ControllerConfig(), UNCLEAN)
+    )
     assert load_settings(str(to)).controller == UNCLEAN
     assert load_settings(str(to)).input == f"file:{incident / 'in'}"
 
@@ -107,8 +144,14 @@ def test_replay_with_unclean_election_enabled_elects_the_offline_partitions(spar
     diff = diff_replay(str(ckpt), str(to), FROM_BATCH)
     assert [(d.topic, d.partition) for d in diff.changed] == [("t", 0), ("t", 1)]
     for d in diff.changed:
-        assert d.original == Outcome(leader=-1, leader_epoch=2, unclean_elections=0) and d.original.offline
-        assert d.branch == Outcome(leader=2, leader_epoch=3, unclean_elections=1) and not d.branch.offline
+        assert (
+            d.original == Outcome(leader=-1, leader_epoch=2, unclean_elections=0)
+            and d.original.offline
+        )
+        assert (
+            d.branch == Outcome(leader=2, leader_epoch=3, unclean_elections=1)
+            and not d.branch.offline
+        )
     assert diff.counts["offline partitions"] == (2, 0)
     assert diff.counts["unclean elections"] == (0, 2)
     assert diff.causes == tuple(range(switch_at, len(LINES)))
@@ -122,8 +165,9 @@ def test_replay_with_unclean_election_enabled_elects_the_offline_partitions(spar
 
 
 @pytest.mark.spark
-def test_replay_under_kraft_rebuilds_from_the_start_and_diffs_after_batch_n(spark, incident: Path,
-                                                                             tmp_path: Path) -> None:
+def test_replay_under_kraft_rebuilds_from_the_start_and_diffs_after_batch_n(
+    spark, incident: Path, tmp_path: Path
+) -> None:
     """The migration what-if: what would KRaft have decided in this ZK-era incident? The
     branch cannot continue a ZK state, so it runs the whole input under the KRaft rules; the
     diff compares the causes after batch N, each side from its own state."""
@@ -131,13 +175,24 @@ def test_replay_under_kraft_rebuilds_from_the_start_and_diffs_after_batch_n(spar
     before = tree_digest(ckpt)
     to = tmp_path / "kraft"
     printed = io.StringIO()
-    args = replay_args("--checkpoint", str(ckpt), "--from-batch", str(FROM_BATCH), "--to", str(to),
-                       "--set", "controller.mode=kraft", "--diff")
+    args = replay_args(
+        "--checkpoint",
+        str(ckpt),
+        "--from-batch",
+        str(FROM_BATCH),
+        "--to",
+        str(to),
+        "--set",
+        "controller.mode=kraft",
+        "--diff",
+    )
     assert run_replay(args, spark, out=printed) == 0
 
     kraft = ControllerConfig(mode="kraft")
     branch_out = read_output(to / "out")
-    assert_same_multiset(branch_out, simulate_records(LINES, kraft))  # every cause, from the input's start
+    assert_same_multiset(
+        branch_out, simulate_records(LINES, kraft)
+    )  # every cause, from the input's start
     assert load_settings(str(to)).controller == kraft
     switch_at = first_offset_after(str(ckpt), FROM_BATCH)
     diff = diff_replay(str(ckpt), str(to), FROM_BATCH, rebuilt=True)
@@ -164,21 +219,32 @@ def test_branch_ends_with_batch_n_committed(spark, incident: Path, tmp_path: Pat
     branch = branch_checkpoint(str(ckpt), FROM_BATCH, str(to))
 
     assert committed_batches(str(to)) == list(range(FROM_BATCH + 1))
-    assert sorted(int(p.name) for p in (to / "query" / "offsets").iterdir() if p.name.isdigit()) == list(range(FROM_BATCH + 1))
-    versions = [int(p.name.split(".")[0].split("_")[0]) for p in (to / "query" / "state").rglob("*")
-                if p.suffix in (".changelog", ".zip")]
+    assert sorted(
+        int(p.name) for p in (to / "query" / "offsets").iterdir() if p.name.isdigit()
+    ) == list(range(FROM_BATCH + 1))
+    versions = [
+        int(p.name.split(".")[0].split("_")[0])
+        for p in (to / "query" / "state").rglob("*")
+        if p.suffix in (".changelog", ".zip")
+    ]
     assert versions and max(versions) == FROM_BATCH + 1
     assert "query/metadata" in branch.rewritten
     # nothing in the branch points at the original checkpoint
     assert all(str(ckpt).encode() not in p.read_bytes() for p in to.rglob("*") if p.is_file())
     # Spark's state readers see the state after batch N, as in the original
-    assert state_reader.partition_records(spark, str(to)) == state_reader.partition_records(spark, str(ckpt), FROM_BATCH)
-    assert state_reader.directory_records(spark, str(to)) == state_reader.directory_records(spark, str(ckpt), FROM_BATCH)
+    assert state_reader.partition_records(spark, str(to)) == state_reader.partition_records(
+        spark, str(ckpt), FROM_BATCH
+    )
+    assert state_reader.directory_records(spark, str(to)) == state_reader.directory_records(
+        spark, str(ckpt), FROM_BATCH
+    )
     assert tree_digest(ckpt) == before
 
 
 @pytest.mark.spark
-def test_branch_refuses_a_batch_not_committed_and_a_target_not_empty(incident: Path, tmp_path: Path) -> None:
+def test_branch_refuses_a_batch_not_committed_and_a_target_not_empty(
+    incident: Path, tmp_path: Path
+) -> None:
     ckpt = str(incident / "ckpt")
     with pytest.raises(ReplayError, match="not committed"):
         branch_checkpoint(ckpt, len(LINES) + 5, str(tmp_path / "a"))
@@ -188,8 +254,22 @@ def test_branch_refuses_a_batch_not_committed_and_a_target_not_empty(incident: P
         branch_checkpoint(ckpt, FROM_BATCH, str(tmp_path / "b"))
     with pytest.raises(ReplayError, match="outside"):
         branch_checkpoint(ckpt, FROM_BATCH, str(incident / "ckpt" / "inside"))
-    assert run_replay(replay_args("--checkpoint", ckpt, "--from-batch", "1", "--to", str(tmp_path / "c"),
-                                  "--set", "job.partition_buckets=8"), spark=None) == 2
+    assert (
+        run_replay(
+            replay_args(
+                "--checkpoint",
+                ckpt,
+                "--from-batch",
+                "1",
+                "--to",
+                str(tmp_path / "c"),
+                "--set",
+                "job.partition_buckets=8",
+            ),
+            spark=None,
+        )
+        == 2
+    )
 
 
 # (path under the checkpoint, branch batch N, kept?)
@@ -224,8 +304,13 @@ def test_branch_keeps_the_files_of_batches_up_to_n(path: str, batch: int, kept: 
 
 
 def _snapshot(path: Path, ssts: list[str]) -> None:
-    meta = {"sstFiles": [{"localFileName": s.split("-")[0] + ".sst", "dfsSstFileName": s, "sizeBytes": 1} for s in ssts],
-            "numKeys": 1}
+    meta = {
+        "sstFiles": [
+            {"localFileName": s.split("-")[0] + ".sst", "dfsSstFileName": s, "sizeBytes": 1}
+            for s in ssts
+        ],
+        "numKeys": 1,
+    }
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("metadata", "v1\n" + json.dumps(meta))
 
@@ -247,8 +332,11 @@ def test_branch_drops_later_snapshots_and_the_sst_files_only_they_use(tmp_path: 
 
     branch = branch_checkpoint(str(ckpt), 2, str(tmp_path / "to"))
 
-    kept = sorted(p.relative_to(tmp_path / "to" / "query" / "state" / "0" / "0").as_posix()
-                  for p in (tmp_path / "to" / "query" / "state" / "0" / "0").rglob("*") if p.is_file())
+    kept = sorted(
+        p.relative_to(tmp_path / "to" / "query" / "state" / "0" / "0").as_posix()
+        for p in (tmp_path / "to" / "query" / "state" / "0" / "0").rglob("*")
+        if p.is_file()
+    )
     assert kept == ["1.changelog", "2.changelog", "2.zip", "3.changelog", "SSTs/000008-a.sst"]
     assert "query/state/0/0/SSTs/000012-b.sst" in branch.dropped
     assert tree_digest(ckpt) == before

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from shadow_controller.timeline import add_parser, partition_series, timeline
 from shadow_controller.audit import load_decisions
+from shadow_controller.timeline import add_parser, partition_series, timeline
 from tests.streaming.spark_helpers import simulate_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,8 +23,14 @@ UNCLEAN_STORY = [
     {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 102},
     {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 103},
     {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
-    {"v": 1, "type": "TopicCreation", "id": "create-t", "topic": "t", "partitions": {"0": [1, 2, 3]},
-     "configs": {"unclean.leader.election.enable": "true"}},
+    {
+        "v": 1,
+        "type": "TopicCreation",
+        "id": "create-t",
+        "topic": "t",
+        "partitions": {"0": [1, 2, 3]},
+        "configs": {"unclean.leader.election.enable": "true"},
+    },
     {"v": 1, "type": "ControlledShutdown", "id": "shutdown-1", "broker_id": 1, "broker_epoch": 101},
     {"v": 1, "type": "BrokerFailure", "id": "b1-down", "broker_id": 1},
     {"v": 1, "type": "BrokerFailure", "id": "b2-down", "broker_id": 2},
@@ -70,8 +76,18 @@ def write_decisions(path: Path, events: list[dict]) -> Path:
 
 
 def as_rows(series) -> list[tuple]:
-    return [(r.cause_offset, r.leader, list(r.isr), r.leader_epoch, r.partition_epoch, r.election, r.cause_id)
-            for r in series.itertuples(index=False)]
+    return [
+        (
+            r.cause_offset,
+            r.leader,
+            list(r.isr),
+            r.leader_epoch,
+            r.partition_epoch,
+            r.election,
+            r.cause_id,
+        )
+        for r in series.itertuples(index=False)
+    ]
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -87,7 +103,9 @@ def unclean_decisions(tmp_path: Path) -> Path:
     return write_decisions(tmp_path / "decisions.jsonl", UNCLEAN_STORY)
 
 
-def test_series_of_an_unclean_story_match_the_decisions(unclean_decisions: Path, tmp_path: Path) -> None:
+def test_series_of_an_unclean_story_match_the_decisions(
+    unclean_decisions: Path, tmp_path: Path
+) -> None:
     series = timeline(str(unclean_decisions), "t-0", str(tmp_path / "t-0.png"))
     assert as_rows(series) == UNCLEAN_EXPECTED
     assert list(series["isr_size"]) == [len(isr) for _, _, isr, *_ in UNCLEAN_EXPECTED]
@@ -96,7 +114,9 @@ def test_series_of_an_unclean_story_match_the_decisions(unclean_decisions: Path,
 def test_series_take_the_newest_state_of_each_cause(unclean_decisions: Path) -> None:
     decisions = load_decisions(str(unclean_decisions))
     lair = decisions[(decisions["type"] == "LeaderAndIsr") & (decisions["topic"] == "t")]
-    assert lair.groupby("cause_offset").size().max() > 1, "the story must have a cause with several LeaderAndIsr"
+    assert lair.groupby("cause_offset").size().max() > 1, (
+        "the story must have a cause with several LeaderAndIsr"
+    )
     series = partition_series(decisions, "t", 0)
     for row in series.itertuples(index=False):
         cause = lair[lair["cause_offset"] == row.cause_offset]
@@ -105,7 +125,10 @@ def test_series_take_the_newest_state_of_each_cause(unclean_decisions: Path) -> 
 
 
 def test_series_include_accepted_alter_partition(tmp_path: Path) -> None:
-    events = [json.loads(line) for line in (ROOT / "examples" / "three-brokers.jsonl").read_text().splitlines()]
+    events = [
+        json.loads(line)
+        for line in (ROOT / "examples" / "three-brokers.jsonl").read_text().splitlines()
+    ]
     path = write_decisions(tmp_path / "decisions.jsonl", events)
     assert as_rows(partition_series(load_decisions(str(path)), "orders", 0)) == ORDERS_EXPECTED
 
@@ -115,7 +138,9 @@ def test_file_output_directory_reads_like_one_file(unclean_decisions: Path, tmp_
     out = tmp_path / "out"
     out.mkdir()
     for n, start in enumerate(range(0, len(lines), 4)):
-        (out / f"decisions-{n:012d}.jsonl").write_text("".join(line + "\n" for line in lines[start:start + 4]))
+        (out / f"decisions-{n:012d}.jsonl").write_text(
+            "".join(line + "\n" for line in lines[start : start + 4])
+        )
     assert as_rows(timeline(str(out), "t-0", str(tmp_path / "dir.png"))) == UNCLEAN_EXPECTED
 
 
@@ -139,21 +164,60 @@ def run_cli(argv: list[str]) -> int:
     return args.func(args)
 
 
-def test_cli_writes_the_png(unclean_decisions: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_writes_the_png(
+    unclean_decisions: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "cli.png"
-    assert run_cli(["timeline", "--decisions", str(unclean_decisions), "--partition", "t-0", "--out", str(out)]) == 0
+    assert (
+        run_cli(
+            [
+                "timeline",
+                "--decisions",
+                str(unclean_decisions),
+                "--partition",
+                "t-0",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert png_size(out)[0] > 0
     assert f"wrote {out}: {len(UNCLEAN_EXPECTED)} causes for t-0" in capsys.readouterr().out
 
 
-def test_cli_partition_without_records_still_draws(unclean_decisions: Path, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_partition_without_records_still_draws(
+    unclean_decisions: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "none.png"
-    assert run_cli(["timeline", "--decisions", str(unclean_decisions), "--partition", "t-7", "--out", str(out)]) == 0
+    assert (
+        run_cli(
+            [
+                "timeline",
+                "--decisions",
+                str(unclean_decisions),
+                "--partition",
+                "t-7",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert png_size(out)[0] > 0
     assert "no state records for t-7" in capsys.readouterr().err
 
 
 def test_cli_refuses_a_malformed_partition(unclean_decisions: Path, tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
-        run_cli(["timeline", "--decisions", str(unclean_decisions), "--partition", "t", "--out", str(tmp_path / "x.png")])
+        run_cli(
+            [
+                "timeline",
+                "--decisions",
+                str(unclean_decisions),
+                "--partition",
+                "t",
+                "--out",
+                str(tmp_path / "x.png"),
+            ]
+        )

@@ -12,10 +12,10 @@ import logging
 
 import pytest
 
-from state_machines.model import ControllerConfig
 from shadow_controller.bridge import BridgeSettings, detected_line, run_bridge
 from shadow_controller.bridge_io import finalized_levels
 from shadow_controller.cluster_rules import ClusterRules, check, detect
+from state_machines.model import ControllerConfig
 
 # ApiKeys a 3.9 broker lists (abridged), ZK mode adds LeaderAndIsr (4), StopReplica (5),
 # UpdateMetadata (6), ControlledShutdown (7); KRaft's broker listener lists none of them.
@@ -43,7 +43,10 @@ def test_a_kraft_broker_is_known_by_its_finalized_metadata_version():
 def test_kafka_4_0s_elr_feature_is_read():
     rules = detect(kraft(25, elr=1), CLIENT_KEYS)
     assert (rules.mode, rules.level, rules.elr) == ("kraft", 25, 1)
-    assert rules.settings() == 'mode = "kraft", metadata.version = "4.0-IV3", eligible.leader.replicas.version = 1'
+    assert (
+        rules.settings()
+        == 'mode = "kraft", metadata.version = "4.0-IV3", eligible.leader.replicas.version = 1'
+    )
 
 
 def test_a_zk_broker_lists_leader_and_isr_and_finalizes_no_metadata_version():
@@ -67,8 +70,10 @@ def test_a_level_newer_than_this_build_is_reported_with_the_closest_rules():
 
 
 def test_kafka_pythons_feature_answer_is_read_as_finalized_max_levels():
-    answer = {"metadata.version": {"supported": (1, 21), "finalized": (1, 21), "finalized_epoch": 7},
-              "kraft.version": {"supported": (0, 1)}}  # supported, not finalized
+    answer = {
+        "metadata.version": {"supported": (1, 21), "finalized": (1, 21), "finalized_epoch": 7},
+        "kraft.version": {"supported": (0, 1)},
+    }  # supported, not finalized
     assert finalized_levels(answer) == {"metadata.version": 21}
 
 
@@ -76,27 +81,42 @@ ZK = ControllerConfig()
 KRAFT_39 = ControllerConfig(mode="kraft")
 
 
-@pytest.mark.parametrize("rules, config, clash", [
-    (ClusterRules("kraft", 21), ZK, 'the shadow runs controller.mode = "zk"'),
-    (ClusterRules("zk"), KRAFT_39, 'the shadow runs controller.mode = "kraft"'),
-    (ClusterRules("kraft", 11), KRAFT_39, 'the shadow runs metadata.version = "3.9-IV0"'),
-    (ClusterRules("kraft", 23, 1), ControllerConfig(mode="kraft", metadata_version="4.0-IV1"),
-     "the shadow runs eligible.leader.replicas.version = 0"),
-    (ClusterRules("kraft", 29), KRAFT_39, 'the shadow runs metadata.version = "3.9-IV0"'),
-])
+@pytest.mark.parametrize(
+    "rules, config, clash",
+    [
+        (ClusterRules("kraft", 21), ZK, 'the shadow runs controller.mode = "zk"'),
+        (ClusterRules("zk"), KRAFT_39, 'the shadow runs controller.mode = "kraft"'),
+        (ClusterRules("kraft", 11), KRAFT_39, 'the shadow runs metadata.version = "3.9-IV0"'),
+        (
+            ClusterRules("kraft", 23, 1),
+            ControllerConfig(mode="kraft", metadata_version="4.0-IV1"),
+            "the shadow runs eligible.leader.replicas.version = 0",
+        ),
+        (ClusterRules("kraft", 29), KRAFT_39, 'the shadow runs metadata.version = "3.9-IV0"'),
+    ],
+)
 def test_a_shadow_that_contradicts_the_cluster_is_named(rules, config, clash):
     assert check(rules, config) == clash
 
 
-@pytest.mark.parametrize("rules, config", [
-    (ClusterRules("kraft", 21), KRAFT_39),
-    (ClusterRules("kraft", 21), ControllerConfig(mode="kraft", metadata_version="3.9")),  # a release: its latest
-    (ClusterRules("zk"), ZK),
-    (ClusterRules("zk"), ControllerConfig(metadata_version="3.5-IV2")),  # the ZK rules ignore it
-    (ClusterRules(None), ZK),
-    (ClusterRules(None), KRAFT_39),
-    (ClusterRules("kraft", 29), ControllerConfig(mode="kraft", metadata_version="4.0-IV3")),
-])
+@pytest.mark.parametrize(
+    "rules, config",
+    [
+        (ClusterRules("kraft", 21), KRAFT_39),
+        (
+            ClusterRules("kraft", 21),
+            ControllerConfig(mode="kraft", metadata_version="3.9"),
+        ),  # a release: its latest
+        (ClusterRules("zk"), ZK),
+        (
+            ClusterRules("zk"),
+            ControllerConfig(metadata_version="3.5-IV2"),
+        ),  # the ZK rules ignore it
+        (ClusterRules(None), ZK),
+        (ClusterRules(None), KRAFT_39),
+        (ClusterRules("kraft", 29), ControllerConfig(mode="kraft", metadata_version="4.0-IV3")),
+    ],
+)
 def test_a_shadow_that_matches_or_cannot_be_checked_passes(rules, config):
     assert check(rules, config) is None
 
@@ -122,24 +142,36 @@ class AnsweringReader:
 def test_detect_prints_the_rules_and_the_settings_and_exits(tmp_path):
     printed: list[str] = []
     settings = BridgeSettings("live:9092", state=str(tmp_path / "s.json"), detect=True)
-    assert run_bridge(settings, reader=AnsweringReader(ClusterRules("kraft", 21)), out=printed.append) == 0
+    assert (
+        run_bridge(settings, reader=AnsweringReader(ClusterRules("kraft", 21)), out=printed.append)
+        == 0
+    )
     assert printed == [detected_line("live:9092", ClusterRules("kraft", 21))]
-    assert printed[0] == ('cluster live:9092 runs KRaft at metadata.version 3.9-IV0 (level 21), '
-                          'eligible.leader.replicas.version 0; run the shadow with [controller] '
-                          'mode = "kraft", metadata.version = "3.9-IV0"')
+    assert printed[0] == (
+        "cluster live:9092 runs KRaft at metadata.version 3.9-IV0 (level 21), "
+        "eligible.leader.replicas.version 0; run the shadow with [controller] "
+        'mode = "kraft", metadata.version = "3.9-IV0"'
+    )
     assert not (tmp_path / "s.json").exists()
 
 
 def test_a_zk_shadow_of_a_kraft_cluster_is_refused_before_any_event(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="shadow_controller.bridge")
-    settings = BridgeSettings("live:9092", state=str(tmp_path / "s.json"), once=True, shadow=ZK,
-                              shadow_source="conf/shadow-controller.toml")
+    settings = BridgeSettings(
+        "live:9092",
+        state=str(tmp_path / "s.json"),
+        once=True,
+        shadow=ZK,
+        shadow_source="conf/shadow-controller.toml",
+    )
     assert run_bridge(settings, reader=AnsweringReader(ClusterRules("kraft", 21))) == 2
     [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
-    assert line == ('bridge: cluster live:9092 runs KRaft at metadata.version 3.9-IV0 (level 21), '
-                    'eligible.leader.replicas.version 0, but the shadow runs controller.mode = "zk" '
-                    '(conf/shadow-controller.toml); set [controller] mode = "kraft", metadata.version = "3.9-IV0"; '
-                    'refusing to feed that shadow')
+    assert line == (
+        "bridge: cluster live:9092 runs KRaft at metadata.version 3.9-IV0 (level 21), "
+        'eligible.leader.replicas.version 0, but the shadow runs controller.mode = "zk" '
+        '(conf/shadow-controller.toml); set [controller] mode = "kraft", metadata.version = "3.9-IV0"; '
+        "refusing to feed that shadow"
+    )
     assert not (tmp_path / "s.json").exists()
 
 
@@ -148,15 +180,27 @@ def test_a_metadata_version_upgrade_under_a_running_bridge_stops_it(tmp_path, ca
     settings do not follow stops the bridge with the same line."""
     caplog.set_level(logging.INFO, logger="shadow_controller.bridge")
     polls: list[str] = []
-    monkeypatch.setattr("shadow_controller.bridge.poll_once", lambda reader, writer, state, clock: polls.append(state) or [])
+    monkeypatch.setattr(
+        "shadow_controller.bridge.poll_once",
+        lambda reader, writer, state, clock: polls.append(state) or [],
+    )
     monkeypatch.setattr("shadow_controller.bridge.EventsWriter", lambda *args: object())
-    settings = BridgeSettings("live:9092", state=str(tmp_path / "s.json"), shadow=KRAFT_39, shadow_source="job.toml",
-                              tick_interval_s=0)
-    reader = AnsweringReader(ClusterRules("kraft", 21), ClusterRules("kraft", 21), ClusterRules("kraft", 23))
+    settings = BridgeSettings(
+        "live:9092",
+        state=str(tmp_path / "s.json"),
+        shadow=KRAFT_39,
+        shadow_source="job.toml",
+        tick_interval_s=0,
+    )
+    reader = AnsweringReader(
+        ClusterRules("kraft", 21), ClusterRules("kraft", 21), ClusterRules("kraft", 23)
+    )
     assert run_bridge(settings, reader=reader, sleep=lambda s: None) == 2
     assert len(polls) == 2
     messages = [r.getMessage() for r in caplog.records]
-    assert "runs KRaft at metadata.version 3.9-IV0 (level 21), eligible.leader.replicas.version 0, as the shadow " \
-           "does (job.toml)" in messages[0]
+    assert (
+        "runs KRaft at metadata.version 3.9-IV0 (level 21), eligible.leader.replicas.version 0, as the shadow "
+        "does (job.toml)" in messages[0]
+    )
     assert "now runs KRaft at metadata.version 4.0-IV1 (level 23)" in messages[-1]
     assert 'but the shadow runs metadata.version = "3.9-IV0"' in messages[-1]

@@ -8,13 +8,18 @@ import json
 import pytest
 
 import state_machines.engine as engine_module
+from state_machines import partition as partition_module
 from state_machines.commands import Command, DeletionReport, PartitionContext
 from state_machines.directory import Continuation
 from state_machines.events import parse_event
 from state_machines.outputs import (
-    ElectionResultRecord, ObservationOutcome, StateChangeFailedRecord, StillLeads, UpdateMetadataShare, to_contract,
+    ElectionResultRecord,
+    ObservationOutcome,
+    StateChangeFailedRecord,
+    StillLeads,
+    UpdateMetadataShare,
+    to_contract,
 )
-from state_machines import partition as partition_module
 from state_machines.partition import PartitionRecord
 from streaming import codec, command_codec, record_codec
 from streaming.decision_json import decision_json
@@ -23,7 +28,9 @@ from tests.property.generator import generate_log
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_everything_a_generated_log_produces_round_trips(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen = {"commands": 0, "records": 0, "reports": 0, "decisions": 0, "update_metadata_states": 0}
     original = partition_module.partition_step
     merge = engine_module.merge_update_metadata
@@ -34,14 +41,22 @@ def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch:
         if state is not None:
             assert codec.loads(codec.dumps(state), PartitionRecord) == state
             # the record's text is written directly; it is the JSON encoder's bytes
-            assert codec.dumps(state) == json.dumps(record_codec.record_out(state), separators=(",", ":"))
-            assert codec.bucket_entry_in(codec.bucket_entry_out(state, cmd.cause_offset, 7)) == (state, cmd.cause_offset, 7)
+            assert codec.dumps(state) == json.dumps(
+                record_codec.record_out(state), separators=(",", ":")
+            )
+            assert codec.bucket_entry_in(codec.bucket_entry_out(state, cmd.cause_offset, 7)) == (
+                state,
+                cmd.cause_offset,
+                7,
+            )
             seen["records"] += 1
         result = original(state, cmd, config)
         for i, out in enumerate(result.outputs):
             if not isinstance(out, (StillLeads, ObservationOutcome, UpdateMetadataShare)):
                 # the job's encoding of a decision is the contract document, byte for byte
-                expected = json.dumps(to_contract(out, cmd.cause_offset, cmd.cause_id, i), separators=(",", ":"))
+                expected = json.dumps(
+                    to_contract(out, cmd.cause_offset, cmd.cause_id, i), separators=(",", ":")
+                )
                 assert decision_json(out, cmd.cause_offset, cmd.cause_id, i) == expected
                 seen["decisions"] += 1
         if result.report is not None:
@@ -53,7 +68,9 @@ def test_everything_a_generated_log_produces_round_trips(seed: int, monkeypatch:
         # UpdateMetadata records (a million partition states in a send to a starting broker
         # at 1M) are written from a template: the bytes of the contract document
         for m in merge(pieces):
-            expected = json.dumps(to_contract(m.record, m.cause_offset, m.cause_id, m.seq), separators=(",", ":"))
+            expected = json.dumps(
+                to_contract(m.record, m.cause_offset, m.cause_id, m.seq), separators=(",", ":")
+            )
             assert decision_json(m.record, m.cause_offset, m.cause_id, m.seq) == expected
             seen["update_metadata_states"] += len(m.record.partitions)
             yield m
@@ -77,7 +94,10 @@ def test_a_bucket_keeps_its_partitions_as_lines_and_decodes_only_what_is_asked()
     engine = engine_module.Engine()
     for i, line in enumerate(open("examples/three-brokers.jsonl")):
         engine.process(parse_event(json.loads(line), i))
-    entries = {f"{r.topic}-{r.partition}": codec.bucket_entry_out(r, 5, 2) for r in engine.partitions.values()}
+    entries = {
+        f"{r.topic}-{r.partition}": codec.bucket_entry_out(r, 5, 2)
+        for r in engine.partitions.values()
+    }
     text = codec.bucket_text(entries)
     assert text.splitlines()[0] == codec.BUCKET_HEADER == "bucket-v2"
     assert codec.bucket_entries(text) == entries
@@ -92,7 +112,10 @@ def test_a_bucket_keeps_its_partitions_as_lines_and_decodes_only_what_is_asked()
     assert codec.bucket_entries("bucket-v1\n" + lines) == entries
     assert codec.bucket_entries(None) == {} and codec.bucket_entries("") == {}
     # a bucket whose partitions were all deleted holds none, in either layout
-    assert codec.bucket_entries(codec.bucket_text({})) == {} and codec.bucket_entries("bucket-v1") == {}
+    assert (
+        codec.bucket_entries(codec.bucket_text({})) == {}
+        and codec.bucket_entries("bucket-v1") == {}
+    )
     with pytest.raises(ValueError, match="layout"):
         codec.bucket_entries('{"orders-0": []}')
     with pytest.raises(ValueError, match="layout 'bucket-v3'"):
@@ -121,7 +144,9 @@ def test_documents_carry_their_version_and_a_newer_one_is_refused() -> None:
         codec.loads(json.dumps(generic), Continuation)
 
 
-def test_the_tag_registry_holds_every_core_dataclass_and_refuses_a_shared_name(tmp_path, monkeypatch) -> None:
+def test_the_tag_registry_holds_every_core_dataclass_and_refuses_a_shared_name(
+    tmp_path, monkeypatch
+) -> None:
     import dataclasses
     import importlib
     import pkgutil
@@ -132,16 +157,24 @@ def test_the_tag_registry_holds_every_core_dataclass_and_refuses_a_shared_name(t
     for info in pkgutil.walk_packages(state_machines.__path__, "state_machines."):
         module = importlib.import_module(info.name)
         for obj in vars(module).values():
-            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == info.name:
+            if (
+                isinstance(obj, type)
+                and dataclasses.is_dataclass(obj)
+                and obj.__module__ == info.name
+            ):
                 assert tagged.TAGGED[obj.__name__] is obj
 
     package = tmp_path / "twin_core"
     package.mkdir()
     (package / "__init__.py").write_text("")
     for name in ("a", "b"):
-        (package / f"{name}.py").write_text("import dataclasses\n\n@dataclasses.dataclass\nclass Twin:\n    x: int = 0\n")
+        (package / f"{name}.py").write_text(
+            "import dataclasses\n\n@dataclasses.dataclass\nclass Twin:\n    x: int = 0\n"
+        )
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(tagged.DuplicateTag, match="twin_core.a.Twin and twin_core.b.Twin share the name 'Twin'"):
+    with pytest.raises(
+        tagged.DuplicateTag, match="twin_core.a.Twin and twin_core.b.Twin share the name 'Twin'"
+    ):
         tagged.dataclasses_by_name(importlib.import_module("twin_core"))
 
 
@@ -158,16 +191,28 @@ def test_summaries_written_before_the_replica_counts_read_with_them_unknown() ->
 
     old = '["T",1,[[0,[1,2]]],[],false,false,false,[],[[0,"OnlinePartition",1,1]]]'
     rec = codec.loads(old, codec.DirectoryRecord)
-    assert rec.summaries == ((0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, None, None, None)),)
+    assert rec.summaries == (
+        (0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, None, None, None)),
+    )
     assert codec.dumps(rec) == old
     assert replica_metrics(rec.summaries[0][1], 1) == (False, False, False)  # counted in none
-    new = TopicRecord(((0, (1, 2)),), summaries=((0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, 1, 2, 2)),))
-    assert codec.dumps(new) == '["T",1,[[0,[1,2]]],[],false,false,false,[],[[0,"OnlinePartition",1,1,1,2,2]]]'
+    new = TopicRecord(
+        ((0, (1, 2)),),
+        summaries=((0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, 1, 2, 2)),),
+    )
+    assert (
+        codec.dumps(new)
+        == '["T",1,[[0,[1,2]]],[],false,false,false,[],[[0,"OnlinePartition",1,1,1,2,2]]]'
+    )
     assert codec.loads(codec.dumps(new), codec.DirectoryRecord) == new
 
     _, [before] = read_feedback(["S\tt\t0\t7\tOnlinePartition\t1\t1"])
-    assert before == SummaryReport("t", 0, PartitionSummary(PartitionState.OnlinePartition, 1, 1), 7)
-    report = SummaryReport("t", 0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, 1, 2, 2), 7)
+    assert before == SummaryReport(
+        "t", 0, PartitionSummary(PartitionState.OnlinePartition, 1, 1), 7
+    )
+    report = SummaryReport(
+        "t", 0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, 1, 2, 2), 7
+    )
     assert _summary_line(report) == "S\tt\t0\t7\tOnlinePartition\t1\t1\t1\t2\t2"
     assert read_feedback([_summary_line(report)])[1] == [report]
 
@@ -181,9 +226,13 @@ def test_summary_lines_round_trip_and_share_their_summaries() -> None:
 
     online = PartitionSummary(PartitionState.OnlinePartition, 1, 2, 3, 3, 3)
     reports = [
-        SummaryReport("t", 3, None, 7), SummaryReport("t", 3, None, 7, 1234),
-        SummaryReport("t-x", 0, online, 9), SummaryReport("t", 1, PartitionSummary(None, -1, None), 9, 55),
-        SummaryReport("t", 2, PartitionSummary(PartitionState.OfflinePartition, 2, -1, 0, 3, 3), 9, 55),
+        SummaryReport("t", 3, None, 7),
+        SummaryReport("t", 3, None, 7, 1234),
+        SummaryReport("t-x", 0, online, 9),
+        SummaryReport("t", 1, PartitionSummary(None, -1, None), 9, 55),
+        SummaryReport(
+            "t", 2, PartitionSummary(PartitionState.OfflinePartition, 2, -1, 0, 3, 3), 9, 55
+        ),
         SummaryReport("u", 4, online, 10),
     ]
     _, got = read_feedback([_summary_line(r) for r in reports])
@@ -197,11 +246,16 @@ def test_a_topic_record_written_directly_is_the_encoders_bytes() -> None:
     from state_machines.states import PartitionState, ReplicaState
 
     rec = TopicRecord(
-        ((0, (1, 2)), (1, (2, 3, 1))), (("min.insync.replicas", "2"), ("unclean.leader.election.enable", "true")),
-        queued=True, started=True, ineligible=True,
+        ((0, (1, 2)), (1, (2, 3, 1))),
+        (("min.insync.replicas", "2"), ("unclean.leader.election.enable", "true")),
+        queued=True,
+        started=True,
+        ineligible=True,
         mirror=((0, DeletionMirror((1, 2), ((1, ReplicaState.ReplicaDeletionIneligible),), True)),),
-        summaries=((0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, 2, 2, 2)),
-                   (1, PartitionSummary(None, 2, None))),
+        summaries=(
+            (0, PartitionSummary(PartitionState.OnlinePartition, 1, 1, 2, 2, 2)),
+            (1, PartitionSummary(None, 2, None)),
+        ),
     )
     assert codec.dumps(rec) == json.dumps(directory_out(rec), separators=(",", ":"))
     assert codec.loads(codec.dumps(rec), codec.DirectoryRecord) == rec
@@ -209,15 +263,22 @@ def test_a_topic_record_written_directly_is_the_encoders_bytes() -> None:
     assert codec.dumps(bare) == json.dumps(directory_out(bare), separators=(",", ":"))
 
 
-@pytest.mark.parametrize("record", [
-    StateChangeFailedRecord("t", 0, None, "OnlinePartition", "failed to elect leader under strategy preferred"),
-    StateChangeFailedRecord("t\u00e9\"x", 12, 3, "OfflineReplica", 'reason with "quotes", \\ and \u2603'),
-    ElectionResultRecord("t", 1, "preferred", None, 2),
-    ElectionResultRecord("t", 1, "unclean", "ELECTION_NOT_NEEDED", None),
-    ElectionResultRecord("t", 1, "preferred", "PREFERRED_LEADER_NOT_AVAILABLE", -1),
-])
+@pytest.mark.parametrize(
+    "record",
+    [
+        StateChangeFailedRecord(
+            "t", 0, None, "OnlinePartition", "failed to elect leader under strategy preferred"
+        ),
+        StateChangeFailedRecord(
+            't\u00e9"x', 12, 3, "OfflineReplica", 'reason with "quotes", \\ and \u2603'
+        ),
+        ElectionResultRecord("t", 1, "preferred", None, 2),
+        ElectionResultRecord("t", 1, "unclean", "ELECTION_NOT_NEEDED", None),
+        ElectionResultRecord("t", 1, "preferred", "PREFERRED_LEADER_NOT_AVAILABLE", -1),
+    ],
+)
 def test_the_templated_records_are_the_contract_bytes_for_every_optional_field(record) -> None:  # type: ignore[no-untyped-def]
-    for cause_id in (None, "req-\"1\""):
+    for cause_id in (None, 'req-"1"'):
         expected = json.dumps(to_contract(record, 42, cause_id, 3), separators=(",", ":"))
         assert decision_json(record, 42, cause_id, 3) == expected
 
@@ -229,28 +290,47 @@ def test_records_that_share_their_tail_decode_to_the_full_decoding_and_share_its
     from state_machines.states import PartitionState, ReplicaState
 
     fact = BrokerFact(True, False, 101)
+
     def record(topic: str, p: int) -> PartitionRecord:
-        return PartitionRecord(topic, p, ReplicaAssignment((1, 2, 3)), PartitionState.OnlinePartition,
-                               LeaderAndIsr(1, 4, (1, 2), 5), ((1, ReplicaState.OnlineReplica),), ((1, fact),),
-                               False, (2,), (17, None))
+        return PartitionRecord(
+            topic,
+            p,
+            ReplicaAssignment((1, 2, 3)),
+            PartitionState.OnlinePartition,
+            LeaderAndIsr(1, 4, (1, 2), 5),
+            ((1, ReplicaState.OnlineReplica),),
+            ((1, fact),),
+            False,
+            (2,),
+            (17, None),
+        )
 
     record_codec._TAILS.clear()
     first, second = record("a.b_c-1", 0), record("x", 123)
     decoded = [codec.loads(codec.dumps(r), PartitionRecord) for r in (first, second, first)]
     assert decoded == [first, second, first]
     assert len(record_codec._TAILS) == 1
-    assert decoded[1].leadership is decoded[0].leadership and decoded[1].brokers is decoded[0].brokers
+    assert (
+        decoded[1].leadership is decoded[0].leadership and decoded[1].brokers is decoded[0].brokers
+    )
     assert decoded[2] is not decoded[0]  # each partition still gets its own record
 
 
 def _whole_shared(text: str) -> tuple:
     a = json.loads(text)
     x = a[3]
-    return (a[1], a[2], PartitionContext(x[0], x[1], x[2], x[3], record_codec.brokers_in(x[4])), command_codec._op_in(a[4]))
+    return (
+        a[1],
+        a[2],
+        PartitionContext(x[0], x[1], x[2], x[3], record_codec.brokers_in(x[4])),
+        command_codec._op_in(a[4]),
+    )
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_a_commands_shared_part_read_in_pieces_is_its_whole_decoding(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_commands_shared_part_read_in_pieces_is_its_whole_decoding(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every compact shared part of a generated log's commands, read in pieces (context
     and op each decoded once), equals the whole text's decoding; so do cause ids that
     hold quotes, escapes and the op's opening `,["`."""
@@ -260,7 +340,11 @@ def test_a_commands_shared_part_read_in_pieces_is_its_whole_decoding(seed: int, 
     def seen(state, cmd, config):
         texts.add(command_codec.command_shared(cmd))
         for cause_id in ('a,["b', 'q"uote\\\\', "\u00e9\u2028", ""):
-            texts.add(command_codec.command_shared(Command(cmd.topic, cmd.partition, cmd.cause_offset, cause_id, cmd.ctx, cmd.op)))
+            texts.add(
+                command_codec.command_shared(
+                    Command(cmd.topic, cmd.partition, cmd.cause_offset, cause_id, cmd.ctx, cmd.op)
+                )
+            )
         return original(state, cmd, config)
 
     monkeypatch.setattr(partition_module, "partition_step", seen)
@@ -273,12 +357,12 @@ def test_a_commands_shared_part_read_in_pieces_is_its_whole_decoding(seed: int, 
 
 
 def test_a_shared_part_not_in_the_compact_layout_is_left_to_the_whole_decoding() -> None:
-    ctx = '[true,1,false,false,[[1,true,false,101]]]'
+    ctx = "[true,1,false,false,[[1,true,false,101]]]"
     for text in (
-        f'[1,-3,null,{ctx},["Failover"]]',          # not an offset
+        f'[1,-3,null,{ctx},["Failover"]]',  # not an offset
         f'[1,7,"unterminated,{ctx},["Failover"]]',  # a cause id that does not end
-        f'[1,7,5,{ctx},["Failover"]]',              # a cause id that is neither null nor a string
-        f'[1,7,null,{ctx}]',                        # no op
-        f'[1,7,null,{ctx},["Failover"]',            # no closing bracket
+        f'[1,7,5,{ctx},["Failover"]]',  # a cause id that is neither null nor a string
+        f"[1,7,null,{ctx}]",  # no op
+        f'[1,7,null,{ctx},["Failover"]',  # no closing bracket
     ):
         assert command_codec._compact_shared(text) is None, text

@@ -26,7 +26,9 @@ class Boom(RuntimeError):
 
 def engine_run(lines: list[bytes]) -> tuple[list[str], list[tuple[int, str]]]:
     engine = Engine()
-    out = [canonical(r) for i, line in enumerate(lines) for r in engine.process(parse_line(line, i))]
+    out = [
+        canonical(r) for i, line in enumerate(lines) for r in engine.process(parse_line(line, i))
+    ]
     return out, engine.errors
 
 
@@ -46,7 +48,9 @@ def test_a_partition_step_that_raises_loses_that_command_only(monkeypatch, bucke
     monkeypatch.setattr(partition_module, "partition_step", faulty)
     expected, errors = engine_run(lines)
     assert hits, "the fault is reached"
-    assert errors and all("Boom: injected" in reason and "in partition" in reason for _, reason in errors)
+    assert errors and all(
+        "Boom: injected" in reason and "in partition" in reason for _, reason in errors
+    )
     assert expected != clean, "the lost commands had decisions"
 
     decisions, dlq, _ = batches.run_batches(lines, batch_size=5, buckets=buckets)
@@ -56,16 +60,23 @@ def test_a_partition_step_that_raises_loses_that_command_only(monkeypatch, bucke
 
 
 @pytest.mark.parametrize("where", ["directory_step", "after_reports"])
-def test_a_directory_step_that_raises_dead_letters_the_event_and_the_job_goes_on(monkeypatch, where: str) -> None:
+def test_a_directory_step_that_raises_dead_letters_the_event_and_the_job_goes_on(
+    monkeypatch, where: str
+) -> None:
     lines = [json.dumps(e).encode() for e in generate_log(11, n_events=80)]
-    original = rule_sets.ZK.directory_step if where == "directory_step" else getattr(loop_module, where)
+    original = (
+        rule_sets.ZK.directory_step if where == "directory_step" else getattr(loop_module, where)
+    )
 
     def patch(step) -> None:
         # the directory step is the rule set's (rule_sets.py); after_reports is the loop's own
         if where == "directory_step":
-            monkeypatch.setattr(rule_sets, "ZK", dataclasses.replace(rule_sets.ZK, directory_step=step))
+            monkeypatch.setattr(
+                rule_sets, "ZK", dataclasses.replace(rule_sets.ZK, directory_step=step)
+            )
         else:
             monkeypatch.setattr(loop_module, where, step)
+
     # the fault hits the last cause that reaches this step, so later events see its effect
     reached: list[int] = []
 

@@ -22,10 +22,14 @@ def _decision(cause: int, key: str, seq: int, n: int = 1) -> tuple[str, int, str
 
 def test_segments_merge_with_the_drivers_runs_in_contract_order(tmp_path: Path) -> None:
     directory = str(tmp_path / "p")
-    task_a = [pack_outputs([_decision(2, "t-1", 0), _decision(1, "t-9", 0, 2)]),
-              pack_outputs([_decision(1, "t-0", 0), ("summary", 1, "", 0, "S\tt\t0")])]
+    task_a = [
+        pack_outputs([_decision(2, "t-1", 0), _decision(1, "t-9", 0, 2)]),
+        pack_outputs([_decision(1, "t-0", 0), ("summary", 1, "", 0, "S\tt\t0")]),
+    ]
     task_b = [pack_outputs([_decision(1, "t-5", 0), _decision(3, "a-0", 4)])]
-    small = parts.write_part(task_a, directory, "00000-0") + parts.write_part(task_b, directory, "00001-0")
+    small = parts.write_part(task_a, directory, "00000-0") + parts.write_part(
+        task_b, directory, "00001-0"
+    )
     rest, written, safety = parts.split_parts(unpack_outputs(small))
     assert [r[0] for r in rest] == ["summary"] and safety == []
     assert [len(p.segments) for p in written] == [2, 1]
@@ -33,7 +37,10 @@ def test_segments_merge_with_the_drivers_runs_in_contract_order(tmp_path: Path) 
     mine = [(1, "t-3", 0, '{"driver":1}'), (2, "broker-1", 0, '{"driver":2}')]
     out = tmp_path / "decisions.jsonl"
     parts.write_decisions(str(out), mine, written)
-    keys = [line.split('"key":"')[1].split('"')[0] if '"key"' in line else line for line in out.read_text().splitlines()]
+    keys = [
+        line.split('"key":"')[1].split('"')[0] if '"key"' in line else line
+        for line in out.read_text().splitlines()
+    ]
     assert keys == ["t-0", '{"driver":1}', "t-5", "t-9", "t-9", '{"driver":2}', "t-1", "a-0"]
 
 
@@ -54,45 +61,69 @@ def test_a_part_the_collect_did_not_name_is_not_read(tmp_path: Path) -> None:
 
 def test_safety_divergences_come_back_to_the_driver_to_be_logged(tmp_path: Path) -> None:
     doc = '{"type":"Divergence","severity":"safety","cause_offset":4,"reason":"x"}'
-    small = parts.write_part([pack_outputs([("decision", 4, "t-0", 0, f'{{"a":1}}\n{doc}')])], str(tmp_path), "0")
+    small = parts.write_part(
+        [pack_outputs([("decision", 4, "t-0", 0, f'{{"a":1}}\n{doc}')])], str(tmp_path), "0"
+    )
     _, written, safety = parts.split_parts(unpack_outputs(small))
     assert safety == [("t-0", doc)] and written[0].records == 2
 
 
-def test_a_part_counts_its_records_and_unclean_elections_and_keeps_documents_outside_ascii(tmp_path: Path) -> None:
+def test_a_part_counts_its_records_and_unclean_elections_and_keeps_documents_outside_ascii(
+    tmp_path: Path,
+) -> None:
     """The counts the driver reports come from each segment's text at once; a run whose
     documents hold characters outside ASCII is measured in bytes, and reads back whole."""
     unclean = '{"type":"LeaderAndIsr","election":"unclean"}'
-    runs = [("decision", 1, "t-0", 0, f'{{"cause_id":"caf\u00e9 \u2603"}}\n{unclean}'),
-            ("decision", 1, "t-1", 0, unclean), _decision(2, "t-0", 0, 3)]
-    small = parts.write_part([pack_outputs(runs[:2]), pack_outputs(runs[2:])], str(tmp_path / "p"), "0")
+    runs = [
+        ("decision", 1, "t-0", 0, f'{{"cause_id":"caf\u00e9 \u2603"}}\n{unclean}'),
+        ("decision", 1, "t-1", 0, unclean),
+        _decision(2, "t-0", 0, 3),
+    ]
+    small = parts.write_part(
+        [pack_outputs(runs[:2]), pack_outputs(runs[2:])], str(tmp_path / "p"), "0"
+    )
     _, written, _ = parts.split_parts(unpack_outputs(small))
     assert [(p.records, p.unclean_elections, len(p.segments)) for p in written] == [(6, 2, 2)]
     out = tmp_path / "decisions.jsonl"
     parts.write_decisions(str(out), [], written)
-    assert out.read_text(encoding="utf-8").splitlines() == [line for r in runs for line in r[4].split("\n")]
+    assert out.read_text(encoding="utf-8").splitlines() == [
+        line for r in runs for line in r[4].split("\n")
+    ]
 
 
 def test_the_partition_stage_writes_the_parts_for_file_output_in_scale_mode_only() -> None:
     assert parts.stage_parts_base("file:/data/out", 64) == "/data/out"
-    assert parts.stage_parts_base("file:/data/out", 0) is None  # keyed per partition: the sink's step
+    assert (
+        parts.stage_parts_base("file:/data/out", 0) is None
+    )  # keyed per partition: the sink's step
     assert parts.stage_parts_base("kafka:decisions", 64) is None
 
 
-def test_the_partition_stages_groups_append_segments_to_their_task_attempts_part(tmp_path: Path) -> None:
+def test_the_partition_stages_groups_append_segments_to_their_task_attempts_part(
+    tmp_path: Path,
+) -> None:
     """Scale mode: each group's runs are one sorted segment, appended to its task
     attempt's part; another task attempt, or the same label in another batch's directory,
     starts a part of its own. The driver merges the segments in contract order."""
     first, second = str(tmp_path / "_parts" / "1"), str(tmp_path / "_parts" / "2")
-    small = (parts.write_group([_decision(1, "t-5", 0), ("summary", 1, "", 0, "S")], first, "00000-0-7")
-             + parts.write_group([_decision(1, "t-2", 0, 2), _decision(1, "t-0", 0)], first, "00000-0-7")
-             + parts.write_group([_decision(1, "t-1", 0)], first, "00001-0-8")
-             + parts.write_group([_decision(1, "t-9", 0)], second, "00000-0-7"))
+    small = (
+        parts.write_group([_decision(1, "t-5", 0), ("summary", 1, "", 0, "S")], first, "00000-0-7")
+        + parts.write_group([_decision(1, "t-2", 0, 2), _decision(1, "t-0", 0)], first, "00000-0-7")
+        + parts.write_group([_decision(1, "t-1", 0)], first, "00001-0-8")
+        + parts.write_group([_decision(1, "t-9", 0)], second, "00000-0-7")
+    )
     rest, written, _ = parts.split_parts(small)
     assert [r[0] for r in rest] == ["summary"]
     assert [(Path(p.path).parent.name, len(p.segments), p.records) for p in written] == [
-        ("1", 1, 1), ("1", 1, 3), ("1", 1, 1), ("2", 1, 1)]
-    assert len({p.path for p in written}) == 3 and written[0].segments[0][2] == written[1].segments[0][0]
+        ("1", 1, 1),
+        ("1", 1, 3),
+        ("1", 1, 1),
+        ("2", 1, 1),
+    ]
+    assert (
+        len({p.path for p in written}) == 3
+        and written[0].segments[0][2] == written[1].segments[0][0]
+    )
     out = tmp_path / "decisions.jsonl"
     parts.write_decisions(str(out), [], written[:3])
     keys = [line.split('"key":"')[1].split('"')[0] for line in out.read_text().splitlines()]
@@ -104,7 +135,9 @@ def test_packed_rows_are_bounded_in_size_so_spark_cuts_small_arrow_batches() -> 
     small: at most PACK_CHARS characters, unless one entry alone is longer."""
     from streaming.packing import PACK_CHARS
 
-    rows = [_decision(i, f"t-{i}", 0, 20) for i in range(2000)] + [("dlq", 5, "", 0, "x" * (3 * PACK_CHARS))]
+    rows = [_decision(i, f"t-{i}", 0, 20) for i in range(2000)] + [
+        ("dlq", 5, "", 0, "x" * (3 * PACK_CHARS))
+    ]
     packed = pack_outputs(rows)
     assert len(packed) > 1
     assert all(len(text) <= PACK_CHARS for text in packed[:-1])
@@ -120,14 +153,18 @@ def test_a_part_the_driver_cannot_see_names_the_shared_directory_it_needs(tmp_pa
     for p in (tmp_path / "p").iterdir():
         p.unlink()
     out = tmp_path / "decisions.jsonl"
-    with pytest.raises(parts.PartNotShared, match="job.output must be a directory the driver and every executor share"):
+    with pytest.raises(
+        parts.PartNotShared,
+        match="job.output must be a directory the driver and every executor share",
+    ):
         parts.write_decisions(str(out), [], written)
     assert list(tmp_path.glob("decisions*")) == []
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_the_decisions_file_is_a_stable_sort_of_every_source_in_contract_order(tmp_path: Path, seed: int,
-                                                                              monkeypatch) -> None:
+def test_the_decisions_file_is_a_stable_sort_of_every_source_in_contract_order(
+    tmp_path: Path, seed: int, monkeypatch
+) -> None:
     """Runs spread over the driver and several parts' segments, with places repeated
     within and across sources, keys and documents outside ASCII, and long stretches from
     one source: the file is the documents of a stable sort of the driver's runs, then
@@ -146,8 +183,11 @@ def test_the_decisions_file_is_a_stable_sort_of_every_source_in_contract_order(t
     monkeypatch.setattr(unbuffered_file, "_DROP_BEHIND", every)
     drops: list[tuple[int, int]] = []
     drop = unbuffered_file._drop_behind
-    monkeypatch.setattr(unbuffered_file, "_drop_behind", lambda fd, offset, length: (drops.append((offset, length)),
-                                                                           drop(fd, offset, length)))
+    monkeypatch.setattr(
+        unbuffered_file,
+        "_drop_behind",
+        lambda fd, offset, length: (drops.append((offset, length)), drop(fd, offset, length)),
+    )
 
     from streaming.assemble import run_order
 
@@ -155,8 +195,10 @@ def test_the_decisions_file_is_a_stable_sort_of_every_source_in_contract_order(t
 
     def run() -> tuple[int, str, int, str]:
         cause, key, seq = rnd.randrange(6), rnd.choice(keys), rnd.randrange(3)
-        docs = [f'{{"n":{rnd.randrange(10**6)},"k":"{key}","pad":"{"x" * rnd.randrange(300)}"}}'
-                for _ in range(rnd.randrange(1, 4))]
+        docs = [
+            f'{{"n":{rnd.randrange(10**6)},"k":"{key}","pad":"{"x" * rnd.randrange(300)}"}}'
+            for _ in range(rnd.randrange(1, 4))
+        ]
         return cause, key, seq, "\n".join(docs)
 
     mine = sorted((run() for _ in range(rnd.randrange(0, 5))), key=run_order)
@@ -176,12 +218,18 @@ def test_the_decisions_file_is_a_stable_sort_of_every_source_in_contract_order(t
     assert out.read_bytes() == "".join(f"{r[3]}\n" for r in expected).encode()
     if direct and _takes_direct_io(tmp_path):
         # nothing went through the page cache but the last part block
-        assert sum(n for _, n in drops) < unbuffered_file._BLOCK and all(o + n == out.stat().st_size for o, n in drops)
+        assert sum(n for _, n in drops) < unbuffered_file._BLOCK and all(
+            o + n == out.stat().st_size for o, n in drops
+        )
     else:
         # each drop starts where the last ended, and together they cover all but the tail
         assert [o for o, _ in drops] == [sum(n for _, n in drops[:i]) for i in range(len(drops))]
-        assert 0 <= out.stat().st_size - sum(n for _, n in drops) < max(every, 1 << 20) and (every > 500 or drops)
-    assert sum(p.records for p in written) == sum(r[3].count("\n") + 1 for source in sources[1:] for r in source)
+        assert 0 <= out.stat().st_size - sum(n for _, n in drops) < max(every, 1 << 20) and (
+            every > 500 or drops
+        )
+    assert sum(p.records for p in written) == sum(
+        r[3].count("\n") + 1 for source in sources[1:] for r in source
+    )
 
 
 def test_a_part_shorter_than_its_index_is_an_error_and_leaves_no_file(tmp_path: Path) -> None:

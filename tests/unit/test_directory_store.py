@@ -38,7 +38,9 @@ def fresh_worker(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_a_directory_written_in_chunks_reads_back_whole_in_a_fresh_worker(seed: int, monkeypatch) -> None:
+def test_a_directory_written_in_chunks_reads_back_whole_in_a_fresh_worker(
+    seed: int, monkeypatch
+) -> None:
     directory = a_directory(seed)
     store = {STAMP_KEY: "s1"}
     apply(store, *writes(directory, directory))
@@ -49,13 +51,19 @@ def test_a_directory_written_in_chunks_reads_back_whole_in_a_fresh_worker(seed: 
     assert loaded == directory and former == []
     # every line is the record's own text
     for key, rec in directory.items():
-        assert f"{key}\t{codec.dumps(rec)}" in directory_store.chunk_lines(store[directory_store.chunk_of(key)])
+        assert f"{key}\t{codec.dumps(rec)}" in directory_store.chunk_lines(
+            store[directory_store.chunk_of(key)]
+        )
     # stored compressed: no record's text is in the store as such
     assert all(store[k].startswith(directory_store.COMPRESSED) for k in store if k != STAMP_KEY)
-    assert not any(codec.dumps(rec) in value for rec in directory.values() for value in store.values())
+    assert not any(
+        codec.dumps(rec) in value for rec in directory.values() for value in store.values()
+    )
 
 
-def test_a_batch_rewrites_only_the_chunks_of_the_records_it_changed_and_drops_emptied_ones(monkeypatch) -> None:
+def test_a_batch_rewrites_only_the_chunks_of_the_records_it_changed_and_drops_emptied_ones(
+    monkeypatch,
+) -> None:
     directory = a_directory(1)
     store: dict[str, str] = {}
     apply(store, *writes(directory, directory))
@@ -110,7 +118,10 @@ def test_chunks_of_lines_as_text_the_layout_before_compression_are_read(monkeypa
     directory = a_directory(0)
     store = {STAMP_KEY: "s1"}
     apply(store, *writes(directory, directory))
-    plain = {k: v if k == STAMP_KEY else "\n".join(directory_store.chunk_lines(v)) for k, v in store.items()}
+    plain = {
+        k: v if k == STAMP_KEY else "\n".join(directory_store.chunk_lines(v))
+        for k, v in store.items()
+    }
     assert not any(v.startswith(directory_store.COMPRESSED) for v in plain.values())
     fresh_worker(monkeypatch)
     assert load(entries(plain)) == (directory, [])

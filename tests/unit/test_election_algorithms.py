@@ -47,36 +47,57 @@ def _preferred(assignment, isr, live):  # type: ignore[no-untyped-def]
 
 
 def _controlled_shutdown(assignment, isr, live, shutting_down):  # type: ignore[no-untyped-def]
-    return lambda: controlled_shutdown_partition_leader_election(assignment, isr, live, shutting_down)
+    return lambda: controlled_shutdown_partition_leader_election(
+        assignment, isr, live, shutting_down
+    )
 
 
 CASES = [
-    Case("testOfflinePartitionLeaderElection",
-         _offline([2, 4], [2, 4], {4}, False), 4),
-    Case("testOfflinePartitionLeaderElectionLastIsrOfflineUncleanLeaderElectionDisabled",
-         _offline([2, 4], [2], {4}, False), None),
-    Case("testOfflinePartitionLeaderElectionLastIsrOfflineUncleanLeaderElectionEnabled",
-         _offline([2, 4], [2], {4}, True), 4),
-    Case("testReassignPartitionLeaderElection",
-         _reassign([2, 4], [2, 4], {4}), 4),
-    Case("testReassignPartitionLeaderElectionWithNoLiveIsr",
-         _reassign([2, 4], [2], set()), None),
-    Case("testReassignPartitionLeaderElectionWithEmptyIsr",
-         _reassign([2, 4], [], {2}), None),
-    Case("testPreferredReplicaPartitionLeaderElection",
-         _preferred([2, 4], [2, 4], {2, 4}), 2),
-    Case("testPreferredReplicaPartitionLeaderElectionPreferredReplicaInIsrNotLive",
-         _preferred([2, 4], [2], set()), None),
-    Case("testPreferredReplicaPartitionLeaderElectionPreferredReplicaNotInIsrLive",
-         _preferred([2, 4], [4], {2, 4}), None),
-    Case("testPreferredReplicaPartitionLeaderElectionPreferredReplicaNotInIsrNotLive",
-         _preferred([2, 4], [], set()), None),
-    Case("testControlledShutdownPartitionLeaderElection",
-         _controlled_shutdown([2, 4], [2, 4], {2, 4}, {2}), 4),
-    Case("testControlledShutdownPartitionLeaderElectionLastIsrShuttingDown",
-         _controlled_shutdown([2, 4], [2], {2, 4}, {2}), None),
-    Case("testControlledShutdownPartitionLeaderElectionAllIsrSimultaneouslyShutdown",
-         _controlled_shutdown([2, 4], [2, 4], {2, 4}, {2, 4}), None),
+    Case("testOfflinePartitionLeaderElection", _offline([2, 4], [2, 4], {4}, False), 4),
+    Case(
+        "testOfflinePartitionLeaderElectionLastIsrOfflineUncleanLeaderElectionDisabled",
+        _offline([2, 4], [2], {4}, False),
+        None,
+    ),
+    Case(
+        "testOfflinePartitionLeaderElectionLastIsrOfflineUncleanLeaderElectionEnabled",
+        _offline([2, 4], [2], {4}, True),
+        4,
+    ),
+    Case("testReassignPartitionLeaderElection", _reassign([2, 4], [2, 4], {4}), 4),
+    Case("testReassignPartitionLeaderElectionWithNoLiveIsr", _reassign([2, 4], [2], set()), None),
+    Case("testReassignPartitionLeaderElectionWithEmptyIsr", _reassign([2, 4], [], {2}), None),
+    Case("testPreferredReplicaPartitionLeaderElection", _preferred([2, 4], [2, 4], {2, 4}), 2),
+    Case(
+        "testPreferredReplicaPartitionLeaderElectionPreferredReplicaInIsrNotLive",
+        _preferred([2, 4], [2], set()),
+        None,
+    ),
+    Case(
+        "testPreferredReplicaPartitionLeaderElectionPreferredReplicaNotInIsrLive",
+        _preferred([2, 4], [4], {2, 4}),
+        None,
+    ),
+    Case(
+        "testPreferredReplicaPartitionLeaderElectionPreferredReplicaNotInIsrNotLive",
+        _preferred([2, 4], [], set()),
+        None,
+    ),
+    Case(
+        "testControlledShutdownPartitionLeaderElection",
+        _controlled_shutdown([2, 4], [2, 4], {2, 4}, {2}),
+        4,
+    ),
+    Case(
+        "testControlledShutdownPartitionLeaderElectionLastIsrShuttingDown",
+        _controlled_shutdown([2, 4], [2], {2, 4}, {2}),
+        None,
+    ),
+    Case(
+        "testControlledShutdownPartitionLeaderElectionAllIsrSimultaneouslyShutdown",
+        _controlled_shutdown([2, 4], [2, 4], {2, 4}, {2, 4}),
+        None,
+    ),
 ]
 
 
@@ -93,7 +114,12 @@ def test_election_algorithm(case: Case) -> None:
 # The metric half of the two unclean tests: (name, unclean enabled, expected leader,
 # expected count of unclean elections = the outcome's `unclean` flag).
 UNCLEAN_METRIC_CASES = [
-    ("testOfflinePartitionLeaderElectionLastIsrOfflineUncleanLeaderElectionDisabled", False, None, 0),
+    (
+        "testOfflinePartitionLeaderElectionLastIsrOfflineUncleanLeaderElectionDisabled",
+        False,
+        None,
+        0,
+    ),
     ("testOfflinePartitionLeaderElectionLastIsrOfflineUncleanLeaderElectionEnabled", True, 4, 1),
 ]
 
@@ -103,7 +129,9 @@ UNCLEAN_METRIC_CASES = [
     UNCLEAN_METRIC_CASES,
     ids=[c[0] for c in UNCLEAN_METRIC_CASES],
 )
-def test_unclean_election_metric(name: str, unclean_enabled: bool, leader: int | None, unclean_count: int) -> None:
+def test_unclean_election_metric(
+    name: str, unclean_enabled: bool, leader: int | None, unclean_count: int
+) -> None:
     # assignment [2, 4], ISR [2], live {4}; the current leader was 2.
     current = LeaderAndIsr(leader=2, leader_epoch=0, isr=(2,), partition_epoch=0)
     outcome = elect_for_offline_partition(current, (2, 4), lambda b: b in {4}, unclean_enabled)

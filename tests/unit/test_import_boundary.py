@@ -37,7 +37,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "state_machines"
 
 # Forbidden whatever the submodule: `import pandas.core`, `from kafka.admin import ...`.
-FORBIDDEN_PACKAGES = frozenset({"pyspark", "pandas", "pyarrow", "confluent_kafka", "kafka", "time", "random", "uuid"})
+FORBIDDEN_PACKAGES = frozenset(
+    {"pyspark", "pandas", "pyarrow", "confluent_kafka", "kafka", "time", "random", "uuid"}
+)
 # Forbidden modules inside allowed packages: logging itself is allowed, its handlers are not.
 FORBIDDEN_MODULES = frozenset({"logging.handlers"})
 
@@ -73,7 +75,8 @@ def boundary_violations(source: str, filename: str = "<source>") -> list[str]:
         elif isinstance(node, ast.Call):
             func = node.func
             dynamic = (isinstance(func, ast.Name) and func.id == "__import__") or (
-                isinstance(func, ast.Attribute) and func.attr == "import_module")
+                isinstance(func, ast.Attribute) and func.attr == "import_module"
+            )
             if not dynamic:
                 continue
             arg = node.args[0] if node.args else None
@@ -139,7 +142,9 @@ def test_ast_check_classifies_imports(source: str, caught: bool) -> None:
 @pytest.mark.parametrize("path", core_modules(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_core_module_imports_stay_inside_the_boundary(path: Path) -> None:
     violations = boundary_violations(path.read_text(encoding="utf-8"), str(path))
-    assert not violations, f"{path.relative_to(ROOT)} crosses the sans-IO boundary:\n" + "\n".join(violations)
+    assert not violations, f"{path.relative_to(ROOT)} crosses the sans-IO boundary:\n" + "\n".join(
+        violations
+    )
 
 
 def test_every_core_module_is_checked() -> None:
@@ -222,9 +227,21 @@ _GUARDED_IMPORT = textwrap.dedent(
 
 def run_guarded(package: str, where: Path, exercise: str = "") -> dict:
     proc = subprocess.run(
-        [sys.executable, "-I", "-c", _GUARDED_IMPORT, package, str(where), exercise or "-",
-         json.dumps(sorted(FORBIDDEN_PACKAGES)), json.dumps(sorted(FORBIDDEN_MODULES))],
-        capture_output=True, text=True, timeout=120, cwd=where,
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            _GUARDED_IMPORT,
+            package,
+            str(where),
+            exercise or "-",
+            json.dumps(sorted(FORBIDDEN_PACKAGES)),
+            json.dumps(sorted(FORBIDDEN_MODULES)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=where,
     )
     assert proc.returncode == 0, f"guarded import crashed:\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -237,20 +254,29 @@ def test_guard_catches_a_planted_violation(tmp_path: Path) -> None:
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "clock.py").write_text("import time\n")
-    (pkg / "late.py").write_text("def pick():\n    from random import choice\n    return choice\n\npick()\n")
+    (pkg / "late.py").write_text(
+        "def pick():\n    from random import choice\n    return choice\n\npick()\n"
+    )
     (pkg / "frames.py").write_text("import pandas\n")
     (pkg / "logs.py").write_text("from logging import FileHandler\n")
     (pkg / "clean.py").write_text("import json\nimport logging\n")
     result = run_guarded("leaky_core", tmp_path)
     failed = {e.split(":")[0] for e in result["errors"]}
-    assert failed == {"leaky_core.clock", "leaky_core.late", "leaky_core.frames", "leaky_core.logs"}, result
+    assert failed == {
+        "leaky_core.clock",
+        "leaky_core.late",
+        "leaky_core.frames",
+        "leaky_core.logs",
+    }, result
     assert "leaky_core.clean" in result["imported"]
     assert result["heavy_loaded"] == []
 
 
 def test_core_imports_and_runs_with_forbidden_modules_blocked() -> None:
     result = run_guarded(PACKAGE, ROOT, "engine")
-    assert result["errors"] == [], "state_machines needs a forbidden module:\n" + "\n".join(result["errors"])
+    assert result["errors"] == [], "state_machines needs a forbidden module:\n" + "\n".join(
+        result["errors"]
+    )
     assert result["blocked"] == [], f"state_machines tried forbidden imports: {result['blocked']}"
     assert result["heavy_loaded"] == [], f"forbidden packages were loaded: {result['heavy_loaded']}"
     expected = {f"{PACKAGE}.{name}" for name in core_module_names()}
@@ -292,14 +318,20 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = here[:len(here) - node.level + 1] if node.level else []
+            base = here[: len(here) - node.level + 1] if node.level else []
             module = ".".join(base + ([node.module] if node.module else []))
             targets.add(module)
-            targets.update(f"{module}.{alias.name}" for alias in node.names)  # `from . import codec`
+            targets.update(
+                f"{module}.{alias.name}" for alias in node.names
+            )  # `from . import codec`
     edges = set()
     for target in targets:
         parts = target.split(".")
-        edges.update(m for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1)) if m in known and m != name)
+        edges.update(
+            m
+            for m in (".".join(parts[:i]) for i in range(1, len(parts) + 1))
+            if m in known and m != name
+        )
     return edges
 
 
@@ -349,8 +381,11 @@ def test_cycle_check_catches_planted_cycles(tmp_path: Path) -> None:
     (pkg / "sub2").mkdir()
     (pkg / "sub2" / "__init__.py").write_text("from ..e import w\n")
     (pkg / "clean.py").write_text("from .a import b\nimport loopy.sub\n")
-    assert import_cycles(tmp_path, "loopy") == [["loopy.a", "loopy.b"], ["loopy.c", "loopy.sub.d"],
-                                                ["loopy.e", "loopy.sub2"]]
+    assert import_cycles(tmp_path, "loopy") == [
+        ["loopy.a", "loopy.b"],
+        ["loopy.c", "loopy.sub.d"],
+        ["loopy.e", "loopy.sub2"],
+    ]
     for path in pkg.rglob("*.py"):
         path.write_text("import json\n")
     (pkg / "a.py").write_text("from . import b\nfrom .sub import d\n")
@@ -361,7 +396,9 @@ def test_cycle_check_catches_planted_cycles(tmp_path: Path) -> None:
 @pytest.mark.parametrize("package", [SHELL, PACKAGE, TOOLS])
 def test_no_import_cycles(package: str) -> None:
     cycles = import_cycles(ROOT, package)
-    assert not cycles, f"import cycles in {package}/:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+    assert not cycles, f"import cycles in {package}/:\n" + "\n".join(
+        " <-> ".join(c) for c in cycles
+    )
 
 
 # -- the shell does not import the tools; the tools have no import cycles ------------------
@@ -399,16 +436,24 @@ def imported_names(source: str, module: str, is_package: bool = False) -> set[st
         elif isinstance(node, ast.Call):
             func = node.func
             if (isinstance(func, ast.Name) and func.id == "__import__") or (
-                    isinstance(func, ast.Attribute) and func.attr == "import_module"):
+                isinstance(func, ast.Attribute) and func.attr == "import_module"
+            ):
                 arg = node.args[0] if node.args else None
-                names.add(arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else "<dynamic>")
+                names.add(
+                    arg.value
+                    if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                    else "<dynamic>"
+                )
     return names
 
 
 def imports_tools(source: str, module: str = "streaming.x") -> list[str]:
     """The names of `tools` (or a computed name) that `source` imports, sorted."""
-    return sorted(n for n in imported_names(source, module)
-                  if n == TOOLS or n.startswith(TOOLS + ".") or n == "<dynamic>")
+    return sorted(
+        n
+        for n in imported_names(source, module)
+        if n == TOOLS or n.startswith(TOOLS + ".") or n == "<dynamic>"
+    )
 
 
 @pytest.mark.parametrize(
@@ -419,7 +464,10 @@ def imports_tools(source: str, module: str = "streaming.x") -> list[str]:
         ("from shadow_controller import cli", True),
         ("from shadow_controller.replay import run_replay", True),
         ("def f():\n    from shadow_controller.inspect import inspect\n    return inspect", True),
-        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from shadow_controller.audit import RuleOutcome", True),
+        (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from shadow_controller.audit import RuleOutcome",
+            True,
+        ),
         ("__import__('shadow_controller.bridge')", True),
         ("import importlib\nimportlib.import_module('shadow_controller')", True),
         ("import importlib\nname = 'shadow_controller'\nimportlib.import_module(name)", True),
@@ -453,9 +501,13 @@ def test_shell_check_catches_a_planted_violation(tmp_path: Path) -> None:
     shell = tmp_path / "streaming"
     shell.mkdir()
     (shell / "__init__.py").write_text("")
-    (shell / "runner.py").write_text("def report(exc):\n    from shadow_controller.console import report\n    return report('run', exc)\n")
+    (shell / "runner.py").write_text(
+        "def report(exc):\n    from shadow_controller.console import report\n    return report('run', exc)\n"
+    )
     (shell / "job.py").write_text("from . import runner\nfrom streaming.runner import report\n")
-    assert tools_importers(tmp_path) == {"streaming/runner.py": ["shadow_controller.console", "shadow_controller.console.report"]}
+    assert tools_importers(tmp_path) == {
+        "streaming/runner.py": ["shadow_controller.console", "shadow_controller.console.report"]
+    }
 
 
 def test_the_shell_and_the_core_do_not_import_the_tools() -> None:
@@ -470,16 +522,22 @@ def test_cycle_check_catches_a_cycle_through_type_checking(tmp_path: Path) -> No
     (pkg / "__init__.py").write_text('"""a package"""\n')
     (pkg / "front.py").write_text("def main():\n    from .middle import run\n    return run()\n")
     (pkg / "middle.py").write_text("from loopy import back\n\ndef run():\n    return back.x\n")
-    (pkg / "back.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .front import main\nx = 1\n")
+    (pkg / "back.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .front import main\nx = 1\n"
+    )
     (pkg / "alone.py").write_text("import json\n")
     modules = package_modules(tmp_path, "loopy")
     known = set(modules)
     # the function-level import is an edge (with the package Python initialises on the way)
-    assert imported_modules("loopy.front", modules["loopy.front"], known) == {"loopy", "loopy.middle"}
-    assert imported_modules("loopy.middle", modules["loopy.middle"], known) == {"loopy", "loopy.back"}
+    assert imported_modules("loopy.front", modules["loopy.front"], known) == {
+        "loopy",
+        "loopy.middle",
+    }
+    assert imported_modules("loopy.middle", modules["loopy.middle"], known) == {
+        "loopy",
+        "loopy.back",
+    }
     assert import_cycles(tmp_path, "loopy") == [["loopy.back", "loopy.front", "loopy.middle"]]
 
     (pkg / "back.py").write_text("x = 1\n")
     assert import_cycles(tmp_path, "loopy") == []
-
-

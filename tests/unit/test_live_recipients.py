@@ -33,36 +33,59 @@ def run(events: list[dict[str, Any]]) -> tuple[Engine, dict[str, list[dict[str, 
 
 
 def started(*brokers: int) -> list[dict[str, Any]]:
-    return [{"type": "BrokerStartup", "broker_id": b, "broker_epoch": 100 + b, "id": f"b{b}-up"} for b in brokers]
+    return [
+        {"type": "BrokerStartup", "broker_id": b, "broker_epoch": 100 + b, "id": f"b{b}-up"}
+        for b in brokers
+    ]
 
 
 def test_no_stop_replica_to_the_broker_that_just_failed() -> None:
-    _, out = run([
-        *started(1, 2, 3),
-        {"type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1, "id": "elected"},
-        {"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2, 3]}, "id": "create"},
-        {"type": "BrokerFailure", "broker_id": 3, "id": "b3-down"},
-    ])
+    _, out = run(
+        [
+            *started(1, 2, 3),
+            {
+                "type": "ControllerFailover",
+                "controller_id": 1,
+                "controller_epoch": 1,
+                "id": "elected",
+            },
+            {"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2, 3]}, "id": "create"},
+            {"type": "BrokerFailure", "broker_id": 3, "id": "b3-down"},
+        ]
+    )
     records = out["b3-down"]
     assert [r for r in records if r["type"] == "StopReplica"] == []
     # the replica still leaves the ISR, and the survivors are told
     lair = [r for r in records if r["type"] == "LeaderAndIsr"]
     assert [(r["isr"], r["recipients"]) for r in lair] == [([1, 2], [1, 2])]
-    assert {(r["broker_id"], r["to_state"]) for r in records if r["type"] == "ReplicaStateChange"} == {
-        (3, "OfflineReplica")}
+    assert {
+        (r["broker_id"], r["to_state"]) for r in records if r["type"] == "ReplicaStateChange"
+    } == {(3, "OfflineReplica")}
 
 
 def test_no_leader_and_isr_to_a_dead_adding_replica_when_a_reassignment_resumes() -> None:
-    engine, out = run([
-        *started(1, 2, 3, 4, 5),
-        {"type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1, "id": "elected"},
-        {"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2, 3]}, "id": "create"},
-        {"type": "PartitionReassignment", "topic": "t", "partition": 0, "target_replicas": [4, 5, 3],
-         "id": "reassign"},
-        {"type": "BrokerFailure", "broker_id": 5, "id": "b5-down"},
-        # broker 4 bounces: its startup resumes the reassignment whose target holds it
-        {"type": "BrokerStartup", "broker_id": 4, "broker_epoch": 204, "id": "b4-bounce"},
-    ])
+    engine, out = run(
+        [
+            *started(1, 2, 3, 4, 5),
+            {
+                "type": "ControllerFailover",
+                "controller_id": 1,
+                "controller_epoch": 1,
+                "id": "elected",
+            },
+            {"type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2, 3]}, "id": "create"},
+            {
+                "type": "PartitionReassignment",
+                "topic": "t",
+                "partition": 0,
+                "target_replicas": [4, 5, 3],
+                "id": "reassign",
+            },
+            {"type": "BrokerFailure", "broker_id": 5, "id": "b5-down"},
+            # broker 4 bounces: its startup resumes the reassignment whose target holds it
+            {"type": "BrokerStartup", "broker_id": 4, "broker_epoch": 204, "id": "b4-bounce"},
+        ]
+    )
     # while both adding replicas were live, both were sent isNew (by the epoch bump's batch,
     # then by each one's NewReplica transition)
     first = [r for r in out["reassign"] if r["type"] == "LeaderAndIsr" and r["is_new"]]
@@ -70,5 +93,8 @@ def test_no_leader_and_isr_to_a_dead_adding_replica_when_a_reassignment_resumes(
     resumed = [r for r in out["b4-bounce"] if r["type"] == "LeaderAndIsr" and r["is_new"]]
     assert resumed, json.dumps(out["b4-bounce"], indent=1)
     assert {b for r in resumed for b in r["recipients"]} == {4}
-    assert all(5 not in r.get("recipients", [r.get("broker_id")]) for r in out["b4-bounce"]
-               if r["type"] in ("LeaderAndIsr", "StopReplica"))
+    assert all(
+        5 not in r.get("recipients", [r.get("broker_id")])
+        for r in out["b4-bounce"]
+        if r["type"] in ("LeaderAndIsr", "StopReplica")
+    )

@@ -26,7 +26,9 @@ from tests.property.generator import generate_log
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_work_packed_in_the_sequencers_order_is_each_groups_own_packing(seed: int, monkeypatch) -> None:
+def test_work_packed_in_the_sequencers_order_is_each_groups_own_packing(
+    seed: int, monkeypatch
+) -> None:
     """Writing every item in the sequencer's order and sorting the texts into groups gives
     each group the bytes that packing the group's own items gives, and the groups in the
     order they first appear; unpacked, a group's texts are its items."""
@@ -69,7 +71,10 @@ def test_a_fan_out_travels_in_runs_and_unpacks_to_the_same_work() -> None:
     pending, buffer, feedback, offset = None, [], [], 0
     entries_per_command: dict[str, float] = {}
     for name, events in cluster_log(4, 400, 3, 50, full=True).items():
-        chunk = [RawEvent(offset + i, json.dumps(e).encode(), f"line:{offset + i}") for i, e in enumerate(events)]
+        chunk = [
+            RawEvent(offset + i, json.dumps(e).encode(), f"line:{offset + i}")
+            for i, e in enumerate(events)
+        ]
         offset += len(events)
         while chunk or feedback:
             seq = Sequencer(directory, config)
@@ -77,12 +82,20 @@ def test_a_fan_out_travels_in_runs_and_unpacks_to_the_same_work() -> None:
             packed = pack_groups(seq.work, storage.group)
             commands = sum(1 for w in seq.work if isinstance(w.item, Command))
             if commands:
-                entries_per_command[name] = sum(t.count(RS) + 1 for g in packed.values() for t in g) / commands
+                entries_per_command[name] = (
+                    sum(t.count(RS) + 1 for g in packed.values() for t in g) / commands
+                )
             outputs = []
             for grp, texts in packed.items():
                 work = unpack_work(texts)
                 assert work == [w for w in seq.work if storage.group(w.target) == grp]
-                outputs.extend(pack_outputs(fold_group(storage, grp, states.setdefault(grp, MemoryState()), work, config)))
+                outputs.extend(
+                    pack_outputs(
+                        fold_group(
+                            storage, grp, states.setdefault(grp, MemoryState()), work, config
+                        )
+                    )
+                )
             feedback = assemble_batch(unpack_outputs(outputs)).assembled.reports
             chunk = []
     assert entries_per_command["broker 1 returns"] < 0.05
@@ -92,7 +105,9 @@ def test_a_fan_out_travels_in_runs_and_unpacks_to_the_same_work() -> None:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_the_sink_joins_the_tasks_update_metadata_rows_as_the_engine_gathers_its_pieces(seed: int, monkeypatch) -> None:
+def test_the_sink_joins_the_tasks_update_metadata_rows_as_the_engine_gathers_its_pieces(
+    seed: int, monkeypatch
+) -> None:
     """Each cause's UpdateMetadata pieces, gathered per task (partitions spread over three
     tasks by their key, the directory's sends in a fourth, a task's rows cut every few
     lines) and joined by the sink (`read_metadata`), are the rounds the engine gathers
@@ -114,9 +129,17 @@ def test_the_sink_joins_the_tasks_update_metadata_rows_as_the_engine_gathers_its
     for pieces in batches:
         tasks: dict[int, list] = {}
         for p in pieces:
-            task = 3 if isinstance(p.item, UpdateMetadataSend) else hash((p.item.topic, p.item.partition)) % 3
+            task = (
+                3
+                if isinstance(p.item, UpdateMetadataSend)
+                else hash((p.item.topic, p.item.partition)) % 3
+            )
             tasks.setdefault(task, []).append(p)
-        rows = [payload for task in tasks.values() for _, _, _, _, payload in pipeline.metadata_rows(task)]
+        rows = [
+            payload
+            for task in tasks.values()
+            for _, _, _, _, payload in pipeline.metadata_rows(task)
+        ]
         # a row holds blocks of rounds, three lines at most in all
         assert all(row.count("\n") + row.count(pipeline.GS) + 1 <= 3 for row in rows)
         assert pipeline.read_metadata(rows) == gather(pieces, metadata_state_json)
@@ -125,19 +148,32 @@ def test_the_sink_joins_the_tasks_update_metadata_rows_as_the_engine_gathers_its
     assert joined > 20 and blocks > 0
 
 
-def test_a_groups_summaries_cross_a_few_to_a_row_and_come_back_as_its_feedback_lines_in_order(monkeypatch) -> None:
+def test_a_groups_summaries_cross_a_few_to_a_row_and_come_back_as_its_feedback_lines_in_order(
+    monkeypatch,
+) -> None:
     """The partitions' summaries leave a group a few to a row (`pipeline.SUMMARY_LINES_PER_ROW`),
     behind its deletion reports as before; the sink splits them into one feedback line
     each, in the fold's order, and the next batch reads back the same reports."""
     monkeypatch.setattr(pipeline, "SUMMARY_LINES_PER_ROW", 3)
     replies = pipeline.EncodedReplies()
-    replies.reports.append(("t", DeletionReport("t", 1, (1, 2), ((1, ReplicaState.OfflineReplica),), False)))
+    replies.reports.append(
+        ("t", DeletionReport("t", 1, (1, 2), ((1, ReplicaState.OfflineReplica),), False))
+    )
     replies.summaries.extend(
-        SummaryReport("t", p, None if p % 4 == 3 else summary_of("OnlinePartition", 1, p % 3, 2, 3, 3), 100 + p,
-                      None if p % 2 else 1_700_000_000_000 + p)
-        for p in range(10))
+        SummaryReport(
+            "t",
+            p,
+            None if p % 4 == 3 else summary_of("OnlinePartition", 1, p % 3, 2, 3, 3),
+            100 + p,
+            None if p % 2 else 1_700_000_000_000 + p,
+        )
+        for p in range(10)
+    )
     rows = pipeline._reply_rows(replies, 1000)
     assert [r[0] for r in rows] == ["report"] + ["summary"] * 4
     reports = assemble_batch(unpack_outputs(pack_outputs(rows))).assembled.reports
     assert len(reports) == 11
-    assert read_feedback(reports) == ([DeletionReport("t", 1, (1, 2), ((1, ReplicaState.OfflineReplica),), False)], replies.summaries)
+    assert read_feedback(reports) == (
+        [DeletionReport("t", 1, (1, 2), ((1, ReplicaState.OfflineReplica),), False)],
+        replies.summaries,
+    )

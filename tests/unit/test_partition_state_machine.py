@@ -58,11 +58,21 @@ from dataclasses import dataclass
 
 import pytest
 
-from state_machines.model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment
-from state_machines.outputs import LeaderAndIsrRecord, PartitionStateChangeRecord, StateChangeFailedRecord
-from state_machines.election import CONTROLLED_SHUTDOWN, OFFLINE, PREFERRED, ElectionStrategy, OfflineElection
-from state_machines.partition import PartitionRecord, handle_partition_state_changes
 from state_machines.commands import PartitionContext
+from state_machines.election import (
+    CONTROLLED_SHUTDOWN,
+    OFFLINE,
+    PREFERRED,
+    ElectionStrategy,
+    OfflineElection,
+)
+from state_machines.model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment
+from state_machines.outputs import (
+    LeaderAndIsrRecord,
+    PartitionStateChangeRecord,
+    StateChangeFailedRecord,
+)
+from state_machines.partition import PartitionRecord, handle_partition_state_changes
 from state_machines.states import LeaderRecoveryState, PartitionState, is_valid_partition_transition
 
 P = PartitionState
@@ -113,85 +123,215 @@ class Case:
     failed: bool = False
 
 
-def invalid(name: str, from_state: PartitionState | None, target: PartitionState, strategy: ElectionStrategy | None = None) -> Case:
-    return Case(name, from_state, target, expect_state=from_state or P.NonExistentPartition, strategy=strategy,
-                failed=True)
+def invalid(
+    name: str,
+    from_state: PartitionState | None,
+    target: PartitionState,
+    strategy: ElectionStrategy | None = None,
+) -> Case:
+    return Case(
+        name,
+        from_state,
+        target,
+        expect_state=from_state or P.NonExistentPartition,
+        strategy=strategy,
+        failed=True,
+    )
 
 
 def unclean_case(leader_recovery_supported: bool) -> Case:
     # Leader 6, ISR [6], replicas [6, 5], only 5 live; the admin asked for an unclean election.
-    recovery = LeaderRecoveryState.RECOVERING if leader_recovery_supported else LeaderRecoveryState.RECOVERED
-    elected = leader_and_isr(BROKER_ID, (BROKER_ID,), leader_epoch=1, partition_epoch=1, recovery=recovery)
+    recovery = (
+        LeaderRecoveryState.RECOVERING
+        if leader_recovery_supported
+        else LeaderRecoveryState.RECOVERED
+    )
+    elected = leader_and_isr(
+        BROKER_ID, (BROKER_ID,), leader_epoch=1, partition_epoch=1, recovery=recovery
+    )
     return Case(
         f"testOfflinePartitionToUncleanOnlinePartitionTransition[isLeaderRecoverySupported={str(leader_recovery_supported).lower()}]",
-        P.OfflinePartition, P.OnlinePartition, expect_state=P.OnlinePartition,
+        P.OfflinePartition,
+        P.OnlinePartition,
+        expect_state=P.OnlinePartition,
         strategy=OfflineElection(allow_unclean=True),
-        replicas=(OTHER_BROKER_ID, BROKER_ID), leadership=leader_and_isr(OTHER_BROKER_ID, (OTHER_BROKER_ID,)),
-        brokers=((BROKER_ID, LIVE),), config=ControllerConfig(leader_recovery_supported=leader_recovery_supported),
+        replicas=(OTHER_BROKER_ID, BROKER_ID),
+        leadership=leader_and_isr(OTHER_BROKER_ID, (OTHER_BROKER_ID,)),
+        brokers=((BROKER_ID, LIVE),),
+        config=ControllerConfig(leader_recovery_supported=leader_recovery_supported),
         expect_leadership=elected,
         lair=(Lair((BROKER_ID,), elected, (OTHER_BROKER_ID, BROKER_ID), False),),
     )
 
 
 CASES = [
-    Case("testNonexistentPartitionToNewPartitionTransition", None, P.NewPartition, expect_state=P.NewPartition),
-    invalid("testInvalidNonexistentPartitionToOnlinePartitionTransition", None, P.OnlinePartition, OFFLINE),
-    invalid("testInvalidNonexistentPartitionToOfflinePartitionTransition", None, P.OfflinePartition),
+    Case(
+        "testNonexistentPartitionToNewPartitionTransition",
+        None,
+        P.NewPartition,
+        expect_state=P.NewPartition,
+    ),
+    invalid(
+        "testInvalidNonexistentPartitionToOnlinePartitionTransition",
+        None,
+        P.OnlinePartition,
+        OFFLINE,
+    ),
+    invalid(
+        "testInvalidNonexistentPartitionToOfflinePartitionTransition", None, P.OfflinePartition
+    ),
     # Initialization: leader = first live replica, ISR = live replicas, LE 0, PE 0 (new znode),
     # LeaderAndIsr(isNew=true) to the ISR.
-    Case("testNewPartitionToOnlinePartitionTransition", P.NewPartition, P.OnlinePartition,
-         expect_state=P.OnlinePartition, strategy=OFFLINE, replicas=(BROKER_ID,), brokers=((BROKER_ID, LIVE),),
-         expect_leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
-         lair=(Lair((BROKER_ID,), leader_and_isr(BROKER_ID, (BROKER_ID,)), (BROKER_ID,), True),)),
+    Case(
+        "testNewPartitionToOnlinePartitionTransition",
+        P.NewPartition,
+        P.OnlinePartition,
+        expect_state=P.OnlinePartition,
+        strategy=OFFLINE,
+        replicas=(BROKER_ID,),
+        brokers=((BROKER_ID, LIVE),),
+        expect_leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
+        lair=(Lair((BROKER_ID,), leader_and_isr(BROKER_ID, (BROKER_ID,)), (BROKER_ID,), True),),
+    ),
     # NODEEXISTS from the create: the partition-state znode is already there (see docstring).
-    Case("testNewPartitionToOnlinePartitionTransitionErrorCodeFromCreateStates", P.NewPartition, P.OnlinePartition,
-         expect_state=P.NewPartition, strategy=OFFLINE, replicas=(BROKER_ID,), brokers=((BROKER_ID, LIVE),),
-         leadership=leader_and_isr(BROKER_ID, (BROKER_ID,), leader_epoch=3, partition_epoch=3), failed=True),
-    Case("testNewPartitionToOfflinePartitionTransition", P.NewPartition, P.OfflinePartition,
-         expect_state=P.OfflinePartition),
-    invalid("testInvalidNewPartitionToNonexistentPartitionTransition", P.NewPartition, P.NonExistentPartition),
+    Case(
+        "testNewPartitionToOnlinePartitionTransitionErrorCodeFromCreateStates",
+        P.NewPartition,
+        P.OnlinePartition,
+        expect_state=P.NewPartition,
+        strategy=OFFLINE,
+        replicas=(BROKER_ID,),
+        brokers=((BROKER_ID, LIVE),),
+        leadership=leader_and_isr(BROKER_ID, (BROKER_ID,), leader_epoch=3, partition_epoch=3),
+        failed=True,
+    ),
+    Case(
+        "testNewPartitionToOfflinePartitionTransition",
+        P.NewPartition,
+        P.OfflinePartition,
+        expect_state=P.OfflinePartition,
+    ),
+    invalid(
+        "testInvalidNewPartitionToNonexistentPartitionTransition",
+        P.NewPartition,
+        P.NonExistentPartition,
+    ),
     # Preferred election of the current leader: ISR unchanged, LE still bumped.
-    Case("testOnlinePartitionToOnlineTransition", P.OnlinePartition, P.OnlinePartition,
-         expect_state=P.OnlinePartition, strategy=PREFERRED, replicas=(BROKER_ID,), brokers=((BROKER_ID, LIVE),),
-         leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
-         expect_leadership=leader_and_isr(BROKER_ID, (BROKER_ID,), leader_epoch=1, partition_epoch=1),
-         lair=(Lair((BROKER_ID,), leader_and_isr(BROKER_ID, (BROKER_ID,), leader_epoch=1, partition_epoch=1),
-                    (BROKER_ID,), False),)),
+    Case(
+        "testOnlinePartitionToOnlineTransition",
+        P.OnlinePartition,
+        P.OnlinePartition,
+        expect_state=P.OnlinePartition,
+        strategy=PREFERRED,
+        replicas=(BROKER_ID,),
+        brokers=((BROKER_ID, LIVE),),
+        leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
+        expect_leadership=leader_and_isr(
+            BROKER_ID, (BROKER_ID,), leader_epoch=1, partition_epoch=1
+        ),
+        lair=(
+            Lair(
+                (BROKER_ID,),
+                leader_and_isr(BROKER_ID, (BROKER_ID,), leader_epoch=1, partition_epoch=1),
+                (BROKER_ID,),
+                False,
+            ),
+        ),
+    ),
     # The request also goes to the shutting-down broker.
-    Case("testOnlinePartitionToOnlineTransitionForControlledShutdown", P.OnlinePartition, P.OnlinePartition,
-         expect_state=P.OnlinePartition, strategy=CONTROLLED_SHUTDOWN, replicas=(BROKER_ID, OTHER_BROKER_ID),
-         brokers=((BROKER_ID, SHUTTING_DOWN), (OTHER_BROKER_ID, LIVE)),
-         leadership=leader_and_isr(BROKER_ID, (BROKER_ID, OTHER_BROKER_ID)),
-         expect_leadership=leader_and_isr(OTHER_BROKER_ID, (OTHER_BROKER_ID,), leader_epoch=1, partition_epoch=1),
-         lair=(Lair((BROKER_ID, OTHER_BROKER_ID),
-                    leader_and_isr(OTHER_BROKER_ID, (OTHER_BROKER_ID,), leader_epoch=1, partition_epoch=1),
-                    (BROKER_ID, OTHER_BROKER_ID), False),)),
-    Case("testOnlinePartitionToOfflineTransition", P.OnlinePartition, P.OfflinePartition,
-         expect_state=P.OfflinePartition),
-    invalid("testInvalidOnlinePartitionToNonexistentPartitionTransition", P.OnlinePartition, P.NonExistentPartition),
-    invalid("testInvalidOnlinePartitionToNewPartitionTransition", P.OnlinePartition, P.NewPartition),
-    Case("testOfflinePartitionToOnlinePartitionTransition", P.OfflinePartition, P.OnlinePartition,
-         expect_state=P.OnlinePartition, strategy=OFFLINE, replicas=(BROKER_ID,), brokers=((BROKER_ID, LIVE),),
-         leadership=leader_and_isr(NO_LEADER, (BROKER_ID,)),
-         expect_leadership=leader_and_isr(BROKER_ID, (BROKER_ID,), leader_epoch=1, partition_epoch=1),
-         lair=(Lair((BROKER_ID,), leader_and_isr(BROKER_ID, (BROKER_ID,), leader_epoch=1, partition_epoch=1),
-                    (BROKER_ID,), False),)),
+    Case(
+        "testOnlinePartitionToOnlineTransitionForControlledShutdown",
+        P.OnlinePartition,
+        P.OnlinePartition,
+        expect_state=P.OnlinePartition,
+        strategy=CONTROLLED_SHUTDOWN,
+        replicas=(BROKER_ID, OTHER_BROKER_ID),
+        brokers=((BROKER_ID, SHUTTING_DOWN), (OTHER_BROKER_ID, LIVE)),
+        leadership=leader_and_isr(BROKER_ID, (BROKER_ID, OTHER_BROKER_ID)),
+        expect_leadership=leader_and_isr(
+            OTHER_BROKER_ID, (OTHER_BROKER_ID,), leader_epoch=1, partition_epoch=1
+        ),
+        lair=(
+            Lair(
+                (BROKER_ID, OTHER_BROKER_ID),
+                leader_and_isr(
+                    OTHER_BROKER_ID, (OTHER_BROKER_ID,), leader_epoch=1, partition_epoch=1
+                ),
+                (BROKER_ID, OTHER_BROKER_ID),
+                False,
+            ),
+        ),
+    ),
+    Case(
+        "testOnlinePartitionToOfflineTransition",
+        P.OnlinePartition,
+        P.OfflinePartition,
+        expect_state=P.OfflinePartition,
+    ),
+    invalid(
+        "testInvalidOnlinePartitionToNonexistentPartitionTransition",
+        P.OnlinePartition,
+        P.NonExistentPartition,
+    ),
+    invalid(
+        "testInvalidOnlinePartitionToNewPartitionTransition", P.OnlinePartition, P.NewPartition
+    ),
+    Case(
+        "testOfflinePartitionToOnlinePartitionTransition",
+        P.OfflinePartition,
+        P.OnlinePartition,
+        expect_state=P.OnlinePartition,
+        strategy=OFFLINE,
+        replicas=(BROKER_ID,),
+        brokers=((BROKER_ID, LIVE),),
+        leadership=leader_and_isr(NO_LEADER, (BROKER_ID,)),
+        expect_leadership=leader_and_isr(
+            BROKER_ID, (BROKER_ID,), leader_epoch=1, partition_epoch=1
+        ),
+        lair=(
+            Lair(
+                (BROKER_ID,),
+                leader_and_isr(BROKER_ID, (BROKER_ID,), leader_epoch=1, partition_epoch=1),
+                (BROKER_ID,),
+                False,
+            ),
+        ),
+    ),
     unclean_case(True),
     unclean_case(False),
     # NONODE from the read: no stored leader and ISR (see docstring).
-    Case("testOfflinePartitionToOnlinePartitionTransitionErrorCodeFromStateLookup", P.OfflinePartition,
-         P.OnlinePartition, expect_state=P.OfflinePartition, strategy=OFFLINE, replicas=(BROKER_ID,),
-         brokers=((BROKER_ID, LIVE),), leadership=None, failed=True),
-    Case("testOfflinePartitionToNonexistentPartitionTransition", P.OfflinePartition, P.NonExistentPartition,
-         expect_state=P.NonExistentPartition),
-    invalid("testInvalidOfflinePartitionToNewPartitionTransition", P.OfflinePartition, P.NewPartition),
+    Case(
+        "testOfflinePartitionToOnlinePartitionTransitionErrorCodeFromStateLookup",
+        P.OfflinePartition,
+        P.OnlinePartition,
+        expect_state=P.OfflinePartition,
+        strategy=OFFLINE,
+        replicas=(BROKER_ID,),
+        brokers=((BROKER_ID, LIVE),),
+        leadership=None,
+        failed=True,
+    ),
+    Case(
+        "testOfflinePartitionToNonexistentPartitionTransition",
+        P.OfflinePartition,
+        P.NonExistentPartition,
+        expect_state=P.NonExistentPartition,
+    ),
+    invalid(
+        "testInvalidOfflinePartitionToNewPartitionTransition", P.OfflinePartition, P.NewPartition
+    ),
 ]
 
 
-def _ctx(brokers: tuple[tuple[int, BrokerFact], ...] = (), queued: bool = False) -> PartitionContext:
+def _ctx(
+    brokers: tuple[tuple[int, BrokerFact], ...] = (), queued: bool = False
+) -> PartitionContext:
     return PartitionContext(
-        active=True, controller_epoch=CONTROLLER_EPOCH, unclean_leader_election_enable=False,
-        queued_for_deletion=queued, brokers=brokers,
+        active=True,
+        controller_epoch=CONTROLLER_EPOCH,
+        unclean_leader_election_enable=False,
+        queued_for_deletion=queued,
+        brokers=brokers,
     )
 
 
@@ -199,12 +339,19 @@ def _lairs(outputs: tuple[object, ...]) -> list[Lair]:
     return [
         Lair(
             tuple(sorted(o.recipients)),
-            LeaderAndIsr(o.leader, o.leader_epoch, o.isr, o.partition_epoch,
-                         LeaderRecoveryState(o.leader_recovery_state), o.controller_epoch),
+            LeaderAndIsr(
+                o.leader,
+                o.leader_epoch,
+                o.isr,
+                o.partition_epoch,
+                LeaderRecoveryState(o.leader_recovery_state),
+                o.controller_epoch,
+            ),
             o.replicas,
             o.is_new,
         )
-        for o in outputs if isinstance(o, LeaderAndIsrRecord)
+        for o in outputs
+        if isinstance(o, LeaderAndIsrRecord)
     ]
 
 
@@ -225,14 +372,21 @@ def test_every_kafka_method_is_ported_or_listed() -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_partition_state_change(case: Case) -> None:
     record = PartitionRecord(
-        TOPIC, PARTITION, ReplicaAssignment(case.replicas), state=case.from_state, leadership=case.leadership,
+        TOPIC,
+        PARTITION,
+        ReplicaAssignment(case.replicas),
+        state=case.from_state,
+        leadership=case.leadership,
         brokers=case.brokers,
     )
     result = handle_partition_state_changes(
-        record, case.target, _ctx(case.brokers), case.strategy, case.config)
+        record, case.target, _ctx(case.brokers), case.strategy, case.config
+    )
     assert result.state is not None
     assert result.state.state == case.expect_state
-    expect_leadership = case.leadership if case.expect_leadership is _UNCHANGED else case.expect_leadership
+    expect_leadership = (
+        case.leadership if case.expect_leadership is _UNCHANGED else case.expect_leadership
+    )
     assert result.state.leadership == expect_leadership
     assert result.state.assignment == ReplicaAssignment(case.replicas)
     assert _lairs(result.outputs) == list(case.lair)
@@ -248,8 +402,12 @@ def _offline_count_delta(outputs: tuple[object, ...]) -> int:
     delta = 0
     for o in outputs:
         if isinstance(o, PartitionStateChangeRecord):
-            entering = o.to_state == P.OfflinePartition.value and o.from_state != P.OfflinePartition.value
-            leaving = o.from_state == P.OfflinePartition.value and o.to_state != P.OfflinePartition.value
+            entering = (
+                o.to_state == P.OfflinePartition.value and o.from_state != P.OfflinePartition.value
+            )
+            leaving = (
+                o.from_state == P.OfflinePartition.value and o.to_state != P.OfflinePartition.value
+            )
             delta += int(entering) - int(leaving)
     return delta
 
@@ -260,8 +418,13 @@ def test_testUpdatingOfflinePartitionsCount() -> None:
     # Kafka's mocked store holds LeaderAndIsr(5, [5]) for every partition, which the
     # Offline -> Online election reads.
     records = [
-        PartitionRecord("test", p, ReplicaAssignment((BROKER_ID,)), leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
-                        brokers=brokers)
+        PartitionRecord(
+            "test",
+            p,
+            ReplicaAssignment((BROKER_ID,)),
+            leadership=leader_and_isr(BROKER_ID, (BROKER_ID,)),
+            brokers=brokers,
+        )
         for p in (0, 1, 2, 3)
     ]
     offline_count = 0
@@ -293,9 +456,9 @@ COLUMNS = (P.NewPartition, P.OnlinePartition, P.OfflinePartition, P.NonExistentP
 VALIDITY = {
     #                         New  Onl  Off  NonEx
     P.NonExistentPartition: ("V", "-", "-", "-"),
-    P.NewPartition:         ("-", "V", "V", "-"),
-    P.OnlinePartition:      ("-", "V", "V", "-"),
-    P.OfflinePartition:     ("-", "V", "V", "V"),
+    P.NewPartition: ("-", "V", "V", "-"),
+    P.OnlinePartition: ("-", "V", "V", "-"),
+    P.OfflinePartition: ("-", "V", "V", "V"),
 }
 MATRIX = [
     (current, target, VALIDITY[current][i] == "V")
@@ -310,21 +473,33 @@ def test_matrix_covers_every_pair() -> None:
     assert sum(valid for _, _, valid in MATRIX) == 8
 
 
-@pytest.mark.parametrize(("current", "target", "valid"), MATRIX, ids=[f"{c.value}->{t.value}" for c, t, _ in MATRIX])
-def test_transition_table_matches_kafka(current: PartitionState, target: PartitionState, valid: bool) -> None:
+@pytest.mark.parametrize(
+    ("current", "target", "valid"), MATRIX, ids=[f"{c.value}->{t.value}" for c, t, _ in MATRIX]
+)
+def test_transition_table_matches_kafka(
+    current: PartitionState, target: PartitionState, valid: bool
+) -> None:
     assert is_valid_partition_transition(current, target) is valid
     assert (current in target.valid_previous_states) is valid
 
 
-@pytest.mark.parametrize(("current", "target", "valid"), MATRIX, ids=[f"{c.value}->{t.value}" for c, t, _ in MATRIX])
+@pytest.mark.parametrize(
+    ("current", "target", "valid"), MATRIX, ids=[f"{c.value}->{t.value}" for c, t, _ in MATRIX]
+)
 def test_transition_matrix(current: PartitionState, target: PartitionState, valid: bool) -> None:
     # t-0 on broker 5 (live). Partitions that have been Online/Offline have a stored leader
     # and ISR; NonExistent/New ones do not (initialization creates it).
     has_state = current in (P.OnlinePartition, P.OfflinePartition)
     leadership = leader_and_isr(BROKER_ID, (BROKER_ID,)) if has_state else None
     brokers = ((BROKER_ID, LIVE),)
-    record = PartitionRecord(TOPIC, PARTITION, ReplicaAssignment((BROKER_ID,)), state=current,
-                             leadership=leadership, brokers=brokers)
+    record = PartitionRecord(
+        TOPIC,
+        PARTITION,
+        ReplicaAssignment((BROKER_ID,)),
+        state=current,
+        leadership=leadership,
+        brokers=brokers,
+    )
     result = handle_partition_state_changes(record, target, _ctx(brokers), OFFLINE)
     assert result.state is not None
     failures = [o for o in result.outputs if isinstance(o, StateChangeFailedRecord)]

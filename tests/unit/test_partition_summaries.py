@@ -17,7 +17,11 @@ from state_machines.directory import CONTROLLER_KEY, ControllerRecord, TopicReco
 from state_machines.events import parse_event
 from state_machines.model import ControllerConfig, LeaderAndIsr, ReplicaAssignment
 from state_machines.partition_summaries import (
-    SummaryReport, apply_summaries, interned_summary, same_summary, summary_of,
+    SummaryReport,
+    apply_summaries,
+    interned_summary,
+    same_summary,
+    summary_of,
 )
 from state_machines.states import PartitionState
 from tests.property.generator import generate_log
@@ -51,10 +55,20 @@ def test_the_replica_counts_follow_kafkas_partition() -> None:
     """replication factor: the replicas less the adding ones (OngoingReassignmentState);
     replica count: the leader's followers and itself (effectiveMinIsr's cap)."""
     engine = engine_module.Engine()
-    for i, e in enumerate([{"v": 1, "type": "BrokerStartup", "broker_id": b} for b in (1, 2, 3, 4)] + [
+    for i, e in enumerate(
+        [{"v": 1, "type": "BrokerStartup", "broker_id": b} for b in (1, 2, 3, 4)]
+        + [
             {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
             {"v": 1, "type": "TopicCreation", "topic": "t", "partitions": {"0": [1, 2]}},
-            {"v": 1, "type": "PartitionReassignment", "topic": "t", "partition": 0, "target_replicas": [3, 4, 1]}]):
+            {
+                "v": 1,
+                "type": "PartitionReassignment",
+                "topic": "t",
+                "partition": 0,
+                "target_replicas": [3, 4, 1],
+            },
+        ]
+    ):
         engine.process(parse_event(e, i))
     rec = engine.partitions[("t", 0)]
     assert rec.assignment == ReplicaAssignment((3, 4, 1, 2), (3, 4), (2,))
@@ -62,7 +76,8 @@ def test_the_replica_counts_follow_kafkas_partition() -> None:
     assert (s.leader, s.isr_size, s.replication_factor, s.replica_count) == (1, 2, 2, 4)
     # a leader outside the replicas (an adopted observation) counts itself on top
     outside = partition_module.PartitionRecord(
-        "t", 0, ReplicaAssignment((1, 2)), rec.state, LeaderAndIsr(5, 3, (5,), 3))
+        "t", 0, ReplicaAssignment((1, 2)), rec.state, LeaderAndIsr(5, 3, (5,), 3)
+    )
     assert summary_of(outside).replica_count == 3
 
 
@@ -74,19 +89,36 @@ def test_apply_summaries_places_reports_as_the_sorted_merge_does(seed: int) -> N
     rng = random.Random(seed)
 
     def summary() -> object:
-        return interned_summary(rng.choice(list(PartitionState)), rng.randrange(3), rng.choice([None, 0, 1, 2]),
-                                rng.randrange(4), 3, 3)
+        return interned_summary(
+            rng.choice(list(PartitionState)),
+            rng.randrange(3),
+            rng.choice([None, 0, 1, 2]),
+            rng.randrange(4),
+            3,
+            3,
+        )
 
     for _ in range(200):
-        numbers = sorted(rng.sample(range(12), rng.randrange(13))) if rng.random() < 0.5 else list(range(rng.randrange(12)))
+        numbers = (
+            sorted(rng.sample(range(12), rng.randrange(13)))
+            if rng.random() < 0.5
+            else list(range(rng.randrange(12)))
+        )
         before = tuple((p, summary()) for p in numbers)
-        reports = [SummaryReport("t", rng.randrange(14), None if rng.random() < 0.15 else summary(), 7)
-                   for _ in range(rng.randrange(1, 6))]
-        view = {CONTROLLER_KEY: ControllerRecord(topics=frozenset({"t"})), topic_key("t"): TopicRecord(summaries=before)}
+        reports = [
+            SummaryReport("t", rng.randrange(14), None if rng.random() < 0.15 else summary(), 7)
+            for _ in range(rng.randrange(1, 6))
+        ]
+        view = {
+            CONTROLLER_KEY: ControllerRecord(topics=frozenset({"t"})),
+            topic_key("t"): TopicRecord(summaries=before),
+        }
         expected = dict(before)
         for r in reports:
             expected[r.partition] = r.summary
         want = tuple(sorted((p, s) for p, s in expected.items() if s is not None))
         result = apply_summaries(view, reports, ControllerConfig(), 7)
-        got = result.changes[topic_key("t")].summaries if topic_key("t") in result.changes else before
+        got = (
+            result.changes[topic_key("t")].summaries if topic_key("t") in result.changes else before
+        )
         assert got == want, (before, reports)

@@ -11,25 +11,47 @@ from streaming import codec, record_codec
 from streaming.batches import Batches
 
 START = [
-    {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": 100 + b, "id": f"b{b}"} for b in (1, 2, 3)
+    {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": 100 + b, "id": f"b{b}"}
+    for b in (1, 2, 3)
 ] + [
-    {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1, "id": "elected"},
-    {"v": 1, "type": "TopicCreation", "topic": "orders", "partitions": {"0": [1, 2, 3], "1": [2, 3, 1]}, "id": "create"},
+    {
+        "v": 1,
+        "type": "ControllerFailover",
+        "controller_id": 1,
+        "controller_epoch": 1,
+        "id": "elected",
+    },
+    {
+        "v": 1,
+        "type": "TopicCreation",
+        "topic": "orders",
+        "partitions": {"0": [1, 2, 3], "1": [2, 3, 1]},
+        "id": "create",
+    },
 ]
-PREFERRED = {"v": 1, "type": "ReplicaLeaderElection", "election_type": "PREFERRED",
-             "partitions": [{"topic": "orders", "partition": 0}], "id": "preferred"}
+PREFERRED = {
+    "v": 1,
+    "type": "ReplicaLeaderElection",
+    "election_type": "PREFERRED",
+    "partitions": [{"topic": "orders", "partition": 0}],
+    "id": "preferred",
+}
 FAILURE = {"v": 1, "type": "BrokerFailure", "broker_id": 1, "id": "b1-crash"}
 
 
 def _older_text(text: str) -> str:
     """The same record as a build that always wrote the trailing offline dirs would have
     written it: other bytes, the same record."""
-    assert text.endswith("]") and record_codec.record_in(json.loads(text[:-1] + ",[]]")) == record_codec.record_in(json.loads(text))
+    assert text.endswith("]") and record_codec.record_in(
+        json.loads(text[:-1] + ",[]]")
+    ) == record_codec.record_in(json.loads(text))
     return text[:-1] + ",[]]"
 
 
 @pytest.mark.parametrize("layout", ["buckets", "per-partition"])
-def test_a_record_the_batch_leaves_as_it_was_keeps_its_text_and_a_changed_one_is_written_anew(layout: str) -> None:
+def test_a_record_the_batch_leaves_as_it_was_keeps_its_text_and_a_changed_one_is_written_anew(
+    layout: str,
+) -> None:
     job = Batches(buckets=2 if layout == "buckets" else 0)
 
     def run(events: list[dict]) -> list[dict]:
@@ -41,7 +63,9 @@ def test_a_record_the_batch_leaves_as_it_was_keeps_its_text_and_a_changed_one_is
 
     def stored() -> tuple[str, int, int]:
         if layout == "buckets":
-            seq_cause, seq_next, text = codec.bucket_entries(state.get[0])["orders-0"].split("\t", 2)
+            seq_cause, seq_next, text = codec.bucket_entries(state.get[0])["orders-0"].split(
+                "\t", 2
+            )
             return text, int(seq_cause), int(seq_next)
         text, seq_cause, seq_next = state.get
         return text, seq_cause, seq_next
@@ -64,5 +88,7 @@ def test_a_record_the_batch_leaves_as_it_was_keeps_its_text_and_a_changed_one_is
     # broker 1 fails: the record changes, and is written in this build's layout
     run([FAILURE])
     written, _, _ = stored()
-    assert written != older and written == codec.dumps(codec.loads(written, codec.PartitionRecordType))
+    assert written != older and written == codec.dumps(
+        codec.loads(written, codec.PartitionRecordType)
+    )
     assert json.loads(written)[7][0] != 1  # another leader

@@ -21,14 +21,30 @@ class Plain:
     d: bool = False
 
 
-Quick = quick_init(dataclasses.make_dataclass(
-    "Quick", [("a", int), ("b", tuple), ("c", "str | None", dataclasses.field(default=None)),
-              ("d", bool, dataclasses.field(default=False))], frozen=True, slots=True))
+Quick = quick_init(
+    dataclasses.make_dataclass(
+        "Quick",
+        [
+            ("a", int),
+            ("b", tuple),
+            ("c", "str | None", dataclasses.field(default=None)),
+            ("d", bool, dataclasses.field(default=False)),
+        ],
+        frozen=True,
+        slots=True,
+    )
+)
 
 
-@pytest.mark.parametrize("args, kwargs", [
-    ((1, (2, 3)), {}), ((1, (2,), "x"), {}), ((1, ()), {"d": True}), ((), {"b": (4,), "a": 5, "c": "y", "d": True}),
-])
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [
+        ((1, (2, 3)), {}),
+        ((1, (2,), "x"), {}),
+        ((1, ()), {"d": True}),
+        ((), {"b": (4,), "a": 5, "c": "y", "d": True}),
+    ],
+)
 def test_it_builds_the_same_values_as_the_generated_constructor(args: tuple, kwargs: dict) -> None:
     quick, plain = Quick(*args, **kwargs), Plain(*args, **kwargs)
     assert dataclasses.astuple(quick) == dataclasses.astuple(plain)

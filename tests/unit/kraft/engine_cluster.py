@@ -13,7 +13,9 @@ from state_machines.model import ControllerConfig
 KRAFT = ControllerConfig(mode="kraft")
 # Kafka's ReplicationControlTestContext.Builder().setIsElrEnabled(true): ELR at 4.0-IV1
 # (4.0's definition, see metadata_version.py)
-KRAFT_ELR = ControllerConfig(mode="kraft", metadata_version="4.0-IV1", eligible_leader_replicas_version=1)
+KRAFT_ELR = ControllerConfig(
+    mode="kraft", metadata_version="4.0-IV1", eligible_leader_replicas_version=1
+)
 
 
 class Cluster:
@@ -25,7 +27,9 @@ class Cluster:
         self.offset = 0
 
     def __call__(self, event_id: str, type_: str, **fields: Any) -> list[dict[str, Any]]:
-        records = self.engine.process(parse_event({"v": 1, "type": type_, "id": event_id, **fields}, self.offset))
+        records = self.engine.process(
+            parse_event({"v": 1, "type": type_, "id": event_id, **fields}, self.offset)
+        )
         self.offset += 1
         return records
 
@@ -45,5 +49,14 @@ def of_type(records: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 def partition_records(records: list[dict[str, Any]]) -> dict[int, tuple[Any, ...]]:
     """Each PartitionRecord as (replicas, isr, leader, leader epoch, partition epoch,
     directories)."""
-    return {r["partition_id"]: (r["replicas"], r["isr"], r["leader"], r["leader_epoch"], r["partition_epoch"],
-                                r["directories"]) for r in of_type(records, "PartitionRecord")}
+    return {
+        r["partition_id"]: (
+            r["replicas"],
+            r["isr"],
+            r["leader"],
+            r["leader_epoch"],
+            r["partition_epoch"],
+            r["directories"],
+        )
+        for r in of_type(records, "PartitionRecord")
+    }

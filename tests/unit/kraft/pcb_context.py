@@ -7,7 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from state_machines.kraft.metadata_version import MetadataVersion as MV
-from state_machines.kraft.partition_change_builder import Election, PartitionChange, PartitionChangeBuilder
+from state_machines.kraft.partition_change_builder import (
+    Election,
+    PartitionChange,
+    PartitionChangeBuilder,
+)
 from state_machines.kraft.partition_registration import PartitionRegistration
 from state_machines.kraft.records import UNASSIGNED_DIRECTORY
 from state_machines.model import NO_LEADER
@@ -35,31 +39,60 @@ def is_elr_enabled(version: int) -> bool:
 FOO = PartitionRegistration(
     replicas=(2, 1, 3),
     directories=("dpdvA5AZSWySmnPFTnu5Kw", "V60B3cglScq3Xk8BX1NxAQ", UNASSIGNED_DIRECTORY),
-    isr=(2, 1, 3), leader=1, leader_epoch=100, partition_epoch=200)
+    isr=(2, 1, 3),
+    leader=1,
+    leader_epoch=100,
+    partition_epoch=200,
+)
 FOO_ID = "FbrrdcfiR-KC2CPSTHaJrg"
 FOO_DIRS = dict(zip(FOO.replicas, FOO.directories))
 
 BAR = PartitionRegistration(
     replicas=(1, 2, 3, 4),
-    directories=(UNASSIGNED_DIRECTORY, "X5FnAcIgTheWgTMzeO5WHw", "GtrcdoSOTm2vFMGFeZq0eg", "YcOqPw5ARmeKr1y9W3AkFw"),
-    isr=(1, 2, 3), removing_replicas=(1,), adding_replicas=(4,), leader=1, leader_epoch=100, partition_epoch=200)
+    directories=(
+        UNASSIGNED_DIRECTORY,
+        "X5FnAcIgTheWgTMzeO5WHw",
+        "GtrcdoSOTm2vFMGFeZq0eg",
+        "YcOqPw5ARmeKr1y9W3AkFw",
+    ),
+    isr=(1, 2, 3),
+    removing_replicas=(1,),
+    adding_replicas=(4,),
+    leader=1,
+    leader_epoch=100,
+    partition_epoch=200,
+)
 BAR_ID = "LKfUsCBnQKekvL9O5dY9nw"
 BAR_DIRS = dict(zip(BAR.replicas, BAR.directories))
 
 BAZ = PartitionRegistration(
     replicas=(2, 1, 3),
     directories=("ywnfFpTBTbOsFdZ6uAdOmw", "Th0x70ecRbWvZNNV33jyRA", "j216tuSoQsC9JFd1Z5ZP6w"),
-    isr=(1, 3), leader=3, leader_epoch=100, partition_epoch=200)
+    isr=(1, 3),
+    leader=3,
+    leader_epoch=100,
+    partition_epoch=200,
+)
 BAZ_ID = "wQzt5gkSTwuQNXZF5gIw7A"
 
 OFFLINE_WITHOUT_ELR = PartitionRegistration(
     replicas=(2, 1, 3),
     directories=("iYGgiDV5Sb2EtH6hbgYnCA", "XI2t4qAUSkGlLZSKeEVf8g", "eqRW24kIRlitzQFzmovE0Q"),
-    isr=(3,), leader=NO_LEADER, leader_epoch=100, partition_epoch=200)
+    isr=(3,),
+    leader=NO_LEADER,
+    leader_epoch=100,
+    partition_epoch=200,
+)
 OFFLINE_WITH_ELR = PartitionRegistration(
     replicas=(2, 1, 3),
     directories=("CQEqt7trRrmqyNxUT1CY0g", "59Mb9smoSsC0bGUP2FYV8A", "LBTmsCVJREqJuIEtwqxRDg"),
-    elr=(3,), isr=(), last_known_elr=(2,), leader=NO_LEADER, leader_epoch=100, partition_epoch=200)
+    elr=(3,),
+    isr=(),
+    last_known_elr=(2,),
+    leader=NO_LEADER,
+    leader_epoch=100,
+    partition_epoch=200,
+)
 OFFLINE_ID = "LKfUsCBnQKekvL9O5dY9nw"
 
 TOPIC_ID = "FbrrdcfiR-KC2CPSTHaJrg"  # the ELR tests' topic id
@@ -68,9 +101,16 @@ TOPIC_ID = "FbrrdcfiR-KC2CPSTHaJrg"  # the ELR tests' topic id
 def foo_builder(mv: MV, **kw: Any) -> PartitionChangeBuilder:
     """`createFooBuilder(MetadataVersion)`."""
     return PartitionChangeBuilder(
-        partition=FOO, topic_id=FOO_ID, partition_id=0, is_acceptable_leader=lambda r: r != 3,
-        metadata_version=mv, min_isr=2, eligible_leader_replicas_enabled=mv.is_elr_supported,
-        default_dir_provider=default_dir, **kw)
+        partition=FOO,
+        topic_id=FOO_ID,
+        partition_id=0,
+        is_acceptable_leader=lambda r: r != 3,
+        metadata_version=mv,
+        min_isr=2,
+        eligible_leader_replicas_enabled=mv.is_elr_supported,
+        default_dir_provider=default_dir,
+        **kw,
+    )
 
 
 def foo_builder_v(version: int, **kw: Any) -> PartitionChangeBuilder:
@@ -80,33 +120,63 @@ def foo_builder_v(version: int, **kw: Any) -> PartitionChangeBuilder:
 
 def bar_builder(version: int, **kw: Any) -> PartitionChangeBuilder:
     return PartitionChangeBuilder(
-        partition=BAR, topic_id=BAR_ID, partition_id=0, is_acceptable_leader=lambda r: r != 3,
-        metadata_version=mv_for_record_version(version), min_isr=2,
-        eligible_leader_replicas_enabled=is_elr_enabled(version), default_dir_provider=default_dir, **kw)
+        partition=BAR,
+        topic_id=BAR_ID,
+        partition_id=0,
+        is_acceptable_leader=lambda r: r != 3,
+        metadata_version=mv_for_record_version(version),
+        min_isr=2,
+        eligible_leader_replicas_enabled=is_elr_enabled(version),
+        default_dir_provider=default_dir,
+        **kw,
+    )
 
 
 def baz_builder(version: int, **kw: Any) -> PartitionChangeBuilder:
     return PartitionChangeBuilder(
-        partition=BAZ, topic_id=BAZ_ID, partition_id=0, is_acceptable_leader=lambda r: True,
-        metadata_version=mv_for_record_version(version), min_isr=2,
-        eligible_leader_replicas_enabled=is_elr_enabled(version), default_dir_provider=default_dir, **kw)
+        partition=BAZ,
+        topic_id=BAZ_ID,
+        partition_id=0,
+        is_acceptable_leader=lambda r: True,
+        metadata_version=mv_for_record_version(version),
+        min_isr=2,
+        eligible_leader_replicas_enabled=is_elr_enabled(version),
+        default_dir_provider=default_dir,
+        **kw,
+    )
 
 
 def offline_builder(version: int, **kw: Any) -> PartitionChangeBuilder:
     mv = mv_for_record_version(version)
     return PartitionChangeBuilder(
-        partition=OFFLINE_WITH_ELR if mv.is_elr_supported else OFFLINE_WITHOUT_ELR, topic_id=OFFLINE_ID,
-        partition_id=0, is_acceptable_leader=lambda r: r == 1, metadata_version=mv, min_isr=2,
-        eligible_leader_replicas_enabled=mv.is_elr_supported, default_dir_provider=default_dir, **kw)
+        partition=OFFLINE_WITH_ELR if mv.is_elr_supported else OFFLINE_WITHOUT_ELR,
+        topic_id=OFFLINE_ID,
+        partition_id=0,
+        is_acceptable_leader=lambda r: r == 1,
+        metadata_version=mv,
+        min_isr=2,
+        eligible_leader_replicas_enabled=mv.is_elr_supported,
+        default_dir_provider=default_dir,
+        **kw,
+    )
 
 
-def elr_builder(partition: PartitionRegistration, version: int, accept: Any, **kw: Any) -> PartitionChangeBuilder:
+def elr_builder(
+    partition: PartitionRegistration, version: int, accept: Any, **kw: Any
+) -> PartitionChangeBuilder:
     """The ELR tests' builder: min ISR 3, PREFERRED election."""
     kw.setdefault("eligible_leader_replicas_enabled", is_elr_enabled(version))
     return PartitionChangeBuilder(
-        partition=partition, topic_id=TOPIC_ID, partition_id=0, is_acceptable_leader=accept,
-        metadata_version=mv_for_record_version(version), min_isr=3, election=Election.PREFERRED,
-        default_dir_provider=default_dir, **kw)
+        partition=partition,
+        topic_id=TOPIC_ID,
+        partition_id=0,
+        is_acceptable_leader=accept,
+        metadata_version=mv_for_record_version(version),
+        min_isr=3,
+        election=Election.PREFERRED,
+        default_dir_provider=default_dir,
+        **kw,
+    )
 
 
 def built(builder: PartitionChangeBuilder) -> PartitionChange:

@@ -29,15 +29,30 @@ def test_calculate_next_broker_state() -> None:
     """testCalculateNextBrokerState."""
     broker0 = current_broker_state(fenced=True, shutting_down=False)
     broker1 = current_broker_state(fenced=False, shutting_down=False)
-    broker5 = current_broker_state(fenced=False, shutting_down=True)  # controlled shutdown offset 99
+    broker5 = current_broker_state(
+        fenced=False, shutting_down=True
+    )  # controlled shutdown offset 99
     assert (broker0, broker1, broker5) == (FENCED, UNFENCED, CONTROLLED_SHUTDOWN)
 
-    def next_state(current: BrokerControlState, *, want_fence: bool = False, want_shut_down: bool = False,
-                   offset: int = 0, leads: bool = False, lowest_active_offset: int = 98) -> BrokerControlState:
+    def next_state(
+        current: BrokerControlState,
+        *,
+        want_fence: bool = False,
+        want_shut_down: bool = False,
+        offset: int = 0,
+        leads: bool = False,
+        lowest_active_offset: int = 98,
+    ) -> BrokerControlState:
         return calculate_next_broker_state(
-            current, want_fence=want_fence, want_shut_down=want_shut_down, current_metadata_offset=offset,
-            register_broker_record_offset=100, has_leaderships=leads, controlled_shutdown_offset=99,
-            lowest_active_offset=lowest_active_offset)
+            current,
+            want_fence=want_fence,
+            want_shut_down=want_shut_down,
+            current_metadata_offset=offset,
+            register_broker_record_offset=100,
+            has_leaderships=leads,
+            controlled_shutdown_offset=99,
+            lowest_active_offset=lowest_active_offset,
+        )
 
     assert next_state(broker0, want_shut_down=True) is SHUTDOWN_NOW
     assert next_state(broker0, offset=100) is UNFENCED
@@ -52,7 +67,10 @@ def test_calculate_next_broker_state() -> None:
     assert next_state(broker5, want_shut_down=True) is CONTROLLED_SHUTDOWN
     # Broker 1 (offset 98) is fenced: the lowest active offset is now 100.
     assert next_state(broker5, want_shut_down=True, lowest_active_offset=100) is SHUTDOWN_NOW
-    assert next_state(broker5, want_shut_down=True, leads=True, lowest_active_offset=100) is CONTROLLED_SHUTDOWN
+    assert (
+        next_state(broker5, want_shut_down=True, leads=True, lowest_active_offset=100)
+        is CONTROLLED_SHUTDOWN
+    )
 
 
 def test_heartbeat_handler() -> None:

@@ -22,13 +22,17 @@ from state_machines.kraft.records import RegisterBrokerRecord
 from state_machines.kraft.replication_control import TopicContext, handle_broker_unfenced
 
 MV = MetadataVersion.from_version_string("4.0-IV1")
-TOPIC = TopicContext(topic_id="t-id", metadata_version=MV, min_isr=2, eligible_leader_replicas_enabled=True)
+TOPIC = TopicContext(
+    topic_id="t-id", metadata_version=MV, min_isr=2, eligible_leader_replicas_enabled=True
+)
 
 
 def _registry(*unfenced: int) -> BrokerRegistry:
     registry = BrokerRegistry()
     for b in (1, 2, 4):
-        registry = registry.replay(RegisterBrokerRecord(b, 100 + b, f"incarnation-{b}", log_dirs=(f"dir-{b}",)))
+        registry = registry.replay(
+            RegisterBrokerRecord(b, 100 + b, f"incarnation-{b}", log_dirs=(f"dir-{b}",))
+        )
     for b in unfenced:
         registry = registry.replay(unfence_broker_record(b, 100 + b, MV).message)
     return registry
@@ -36,8 +40,15 @@ def _registry(*unfenced: int) -> BrokerRegistry:
 
 # Leaderless with an empty ISR and ELR; its last known leader 4 left the replicas (a
 # cancelled reassignment that was adding it keeps it there).
-PARTITION = PartitionRegistration(replicas=(1, 2), directories=("dir-1", "dir-2"), isr=(), leader=-1,
-                                  leader_epoch=5, partition_epoch=9, last_known_elr=(4,))
+PARTITION = PartitionRegistration(
+    replicas=(1, 2),
+    directories=("dir-1", "dir-2"),
+    isr=(),
+    leader=-1,
+    leader_epoch=5,
+    partition_epoch=9,
+    last_known_elr=(4,),
+)
 
 
 def test_acceptable_last_known_leader_outside_replicas_throws() -> None:

@@ -34,9 +34,7 @@ from state_machines.kraft.replication_control import (
     handle_directories_offline,
     validate_manual_partition_assignment,
 )
-
 from tests.unit.kraft.rcm_context import Ctx, default_broker_epoch, dir_of, pcr, registration
-
 
 # -- topic creation ----------------------------------------------------------------------
 
@@ -49,9 +47,21 @@ def test_create_topics_isr_invariants() -> None:
     ctx.unfence_brokers(0, 1)
     ctx.in_controlled_shutdown_brokers(1)
     records = ctx.create_test_topic("foo", [[1, 0, 2]], manual=False)
-    assert records == [ApiMessageAndVersion(MetadataPartitionRecord(
-        "foo-id", 0, replicas=(1, 0, 2), isr=(0,), leader=0, leader_epoch=0, partition_epoch=0,
-        directories=(dir_of(1), dir_of(0), dir_of(2))), 2)]
+    assert records == [
+        ApiMessageAndVersion(
+            MetadataPartitionRecord(
+                "foo-id",
+                0,
+                replicas=(1, 0, 2),
+                isr=(0,),
+                leader=0,
+                leader_epoch=0,
+                partition_epoch=0,
+                directories=(dir_of(1), dir_of(0), dir_of(2)),
+            ),
+            2,
+        )
+    ]
     # Broker 2 is fenced and broker 1 in controlled shutdown: neither is in the ISR.
     assert ctx.get("foo") == registration([1, 0, 2], [0], 0, 0, 0)
 
@@ -78,8 +88,11 @@ def test_create_partitions_fails_when_all_brokers_are_fenced_or_in_controlled_sh
     ctx.in_controlled_shutdown_brokers(0)
     out, reg, error = create_partition([0, 1], "foo-id", 1, ctx.registry, ctx.mv, manual=False)
     assert (out, reg) == ((), None)
-    assert error == ApiError("INVALID_REPLICATION_FACTOR", "Unable to replicate the partition 2 time(s): All "
-                                                           "brokers are currently fenced or in controlled shutdown.")
+    assert error == ApiError(
+        "INVALID_REPLICATION_FACTOR",
+        "Unable to replicate the partition 2 time(s): All "
+        "brokers are currently fenced or in controlled shutdown.",
+    )
 
 
 def test_manual_partition_assignment_on_all_fenced_brokers() -> None:
@@ -88,9 +101,12 @@ def test_manual_partition_assignment_on_all_fenced_brokers() -> None:
     ctx.register_brokers(0, 1, 2, 3)
     ctx.create_test_topic("foo", [[0, 1, 2]], "INVALID_REPLICA_ASSIGNMENT")
     out, _, error = create_partition([0, 1, 2], "foo-id", 0, ctx.registry, ctx.mv, manual=True)
-    assert error == ApiError("INVALID_REPLICA_ASSIGNMENT", "All brokers specified in the manual partition "
-                                                           "assignment for partition 0 are fenced or in controlled "
-                                                           "shutdown.")
+    assert error == ApiError(
+        "INVALID_REPLICA_ASSIGNMENT",
+        "All brokers specified in the manual partition "
+        "assignment for partition 0 are fenced or in controlled "
+        "shutdown.",
+    )
 
 
 def test_create_partitions_fails_with_manual_assignment_with_all_fenced() -> None:
@@ -100,9 +116,13 @@ def test_create_partitions_fails_with_manual_assignment_with_all_fenced() -> Non
     ctx.register_brokers(0, 1, 2, 3, 4, 5)
     ctx.unfence_brokers(0, 1, 2)
     ctx.create_test_topic("foo", [[0, 1, 2]])
-    _, _, error = create_partition([3, 4, 5], "foo-id", 1, ctx.registry, ctx.mv, manual=True, replication_factor=3)
+    _, _, error = create_partition(
+        [3, 4, 5], "foo-id", 1, ctx.registry, ctx.mv, manual=True, replication_factor=3
+    )
     assert error.error == "INVALID_REPLICA_ASSIGNMENT"
-    out, _, error = create_partition([2, 4, 5], "foo-id", 1, ctx.registry, ctx.mv, manual=True, replication_factor=3)
+    out, _, error = create_partition(
+        [2, 4, 5], "foo-id", 1, ctx.registry, ctx.mv, manual=True, replication_factor=3
+    )
     assert error == API_NONE
     ctx.replay(out)
     assert ctx.get("foo", 1) == registration([2, 4, 5], [2], 2, 0, 0)
@@ -122,14 +142,23 @@ def test_validate_bad_manual_partition_assignments() -> None:
     ctx.register_brokers(1, 2)
     cases: list[tuple[list[int], int | None, str]] = [
         ([], None, "The manual partition assignment includes an empty replica list."),
-        ([1, 2, 3], None, "The manual partition assignment includes broker 3, but no such broker is registered."),
+        (
+            [1, 2, 3],
+            None,
+            "The manual partition assignment includes broker 3, but no such broker is registered.",
+        ),
         ([1, 2, 2], None, "The manual partition assignment includes the broker 2 more than once."),
-        ([1, 2], 3, "The manual partition assignment includes a partition with 2 replica(s), but this is not "
-                    "consistent with previous partitions, which have 3 replica(s)."),
+        (
+            [1, 2],
+            3,
+            "The manual partition assignment includes a partition with 2 replica(s), but this is not "
+            "consistent with previous partitions, which have 3 replica(s).",
+        ),
     ]
     for replicas, rf, message in cases:
         assert validate_manual_partition_assignment(replicas, ctx.registry, rf) == ApiError(
-            "INVALID_REPLICA_ASSIGNMENT", message)
+            "INVALID_REPLICA_ASSIGNMENT", message
+        )
 
 
 # -- broker lifecycle --------------------------------------------------------------------
@@ -171,13 +200,31 @@ def test_process_broker_heartbeat_in_controlled_shutdown(mv: MV) -> None:
     ctx.create_test_topic("foo", [[0, 1, 2]])
     expected = []
     if mv.is_at_least(MV.IBP_3_3_IV3):
-        expected.append(ApiMessageAndVersion(BrokerRegistrationChangeRecord(
-            0, 100, in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN_CHANGE_IN_CONTROLLED_SHUTDOWN), 1))
-    expected.append(ApiMessageAndVersion(PartitionChangeRecord("foo-id", 0, isr=(1, 2), leader=1), 0))
+        expected.append(
+            ApiMessageAndVersion(
+                BrokerRegistrationChangeRecord(
+                    0,
+                    100,
+                    in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN_CHANGE_IN_CONTROLLED_SHUTDOWN,
+                ),
+                1,
+            )
+        )
+    expected.append(
+        ApiMessageAndVersion(PartitionChangeRecord("foo-id", 0, isr=(1, 2), leader=1), 0)
+    )
     next_state = calculate_next_broker_state(
-        BrokerControlState.UNFENCED, want_fence=False, want_shut_down=True, current_metadata_offset=0,
-        register_broker_record_offset=0, has_leaderships=any(p.leader == 0 for p in ctx.parts.values()))
-    assert heartbeat_handler(BrokerControlState.UNFENCED, next_state) == "handleBrokerInControlledShutdown"
+        BrokerControlState.UNFENCED,
+        want_fence=False,
+        want_shut_down=True,
+        current_metadata_offset=0,
+        register_broker_record_offset=0,
+        has_leaderships=any(p.leader == 0 for p in ctx.parts.values()),
+    )
+    assert (
+        heartbeat_handler(BrokerControlState.UNFENCED, next_state)
+        == "handleBrokerInControlledShutdown"
+    )
     assert ctx.handle_broker_in_controlled_shutdown(0, 100) == expected
     # The partition record of these versions carries no directories.
     assert ctx.get("foo").directories == (MIGRATING_DIRECTORY,) * 3
@@ -190,8 +237,15 @@ def test_kraft_cluster_describer() -> None:
     """testKRaftClusterDescriber, its defaultDir half (usableBrokers needs the heartbeat
     manager's sessions)."""
     ctx = Ctx()
-    ctx.register_brokers_with_dirs({0: [], 1: [], 2: ["ozwqsVMFSNiYQUPSJA3j0w"],
-                                    3: ["SSDgCZ4BTyec5QojGT65qg", "K8KwMrviRcOUvgI8FPOJWg"], 4: []})
+    ctx.register_brokers_with_dirs(
+        {
+            0: [],
+            1: [],
+            2: ["ozwqsVMFSNiYQUPSJA3j0w"],
+            3: ["SSDgCZ4BTyec5QojGT65qg", "K8KwMrviRcOUvgI8FPOJWg"],
+            4: [],
+        }
+    )
     ctx.unfence_brokers(2, 3, 4)
     ctx.create_test_topic("foo", [[1, 2, 3], [2, 3, 4], [0, 2, 1]])
     ctx.create_test_topic("bar", [[2, 3, 4], [3, 4, 2]])
@@ -215,22 +269,38 @@ def test_handle_directories_offline() -> None:
     ctx.create_test_topic("a", [[b1, b2], [b1, b2]])
     ctx.create_test_topic("b", [[b1, b2], [b1, b2]])
     for name in ("a", "b"):
-        ctx.replay([ApiMessageAndVersion(PartitionChangeRecord(f"{name}-id", 0, directories=(dir1b1, dir1b2)), 2),
-                    ApiMessageAndVersion(PartitionChangeRecord(f"{name}-id", 1, directories=(dir2b1, dir2b2)), 2)])
+        ctx.replay(
+            [
+                ApiMessageAndVersion(
+                    PartitionChangeRecord(f"{name}-id", 0, directories=(dir1b1, dir1b2)), 2
+                ),
+                ApiMessageAndVersion(
+                    PartitionChangeRecord(f"{name}-id", 1, directories=(dir2b1, dir2b2)), 2
+                ),
+            ]
+        )
     # dir1b2 is not b1's: it changes nothing.
-    offline, broker_record = directories_offline_record(ctx.registry, b1, default_broker_epoch(b1), [dir1b1, dir1b2])
+    offline, broker_record = directories_offline_record(
+        ctx.registry, b1, default_broker_epoch(b1), [dir1b1, dir1b2]
+    )
     assert offline == (dir1b1,)
     records = []
     for name, pid in ctx.partitions():
         if set(ctx.get(name, pid).directories) & set(offline):
-            change = handle_directories_offline(ctx.get(name, pid), ctx.topic(name), pid, ctx.registry, b1)
+            change = handle_directories_offline(
+                ctx.get(name, pid), ctx.topic(name), pid, ctx.registry, b1
+            )
             assert change is not None
             records.append(ApiMessageAndVersion(change.record, change.version))
     assert broker_record is not None
     records.append(broker_record)
-    assert records == [pcr(0, "a", leader=b2, isr=(b2,)), pcr(0, "b", leader=b2, isr=(b2,)),
-                       ApiMessageAndVersion(BrokerRegistrationChangeRecord(
-                           b1, default_broker_epoch(b1), log_dirs=(dir2b1,)), 2)]
+    assert records == [
+        pcr(0, "a", leader=b2, isr=(b2,)),
+        pcr(0, "b", leader=b2, isr=(b2,)),
+        ApiMessageAndVersion(
+            BrokerRegistrationChangeRecord(b1, default_broker_epoch(b1), log_dirs=(dir2b1,)), 2
+        ),
+    ]
     ctx.replay(records)
     registration_b1 = ctx.registry.registration(b1)
     assert registration_b1 is not None and registration_b1.directories == (dir2b1,)

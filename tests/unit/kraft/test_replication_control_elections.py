@@ -23,9 +23,7 @@ from state_machines.kraft.messages import (
 from state_machines.kraft.metadata_version import MetadataVersion as MV
 from state_machines.kraft.records import ApiMessageAndVersion, PartitionChangeRecord
 from state_machines.model import NO_LEADER
-
 from tests.unit.kraft.rcm_context import RECOVERED, RECOVERING, Ctx, isr_with_default_epoch, pcr
-
 
 # -- elections and balancing --------------------------------------------------------------
 
@@ -39,7 +37,11 @@ def test_elect_unclean_leaders_without_elr(elect_all_partitions: bool) -> None:
     ctx.create_test_topic("foo", [[1, 2, 3], [2, 3, 4], [0, 2, 1]])
     ctx.fence_brokers(2, 3)
     ctx.fence_brokers(1, 2, 3)
-    assert [(p.leader, p.isr) for p in ctx.parts.values()] == [(NO_LEADER, (1,)), (4, (4,)), (0, (0,))]
+    assert [(p.leader, p.isr) for p in ctx.parts.values()] == [
+        (NO_LEADER, (1,)),
+        (4, (4,)),
+        (0, (0,)),
+    ]
     request = None if elect_all_partitions else {"foo": [0, 1, 2]}
 
     def expected(first: ApiError) -> dict[tuple[str, int], ApiError]:
@@ -55,8 +57,14 @@ def test_elect_unclean_leaders_without_elr(elect_all_partitions: bool) -> None:
     # 2 back in partition 1's ISR: the unclean request must not elect the preferred replica.
     ctx.alter_partition("foo", 1, 4, isr_with_default_epoch(2, 4))
     records, answers = ctx.elect_leaders("UNCLEAN", request)
-    assert records == [ApiMessageAndVersion(PartitionChangeRecord("foo-id", 0, isr=(2,), leader=2,
-                                                                  leader_recovery_state=RECOVERING), 0)]
+    assert records == [
+        ApiMessageAndVersion(
+            PartitionChangeRecord(
+                "foo-id", 0, isr=(2,), leader=2, leader_recovery_state=RECOVERING
+            ),
+            0,
+        )
+    ]
     ctx.replay(records)
     assert [(p.leader, p.isr) for p in ctx.parts.values()] == [(2, (2,)), (4, (2, 4)), (0, (0,))]
     assert answers == expected(API_NONE)
@@ -87,21 +95,39 @@ def test_elect_preferred_leaders() -> None:
     request = {"foo": [0, 1, 2], "bar": [0, 1]}
     unknown_bar = ApiError("UNKNOWN_TOPIC_OR_PARTITION", "No such topic as bar")
     records, answers = ctx.elect_leaders("PREFERRED", request)
-    assert answers == {("foo", 0): PREFERRED_LEADER_NOT_AVAILABLE, ("foo", 1): ELECTION_NOT_NEEDED,
-                       ("foo", 2): PREFERRED_LEADER_NOT_AVAILABLE, ("bar", 0): unknown_bar, ("bar", 1): unknown_bar}
+    assert answers == {
+        ("foo", 0): PREFERRED_LEADER_NOT_AVAILABLE,
+        ("foo", 1): ELECTION_NOT_NEEDED,
+        ("foo", 2): PREFERRED_LEADER_NOT_AVAILABLE,
+        ("bar", 0): unknown_bar,
+        ("bar", 1): unknown_bar,
+    }
     assert records == []
     # Broker 1 registers again to leave controlled shutdown.
     ctx.register_brokers(1)
     ctx.unfence_brokers(0, 1)
-    records, alter_answers = ctx.send_alter_partition(2, 102, "foo", [
-        AlterPartitionPartitionData(0, 0, 0, isr_with_default_epoch(1, 2, 3)),
-        AlterPartitionPartitionData(2, 0, 0, isr_with_default_epoch(0, 2, 1))])
-    assert alter_answers == [AlterPartitionPartitionResponse(0, "NONE", 2, 0, (1, 2, 3), RECOVERED, 1),
-                             AlterPartitionPartitionResponse(2, "NONE", 2, 0, (0, 2, 1), RECOVERED, 1)]
+    records, alter_answers = ctx.send_alter_partition(
+        2,
+        102,
+        "foo",
+        [
+            AlterPartitionPartitionData(0, 0, 0, isr_with_default_epoch(1, 2, 3)),
+            AlterPartitionPartitionData(2, 0, 0, isr_with_default_epoch(0, 2, 1)),
+        ],
+    )
+    assert alter_answers == [
+        AlterPartitionPartitionResponse(0, "NONE", 2, 0, (1, 2, 3), RECOVERED, 1),
+        AlterPartitionPartitionResponse(2, "NONE", 2, 0, (0, 2, 1), RECOVERED, 1),
+    ]
     ctx.replay(records)
     records, answers = ctx.elect_leaders("PREFERRED", request)
-    assert answers == {("foo", 0): API_NONE, ("foo", 1): ELECTION_NOT_NEEDED, ("foo", 2): API_NONE,
-                       ("bar", 0): unknown_bar, ("bar", 1): unknown_bar}
+    assert answers == {
+        ("foo", 0): API_NONE,
+        ("foo", 1): ELECTION_NOT_NEEDED,
+        ("foo", 2): API_NONE,
+        ("bar", 0): unknown_bar,
+        ("bar", 1): unknown_bar,
+    }
     assert records == [pcr(0, leader=1), pcr(2, leader=0)]
 
 
@@ -113,8 +139,9 @@ def test_balance_partition_leaders() -> None:
     ctx.create_test_topic("foo", [[1, 2, 3], [2, 3, 4], [0, 2, 1]])
     assert ctx.imbalanced()
     ctx.unfence_brokers(1)
-    records, answers = ctx.send_alter_partition(2, 102, "foo", [
-        AlterPartitionPartitionData(0, 0, 0, isr_with_default_epoch(1, 2, 3))])
+    records, answers = ctx.send_alter_partition(
+        2, 102, "foo", [AlterPartitionPartitionData(0, 0, 0, isr_with_default_epoch(1, 2, 3))]
+    )
     assert answers == [AlterPartitionPartitionResponse(0, "NONE", 2, 0, (1, 2, 3), RECOVERED, 1)]
     ctx.replay(records)
     records = ctx.balance_partition_leaders()
@@ -122,8 +149,9 @@ def test_balance_partition_leaders() -> None:
     assert records == [pcr(0, leader=1)]
     assert ctx.imbalanced()
     ctx.unfence_brokers(0)
-    records, answers = ctx.send_alter_partition(2, 102, "foo", [
-        AlterPartitionPartitionData(2, 0, 0, isr_with_default_epoch(0, 2, 1))])
+    records, answers = ctx.send_alter_partition(
+        2, 102, "foo", [AlterPartitionPartitionData(2, 0, 0, isr_with_default_epoch(0, 2, 1))]
+    )
     assert answers == [AlterPartitionPartitionResponse(2, "NONE", 2, 0, (0, 2, 1), RECOVERED, 1)]
     ctx.replay(records)
     records = ctx.balance_partition_leaders()
@@ -133,7 +161,9 @@ def test_balance_partition_leaders() -> None:
 
 
 @pytest.mark.parametrize("unclean_config", ["none", "static", "dynamic_topic"])
-def test_maybe_trigger_unclean_leader_election_for_leaderless_partitions(unclean_config: str) -> None:
+def test_maybe_trigger_unclean_leader_election_for_leaderless_partitions(
+    unclean_config: str,
+) -> None:
     """testMaybeTriggerUncleanLeaderElectionForLeaderlessPartitions. Kafka's dynamic_cluster
     and dynamic_node cases differ from dynamic_topic only in where the config is resolved."""
     ctx = Ctx(unclean=unclean_config == "static")

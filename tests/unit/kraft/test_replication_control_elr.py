@@ -13,7 +13,6 @@ from typing import Any
 from tests.unit.kraft.engine_cluster import KRAFT_ELR, Cluster, of_type
 from tests.unit.kraft.rcm_context import Ctx, assert_consistent, isr_with_default_epoch
 
-
 # -- ELR ---------------------------------------------------------------------------------
 
 
@@ -25,12 +24,15 @@ def test_eligible_leader_replicas_shrink_and_expand_isr() -> None:
     ctx.create_test_topic("foo", [[0, 1, 2]])
     assert ctx.get("foo").leader == 0
     ctx.alter_topic_config("foo", min_isr=2)
-    records, answers = ctx.send_alter_partition(0, 100, "foo", [ctx.new_alter_partition("foo", isr_with_default_epoch(0))])
+    records, answers = ctx.send_alter_partition(
+        0, 100, "foo", [ctx.new_alter_partition("foo", isr_with_default_epoch(0))]
+    )
     ctx.replay(records)
     assert_consistent(ctx, answers[0])
     assert (ctx.get("foo").elr, ctx.get("foo").last_known_elr) == ((1, 2), ())
-    records, answers = ctx.send_alter_partition(0, 100, "foo", [
-        ctx.new_alter_partition("foo", isr_with_default_epoch(0, 1))])
+    records, answers = ctx.send_alter_partition(
+        0, 100, "foo", [ctx.new_alter_partition("foo", isr_with_default_epoch(0, 1))]
+    )
     ctx.replay(records)
     assert_consistent(ctx, answers[0])
     assert (ctx.get("foo").elr, ctx.get("foo").last_known_elr) == ((), ())
@@ -119,12 +121,26 @@ def test_eligible_leader_replicas_shrink_and_expand_isr_through_the_engine() -> 
     then expands it to [0, 1] (the ELR empties); each answer is the partition as replayed."""
     c = elr_cluster_with_foo(0, 1, 2, min_isr=2)
     for step, (isr, partition_epoch, elr) in enumerate((([0], 0, [1, 2]), ([0, 1], 1, []))):
-        out = c(f"alter-{step}", "AlterPartition", topic="foo", partition=0, broker_id=0, broker_epoch=100,
-                leader_epoch=0, partition_epoch=partition_epoch, isr=isr)
+        out = c(
+            f"alter-{step}",
+            "AlterPartition",
+            topic="foo",
+            partition=0,
+            broker_id=0,
+            broker_epoch=100,
+            leader_epoch=0,
+            partition_epoch=partition_epoch,
+            isr=isr,
+        )
         (answer,) = of_type(out, "AlterPartitionResult")
         p = foo0(c)
-        assert (answer["error"], answer["leader"], answer["leader_epoch"], answer["isr"], answer["partition_epoch"]) == (
-            None, p["leader"], p["leader_epoch"], p["isr"], p["partition_epoch"])
+        assert (
+            answer["error"],
+            answer["leader"],
+            answer["leader_epoch"],
+            answer["isr"],
+            answer["partition_epoch"],
+        ) == (None, p["leader"], p["leader_epoch"], p["isr"], p["partition_epoch"])
         assert (p["leader_epoch"], p["partition_epoch"]) == (0, partition_epoch + 1)
         assert elr_fields(p) == (0, isr, elr, [])
 
@@ -140,8 +156,13 @@ def test_eligible_leader_replicas_broker_fence_through_the_engine() -> None:
     c("b1-timeout", "BrokerFailure", broker_id=1)
     assert elr_fields(foo0(c)) == (0, [0], [1, 3], [])
     for b in (1, 2, 3):
-        assert of_type(c(f"b{b}-back", "BrokerStartup", broker_id=b, broker_epoch=100 + b),
-                       "PartitionChangeRecord") == []
+        assert (
+            of_type(
+                c(f"b{b}-back", "BrokerStartup", broker_id=b, broker_epoch=100 + b),
+                "PartitionChangeRecord",
+            )
+            == []
+        )
     assert elr_fields(foo0(c)) == (0, [0], [1, 3], [])
 
 
@@ -170,7 +191,9 @@ def test_eligible_leader_replicas_unclean_shutdown_through_the_engine() -> None:
         c(f"b{b}-timeout", "BrokerFailure", broker_id=b)
     assert elr_fields(foo0(c)) == (0, [0], [2, 3], [])
     out = c("b3-new", "BrokerStartup", broker_id=3, broker_epoch=203)
-    assert [ch.get("eligible_leader_replicas") for ch in of_type(out, "PartitionChangeRecord")] == [[2]]
+    assert [ch.get("eligible_leader_replicas") for ch in of_type(out, "PartitionChangeRecord")] == [
+        [2]
+    ]
     assert elr_fields(foo0(c)) == (0, [0], [2], [])
 
     out = c("b0-new", "BrokerStartup", broker_id=0, broker_epoch=200)
@@ -192,9 +215,22 @@ def test_unfencing_after_an_unclean_shutdown_elects_the_last_known_leader() -> N
     c("create", "TopicCreation", topic="bar", partitions={"0": [0]})
     out = c("b0-new", "BrokerStartup", broker_id=0, broker_epoch=200)
     unclean_shutdown, unfenced = of_type(out, "PartitionChangeRecord")
-    assert (unclean_shutdown["isr"], unclean_shutdown["leader"], unclean_shutdown["last_known_elr"]) == ([], -1, [0])
-    assert (unfenced["isr"], unfenced["leader"], unfenced["leader_recovery_state"], unfenced["last_known_elr"]) == (
-        [0], 0, 1, [])
+    assert (
+        unclean_shutdown["isr"],
+        unclean_shutdown["leader"],
+        unclean_shutdown["last_known_elr"],
+    ) == ([], -1, [0])
+    assert (
+        unfenced["isr"],
+        unfenced["leader"],
+        unfenced["leader_recovery_state"],
+        unfenced["last_known_elr"],
+    ) == ([0], 0, 1, [])
     p = c.state()["partitions"]["bar-0"]
-    assert (p["leader"], p["isr"], p["eligible_leader_replicas"], p["last_known_elr"], p["leader_recovery_state"]) == (
-        0, [0], [], [], "RECOVERING")
+    assert (
+        p["leader"],
+        p["isr"],
+        p["eligible_leader_replicas"],
+        p["last_known_elr"],
+        p["leader_recovery_state"],
+    ) == (0, [0], [], [], "RECOVERING")

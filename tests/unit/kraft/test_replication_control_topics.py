@@ -15,7 +15,6 @@ PartitionRecords).
 from __future__ import annotations
 
 from state_machines.kraft.kraft_view import directory_id, topic_id
-
 from tests.unit.kraft.engine_cluster import KRAFT_ELR, Cluster, of_type, partition_records
 
 
@@ -31,7 +30,9 @@ def test_create_topics() -> None:
     c("b1-down", "BrokerFailure", broker_id=1)
     c("b2-down", "BrokerFailure", broker_id=2)
     c("b0-shutdown", "ControlledShutdown", broker_id=0, broker_epoch=100)
-    assert c.state()["brokers"]["0"]["fenced"] or c.state()["brokers"]["0"]["in_controlled_shutdown"]
+    assert (
+        c.state()["brokers"]["0"]["fenced"] or c.state()["brokers"]["0"]["in_controlled_shutdown"]
+    )
     refused = c("create-fenced", "TopicCreation", topic="foo", partitions={"0": [1, 2, 0]})
     assert [r["type"] for r in refused] == ["StateChangeFailed"]
     assert "INVALID_REPLICA_ASSIGNMENT" in refused[0]["reason"]
@@ -43,7 +44,9 @@ def test_create_topics() -> None:
     out = c("create", "TopicCreation", topic="foo", partitions={"0": [1, 2, 0]})
     (topic,) = of_type(out, "TopicRecord")
     assert (topic["name"], topic["topic_id"]) == ("foo", topic_id("foo"))
-    assert partition_records(out) == {0: ([1, 2, 0], [1, 2, 0], 1, 0, 0, [directory_id(b) for b in (1, 2, 0)])}
+    assert partition_records(out) == {
+        0: ([1, 2, 0], [1, 2, 0], 1, 0, 0, [directory_id(b) for b in (1, 2, 0)])
+    }
     assert of_type(out, "PartitionRecord")[0]["topic_id"] == topic_id("foo")
     assert of_type(out, "PartitionRecord")[0]["leader_recovery_state"] == 0  # RECOVERED
 
@@ -61,27 +64,54 @@ def test_create_partitions() -> None:
     broker has one here; the directory a replica gets is test_kraft_cluster_describer's)."""
     c = Cluster()
     c.start(0, 1, 3)
-    for name, assignment in (("foo", [[0, 1], [1, 3], [3, 0]]), ("bar", [[0, 1], [1, 3], [3, 0], [0, 1]]),
-                             ("quux", [[1, 3], [3, 0]]), ("foo2", [[0, 1], [1, 3]])):
-        c(f"create-{name}", "TopicCreation", topic=name, partitions={str(i): r for i, r in enumerate(assignment)})
+    for name, assignment in (
+        ("foo", [[0, 1], [1, 3], [3, 0]]),
+        ("bar", [[0, 1], [1, 3], [3, 0], [0, 1]]),
+        ("quux", [[1, 3], [3, 0]]),
+        ("foo2", [[0, 1], [1, 3]]),
+    ):
+        c(
+            f"create-{name}",
+            "TopicCreation",
+            topic=name,
+            partitions={str(i): r for i, r in enumerate(assignment)},
+        )
 
     out = c("foo-5", "PartitionExpansion", topic="foo", partitions={"3": [0, 1], "4": [1, 3]})
     assert sorted(partition_records(out)) == [3, 4]
-    assert c("bar-3", "PartitionExpansion", topic="bar", partitions={"0": [0, 1], "1": [1, 3], "2": [3, 0]}) == []
+    assert (
+        c(
+            "bar-3",
+            "PartitionExpansion",
+            topic="bar",
+            partitions={"0": [0, 1], "1": [1, 3], "2": [3, 0]},
+        )
+        == []
+    )
     assert c("baz-3", "PartitionExpansion", topic="baz", partitions={"0": [0, 1]}) == []
-    assert c("quux-2", "PartitionExpansion", topic="quux", partitions={"0": [1, 3], "1": [3, 0]}) == []
+    assert (
+        c("quux-2", "PartitionExpansion", topic="quux", partitions={"0": [1, 3], "1": [3, 0]}) == []
+    )
 
     out = c("foo-6", "PartitionExpansion", topic="foo", partitions={"5": [1, 3]})
-    assert partition_records(out) == {5: ([1, 3], [1, 3], 1, 0, 0, [directory_id(1), directory_id(3)])}
+    assert partition_records(out) == {
+        5: ([1, 3], [1, 3], 1, 0, 0, [directory_id(1), directory_id(3)])
+    }
     (bar,) = c("bar-5", "PartitionExpansion", topic="bar", partitions={"4": [1]})
     assert (bar["type"], bar["reason"]) == (
-        "StateChangeFailed", "INVALID_REPLICA_ASSIGNMENT: The manual partition assignment includes a partition "
-        "with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s).")
+        "StateChangeFailed",
+        "INVALID_REPLICA_ASSIGNMENT: The manual partition assignment includes a partition "
+        "with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s).",
+    )
     (foo2,) = c("foo2-3", "PartitionExpansion", topic="foo2", partitions={"2": [2, 0]})
     assert (foo2["type"], foo2["reason"]) == (
-        "StateChangeFailed", "INVALID_REPLICA_ASSIGNMENT: The manual partition assignment includes broker 2, "
-        "but no such broker is registered.")
-    assert sorted(k for k in c.state()["partitions"] if k.startswith("foo-")) == [f"foo-{p}" for p in range(6)]
+        "StateChangeFailed",
+        "INVALID_REPLICA_ASSIGNMENT: The manual partition assignment includes broker 2, "
+        "but no such broker is registered.",
+    )
+    assert sorted(k for k in c.state()["partitions"] if k.startswith("foo-")) == [
+        f"foo-{p}" for p in range(6)
+    ]
     assert "bar-4" not in c.state()["partitions"] and "foo2-2" not in c.state()["partitions"]
 
 
@@ -92,12 +122,22 @@ def test_delete_topics() -> None:
     Kafka's findTopicNames/findTopicIds are listing APIs, not reproduced."""
     c = Cluster()
     c.start(0, 1)
-    out = c("create", "TopicCreation", topic="foo", partitions={"0": [0, 1], "1": [1, 0], "2": [0, 1]},
-            configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1"})
+    out = c(
+        "create",
+        "TopicCreation",
+        topic="foo",
+        partitions={"0": [0, 1], "1": [1, 0], "2": [0, 1]},
+        configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1"},
+    )
     assert sorted(partition_records(out)) == [0, 1, 2]
     assert sorted((r["name"], r["value"]) for r in of_type(out, "ConfigRecord")) == [
-        ("cleanup.policy", "compact"), ("min.cleanable.dirty.ratio", "0.1")]
-    assert c.state()["topics"]["foo"]["configs"] == {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1"}
+        ("cleanup.policy", "compact"),
+        ("min.cleanable.dirty.ratio", "0.1"),
+    ]
+    assert c.state()["topics"]["foo"]["configs"] == {
+        "cleanup.policy": "compact",
+        "min.cleanable.dirty.ratio": "0.1",
+    }
 
     assert c("delete-unknown", "TopicDeletion", topic="bar") == []
     out = c("delete", "TopicDeletion", topic="foo")
@@ -118,8 +158,17 @@ def test_eligible_leader_replicas_delete_topic() -> None:
     c.start(0, 1, 2)
     c("create", "TopicCreation", topic="foo", partitions={"0": [0, 1, 2]})
     c("min-isr", "TopicConfigChange", topic="foo", configs={"min.insync.replicas": "2"})
-    out = c("shrink", "AlterPartition", topic="foo", partition=0, broker_id=0, broker_epoch=100, leader_epoch=0,
-            partition_epoch=0, isr=[0])
+    out = c(
+        "shrink",
+        "AlterPartition",
+        topic="foo",
+        partition=0,
+        broker_id=0,
+        broker_epoch=100,
+        leader_epoch=0,
+        partition_epoch=0,
+        isr=[0],
+    )
     (answer,) = of_type(out, "AlterPartitionResult")
     assert (answer["error"], answer["isr"]) == (None, [0])
     foo0 = c.state()["partitions"]["foo-0"]
@@ -127,5 +176,9 @@ def test_eligible_leader_replicas_delete_topic() -> None:
 
     out = c("delete", "TopicDeletion", topic="foo")
     assert [r["type"] for r in out] == ["RemoveTopicRecord"]
-    assert [r["type"] for r in c("b1-down", "BrokerFailure", broker_id=1)] == ["BrokerRegistrationChangeRecord"]
-    assert [r["type"] for r in c("b0-down", "BrokerFailure", broker_id=0)] == ["BrokerRegistrationChangeRecord"]
+    assert [r["type"] for r in c("b1-down", "BrokerFailure", broker_id=1)] == [
+        "BrokerRegistrationChangeRecord"
+    ]
+    assert [r["type"] for r in c("b0-down", "BrokerFailure", broker_id=0)] == [
+        "BrokerRegistrationChangeRecord"
+    ]

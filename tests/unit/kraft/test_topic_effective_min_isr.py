@@ -31,18 +31,38 @@ def _run(events: list[dict[str, Any]]) -> tuple[Engine, list[dict[str, Any]]]:
 
 
 def test_min_isr_uses_partition_zero_replicas() -> None:
-    engine, records = _run([
-        {"type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101},
-        {"type": "BrokerStartup", "broker_id": 2, "broker_epoch": 102},
-        {"type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
-        {"type": "TopicCreation", "topic": "t0", "partitions": {"0": [1, 2], "1": [1, 2]},
-         "configs": {"min.insync.replicas": "2"}},
-        # partition 0 goes to one replica: Kafka's effective min ISR for t0 is now min(2, 1) = 1
-        {"type": "PartitionReassignment", "topic": "t0", "partition": 0, "target_replicas": [1]},
-        {"type": "AlterPartition", "topic": "t0", "partition": 0, "broker_id": 1, "leader_epoch": 1,
-         "partition_epoch": 1, "isr": [1], "leader_recovery_state": "RECOVERED", "broker_epoch": 101},
-        {"type": "ControlledShutdown", "broker_id": 1, "broker_epoch": 101},
-    ])
+    engine, records = _run(
+        [
+            {"type": "BrokerStartup", "broker_id": 1, "broker_epoch": 101},
+            {"type": "BrokerStartup", "broker_id": 2, "broker_epoch": 102},
+            {"type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
+            {
+                "type": "TopicCreation",
+                "topic": "t0",
+                "partitions": {"0": [1, 2], "1": [1, 2]},
+                "configs": {"min.insync.replicas": "2"},
+            },
+            # partition 0 goes to one replica: Kafka's effective min ISR for t0 is now min(2, 1) = 1
+            {
+                "type": "PartitionReassignment",
+                "topic": "t0",
+                "partition": 0,
+                "target_replicas": [1],
+            },
+            {
+                "type": "AlterPartition",
+                "topic": "t0",
+                "partition": 0,
+                "broker_id": 1,
+                "leader_epoch": 1,
+                "partition_epoch": 1,
+                "isr": [1],
+                "leader_recovery_state": "RECOVERED",
+                "broker_epoch": 101,
+            },
+            {"type": "ControlledShutdown", "broker_id": 1, "broker_epoch": 101},
+        ]
+    )
     assert engine.state_json()["partitions"]["t0-0"]["replicas"] == [1]
     t0_1 = [r for r in records if r["type"] == "PartitionChangeRecord" and r["partition"] == 1]
     assert t0_1 and t0_1[0]["isr"] == [2]
