@@ -21,7 +21,7 @@ from .tagged import TAGGED, from_jsonable, to_jsonable
 from .versions import COMPACT_VERSION, SCHEMA_VERSION, UnknownEncoding, check_compact
 
 
-def _op_out(op: Any) -> list:
+def _op_out(op: Any) -> list[Any]:
     if isinstance(op, commands.LoadPartition):
         a = op.assignment
         return [
@@ -39,7 +39,7 @@ def _op_out(op: Any) -> list:
     ]  # tuples encode as arrays
 
 
-def _op_in(a: list) -> Any:
+def _op_in(a: list[Any]) -> Any:
     name, args = a[0], a[1:]
     if name == "LoadPartition":
         return commands.LoadPartition(
@@ -55,8 +55,8 @@ def _op_in(a: list) -> Any:
 # a fan-out sends to every partition alike: the cause, the context and the op. The
 # sequencer encodes it once per run of equal commands and the partition stage decodes each
 # distinct one once (everything in it is immutable, so partitions can share the objects).
-_last_shared: list = [None, None, None, None, ""]  # ctx, op, cause_offset, cause_id, text
-_SHARED: dict[str, tuple] = {}
+_last_shared: list[Any] = [None, None, None, None, ""]  # ctx, op, cause_offset, cause_id, text
+_SHARED: dict[str, tuple[Any, ...]] = {}
 # The shared parts written lately, by the identity of their context and op (a fan-out over
 # a broker's partitions alternates between a few contexts, one per replica set): the
 # objects are kept beside the text, so an id is never taken for a later object's.
@@ -66,7 +66,7 @@ _SHARED_TEXT: dict[tuple[int, int, int, str | None], tuple[Any, Any, str]] = {}
 _CONTEXT_TEXT: dict[int, tuple[commands.PartitionContext, str]] = {}
 
 
-def _context_in(x: list) -> commands.PartitionContext:
+def _context_in(x: list[Any]) -> commands.PartitionContext:
     return commands.PartitionContext(x[0], x[1], x[2], x[3], brokers_in(x[4]))
 
 
@@ -163,7 +163,7 @@ def _generic_shared_text(c: commands.Command) -> str:
     return last[4]
 
 
-def _generic_shared(shared: str) -> tuple:
+def _generic_shared(shared: str) -> tuple[Any, ...]:
     doc = json.loads(shared)
     if doc.get("v") != SCHEMA_VERSION:
         raise UnknownEncoding(
@@ -183,7 +183,7 @@ def command_from_text(text: str) -> commands.Command:
     return commands.Command(topic, int(partition), *shared_parts(shared))
 
 
-def shared_parts(shared: str) -> tuple:
+def shared_parts(shared: str) -> tuple[Any, ...]:
     """The cause offset, cause id, context and op that `command_shared` wrote as `shared`
     (each distinct text decoded once: the values are immutable, and shared)."""
     parts = _SHARED.get(shared)
@@ -221,7 +221,7 @@ _OPS_IN: dict[str, Any] = {}
 _scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
-def _compact_shared(shared: str) -> tuple | None:
+def _compact_shared(shared: str) -> tuple[Any, ...] | None:
     cause_end = shared.find(",", len(_SHARED_HEAD))
     if cause_end < 0 or not shared.endswith("]"):
         return None

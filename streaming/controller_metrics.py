@@ -158,7 +158,7 @@ def _zk_counts_of(
 
 # A summary's own counts, by the counting (its function and arguments) and the summary's
 # id, with the summary (held, so that its id is not another object's while the entry lives).
-_COUNTS_OF: dict[tuple, dict[int, tuple[PartitionSummary, tuple[int, ...]]]] = {}
+_COUNTS_OF: dict[tuple[Any, ...], dict[int, tuple[PartitionSummary, tuple[int, ...]]]] = {}
 
 
 def _summed(
@@ -215,7 +215,12 @@ def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
 
 
 def _zk_changed(
-    before: tuple[int, ...], gone: list, came: list, rec: TopicRecord, min_isr: int, active: bool
+    before: tuple[int, ...],
+    gone: list[Any],
+    came: list[Any],
+    rec: TopicRecord,
+    min_isr: int,
+    active: bool,
 ) -> tuple[int, ...]:
     """`_zk_share` of `rec` from the share `before` of a record that differed from it only
     in the pairs `gone`, which `rec` holds as `came` (`_changed_summaries`)."""
@@ -257,7 +262,12 @@ def _kraft_counts_of(s: PartitionSummary, min_isr: int) -> tuple[int, ...]:
 
 
 def _kraft_changed(
-    before: tuple[int, ...], gone: list, came: list, rec: TopicRecord, min_isr: int, active: bool
+    before: tuple[int, ...],
+    gone: list[Any],
+    came: list[Any],
+    rec: TopicRecord,
+    min_isr: int,
+    active: bool,
 ) -> tuple[int, ...]:
     """`_kraft_share` of `rec` from the share `before`, as `_zk_changed`."""
     minus, plus = _kraft_summary_counts(gone, min_isr), _kraft_summary_counts(came, min_isr)
@@ -268,7 +278,7 @@ def _kraft_changed(
 _CHANGED: dict[Any, Any] = {_zk_share: _zk_changed, _kraft_share: _kraft_changed}
 
 
-def _changed_summaries(before: TopicRecord, rec: TopicRecord) -> tuple[list, list] | None:
+def _changed_summaries(before: TopicRecord, rec: TopicRecord) -> tuple[list[Any], list[Any]] | None:
     """The (partition, summary) pairs `before` held and `rec` holds instead, if the two
     records differ only there: the same partitions in the same order, and the same other
     fields the shares read. None otherwise, or if more than half the pairs changed (a

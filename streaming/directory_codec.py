@@ -25,7 +25,7 @@ _R = {s.value: s for s in ReplicaState}
 _P = {s.value: s for s in PartitionState}
 
 
-def directory_out(rec: Any) -> list:
+def directory_out(rec: Any) -> list[Any]:
     if isinstance(rec, directory.TopicRecord):
         out = [
             "T",
@@ -72,7 +72,7 @@ def directory_out(rec: Any) -> list:
     return out
 
 
-def directory_in(a: list) -> Any:
+def directory_in(a: list[Any]) -> Any:
     kind, version = a[0], a[1]
     check_compact("directory record", version)
     if kind == "T":
@@ -105,17 +105,17 @@ def directory_in(a: list) -> Any:
     raise UnknownEncoding(f"unknown directory record kind {kind!r}")
 
 
-def _partitions_in(partitions: list) -> tuple[tuple[int, tuple[int, ...]], ...]:
+def _partitions_in(partitions: list[Any]) -> tuple[tuple[int, tuple[int, ...]], ...]:
     return tuple((p, tuple(b)) for p, b in partitions)
 
 
 def _topic_record(
     partitions: tuple[tuple[int, tuple[int, ...]], ...],
-    configs: list,
+    configs: list[Any],
     queued: bool,
     started: bool,
     ineligible: bool,
-    mirror: list,
+    mirror: list[Any],
     summaries: tuple[tuple[int, commands.PartitionSummary], ...],
 ) -> directory.TopicRecord:
     """A topic's record from its partitions and summaries, decoded, and its other fields as
@@ -134,7 +134,7 @@ def _topic_record(
     )
 
 
-def _summary_out(p: int, m: commands.PartitionSummary) -> list:
+def _summary_out(p: int, m: commands.PartitionSummary) -> list[Any]:
     # the replica metrics' counts trail, absent when unknown (a summary read from a build
     # that did not keep them), which then reads back as unknown
     out = [p, m.state.value if m.state else None, m.preferred, m.leader]
@@ -144,7 +144,7 @@ def _summary_out(p: int, m: commands.PartitionSummary) -> list:
 
 
 # A cluster has few distinct summaries: decode each once (feedback lines too, `pipeline`).
-_SUMMARIES: dict[tuple, commands.PartitionSummary] = {}
+_SUMMARIES: dict[tuple[Any, ...], commands.PartitionSummary] = {}
 
 
 def summary_of(

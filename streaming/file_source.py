@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
@@ -74,13 +75,13 @@ class EventFilesReader(DataSourceStreamReader):
             total += self._line_counts[name]
         return total
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         return {"line": 0}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         if self.pause_file and os.path.exists(self.pause_file):
             return start  # the job is stopping: admit nothing new
         available = self._total_lines()
@@ -89,12 +90,12 @@ class EventFilesReader(DataSourceStreamReader):
             end = min(available, start["line"] + limit.max_rows)
         return {"line": max(end, start["line"])}
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         if end["line"] <= start["line"]:
             return []
         return [_LineRange(self.path, start["line"], end["line"])]
 
-    def read(self, partition: _LineRange) -> Iterator[tuple]:  # type: ignore[override]
+    def read(self, partition: _LineRange) -> Iterator[tuple[Any, ...]]:  # type: ignore[override]
         index = 0
         for name in _complete_files(partition.path):
             if index >= partition.end:
@@ -109,7 +110,7 @@ class EventFilesReader(DataSourceStreamReader):
                     if index >= partition.end:
                         break
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         pass
 
 
@@ -149,10 +150,10 @@ class FeedbackReader(DataSourceStreamReader):
         self.path = options["path"]
         self.pause_file = options.get("shadow.pauseFile")
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         return {"batch": -1}
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         if self.pause_file and os.path.exists(self.pause_file):
             # the job is stopping: a feedback file (deletion reports, summaries, a wake)
             # must not plan a batch the stop would abandon; a restart reads it
@@ -160,12 +161,12 @@ class FeedbackReader(DataSourceStreamReader):
         batches = _feedback_batches(self.path)
         return {"batch": max([start["batch"], *batches])}
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         if end["batch"] <= start["batch"]:
             return []
         return [_BatchFiles(self.path, start["batch"], end["batch"])]
 
-    def read(self, partition: _BatchFiles) -> Iterator[tuple]:  # type: ignore[override]
+    def read(self, partition: _BatchFiles) -> Iterator[tuple[Any, ...]]:  # type: ignore[override]
         """Each feedback file's lines, joined by newlines into rows of about
         FEEDBACK_ROW_CHARS characters: a creation of a million partitions sends a million
         summaries, which cost far less as a few thousand rows (the sequencer splits them)."""
@@ -178,7 +179,7 @@ class FeedbackReader(DataSourceStreamReader):
                             break
                         yield (batch, "".join(chunk).rstrip("\n"))
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         pass
 
 

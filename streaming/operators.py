@@ -293,7 +293,7 @@ def partition_stage(
     under the batch's parts directory, and only the other rows leave the stage."""
 
     def apply(
-        key: tuple, pdfs: Iterator[pd.DataFrame], state: GroupState
+        key: tuple[Any, ...], pdfs: Iterator[pd.DataFrame], state: GroupState
     ) -> Iterator[pd.DataFrame]:
         collect_less()
         with paused():

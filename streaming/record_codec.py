@@ -21,7 +21,7 @@ _P = {s.value: s for s in PartitionState}
 _LRS = LeaderRecoveryState
 
 
-def la_out(la: model.LeaderAndIsr | None) -> list | None:
+def la_out(la: model.LeaderAndIsr | None) -> list[Any] | None:
     if la is None:
         return None
     return [
@@ -37,18 +37,18 @@ def la_out(la: model.LeaderAndIsr | None) -> list | None:
 _LRS_BY_NAME = {s.value: s for s in _LRS}
 
 
-def la_in(a: list | None) -> model.LeaderAndIsr | None:
+def la_in(a: list[Any] | None) -> model.LeaderAndIsr | None:
     if a is None:
         return None
     return model.LeaderAndIsr(a[0], a[1], tuple(a[2]), a[3], _LRS_BY_NAME[a[4]], a[5])
 
 
-def brokers_out(brokers: tuple) -> list:
+def brokers_out(brokers: tuple[Any, ...]) -> list[Any]:
     return [[b, f.registered, f.shutting_down, f.broker_epoch] for b, f in brokers]
 
 
 # A cluster has few distinct broker facts and every partition holds a few: decode each once.
-_FACTS: dict[tuple, model.BrokerFact] = {}
+_FACTS: dict[tuple[Any, ...], model.BrokerFact] = {}
 
 
 def _fact(registered: bool, shutting_down: bool, epoch: int | None) -> model.BrokerFact:
@@ -64,10 +64,10 @@ def _fact(registered: bool, shutting_down: bool, epoch: int | None) -> model.Bro
 # Partitions with the same replicas hold the same view of their brokers: decode each view
 # once and let them share it (the partition step works out a view's update once for all
 # the partitions that share it: state_machines/partition.py, `_begin`).
-_VIEWS: dict[tuple, tuple] = {}
+_VIEWS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
-def brokers_in(a: list) -> tuple:
+def brokers_in(a: list[Any]) -> tuple[Any, ...]:
     key = tuple(map(tuple, a))
     view = _VIEWS.get(key)
     if view is None:
@@ -77,7 +77,7 @@ def brokers_in(a: list) -> tuple:
     return view
 
 
-def record_out(r: partition.PartitionRecord) -> list:
+def record_out(r: partition.PartitionRecord) -> list[Any]:
     a = r.assignment
     out = [
         COMPACT_VERSION,
@@ -143,7 +143,7 @@ def _started_text(started: tuple[int, int | None]) -> str:
     return f",[{offset},{'null' if ts is None else ts}]"
 
 
-def record_in(a: list) -> partition.PartitionRecord:
+def record_in(a: list[Any]) -> partition.PartitionRecord:
     check_compact("partition state", a[0])
     return partition.PartitionRecord(
         a[1],
@@ -168,7 +168,7 @@ def record_in(a: list) -> partition.PartitionRecord:
 # any other text is decoded whole.
 _RECORD_HEAD = f'[{COMPACT_VERSION},"'
 _TOPIC_START = len(_RECORD_HEAD)
-_TAILS: dict[str, tuple] = {}
+_TAILS: dict[str, tuple[Any, ...]] = {}
 
 
 def record_from_text(text: str) -> partition.PartitionRecord:

@@ -106,7 +106,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     )
                 time.sleep(0.2)  # backoff between queries, watching the pause file
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         return offsets_to_json(
             self._until_answered(
                 lambda: resolve_offsets(
@@ -128,7 +128,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             lambda: self.offsets.latest(self.offsets.topic_partitions())
         )
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         if self.options.paused():
             return start  # the job is stopping (streaming.runner): admit nothing new
         begin = offsets_from_json(start)
@@ -164,18 +164,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         }
         return offsets_to_json(end)
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, Any] | None:
         # the progress's `latestOffset`: with `endOffset`, the job's lag
         return None if self._available is None else offsets_to_json(self._available)
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         return plan_partitions(offsets_from_json(start), offsets_from_json(end), self.options)
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, KafkaInputPartition)
         return read_range(self.options, partition)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         # Spark's checkpoint is the source of truth; nothing is committed to Kafka.
         pass
 
