@@ -1,0 +1,199 @@
+"""Per-version decoders of the record bodies, compiled once from the tables in `schemas.py`.
+
+A generated message's `read(Readable, version)` in Kafka walks the fields the version has,
+in order, then the tagged-field section (`_readable.readUnsignedVarint()` fields, each a tag,
+a size and the data; unknown tags are kept aside, here skipped). Interpreting the table per
+record would cost several times the decoding itself, so each (schema, version) becomes one
+Python function, written out as source: runs of fixed-size fields are one
+`struct.unpack_from`, one-byte varints (every length under 128) are read inline, and the
+fields a version lacks are constants. The result is the fields as a dict keyed by
+snake_case name. A read past the end raises IndexError or struct.error, which
+`records.decode_metadata` turns into a `RecordDecodeError`; so does a body whose length
+does not match what the fields consumed.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from .errors import RecordDecodeError
+from .schemas import Field, Schema
+from .wire import read_uvarint, uuid_text
+
+Decoder = Callable[[bytes, int], tuple[dict[str, Any], int]]
+
+_FIXED = {"int8": "b", "int16": "h", "uint16": "H", "int32": "i", "int64": "q", "float64": "d"}
+_FIXED["bool"] = "?"
+_SIZES = {"b": 1, "h": 2, "H": 2, "i": 4, "q": 8, "d": 8, "?": 1}
+
+_INT32_ARRAYS = [struct.Struct(f">{n}i").unpack_from for n in range(256)]
+
+
+def _int32s(b: bytes, p: int, n: int) -> tuple[int, ...]:
+    if p + 4 * n > len(b):
+        raise RecordDecodeError(f"an array of {n} int32s runs past the end")
+    if n < 256:
+        return _INT32_ARRAYS[n](b, p)
+    return struct.unpack_from(f">{n}i", b, p)
+
+
+def _null(name: str) -> RecordDecodeError:
+    return RecordDecodeError(f"non-nullable field {name} was serialized as null")
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict[str, object] = {}
+        self.count = 0
+
+    def emit(self, indent: int, text: str) -> None:
+        self.lines.append("    " * indent + text)
+
+    def const(self, value: object) -> str:
+        self.count += 1
+        name = f"_c{self.count}"
+        self.names[name] = value
+        return name
+
+    def uvar(self, indent: int, var: str) -> None:
+        self.emit(indent, f"{var} = b[p]")
+        self.emit(indent, "p += 1")
+        self.emit(indent, f"if {var} > 127: {var}, p = _uvar(b, p - 1)")
+
+
+def _read_field(w: _Writer, indent: int, f: Field, version: int, var: str) -> None:
+    """Source reading one non-fixed field into `var` at `p`."""
+    t = f.type
+    if t in _FIXED:
+        fmt = _FIXED[t]
+        w.emit(indent, f"{var}, = {w.const(struct.Struct('>' + fmt).unpack_from)}(b, p)")
+        w.emit(indent, f"p += {_SIZES[fmt]}")
+    elif t == "uuid":
+        w.emit(indent, f"{var} = _uuid(b[p:p + 16])")
+        w.emit(indent, "p += 16")
+    elif t in ("string", "bytes") or t.startswith("[]"):
+        w.uvar(indent, "n")
+        w.emit(indent, "if n == 0:")
+        if f.is_nullable(version):
+            w.emit(indent + 1, f"{var} = None")
+        else:
+            w.emit(indent + 1, f"raise _null({f.name!r})")
+        w.emit(indent, "else:")
+        w.emit(indent + 1, "n -= 1")
+        inner = indent + 1
+        if t == "string":
+            w.emit(inner, f"{var} = str(b[p:p + n], 'utf-8')")
+            w.emit(inner, "p += n")
+        elif t == "bytes":
+            w.emit(inner, f"{var} = bytes(b[p:p + n])")
+            w.emit(inner, "p += n")
+        elif t == "[]int32":
+            w.emit(inner, f"{var} = _int32s(b, p, n)")
+            w.emit(inner, "p += 4 * n")
+        elif t == "[]uuid":
+            w.emit(inner, "if p + 16 * n > len(b): raise _E('an array of uuids runs past the end')")
+            w.emit(inner, f"{var} = tuple([_uuid(b[q:q + 16]) for q in range(p, p + 16 * n, 16)])")
+            w.emit(inner, "p += 16 * n")
+        elif t == "[]string":
+            w.emit(inner, "if n > len(b) - p: raise _E('an array runs past the end')")
+            w.emit(inner, "a = []")
+            w.emit(inner, "for _ in range(n):")
+            w.uvar(inner + 1, "m")
+            w.emit(inner + 1, "if m == 0: raise _null('an element of " + f.name + "')")
+            w.emit(inner + 1, "a.append(str(b[p:p + m - 1], 'utf-8'))")
+            w.emit(inner + 1, "p += m - 1")
+            w.emit(inner, f"{var} = tuple(a)")
+        elif t == "[]":
+            sub = w.const(compile_struct(f.fields, version))
+            w.emit(inner, "if n > len(b) - p: raise _E('an array runs past the end')")
+            w.emit(inner, "a = []")
+            w.emit(inner, "for _ in range(n):")
+            w.emit(inner + 1, f"e, p = {sub}(b, p)")
+            w.emit(inner + 1, "a.append(e)")
+            w.emit(inner, f"{var} = tuple(a)")
+        else:
+            raise ValueError(f"no decoder for type {t} of {f.name}")
+    elif t == "{}":
+        sub = w.const(compile_struct(f.fields, version))
+        w.emit(indent, f"{var}, p = {sub}(b, p)")
+    else:
+        raise ValueError(f"no decoder for type {t} of {f.name}")
+
+
+def _body(w: _Writer, fields: tuple[Field, ...], version: int, where: str) -> None:
+    """The source of a body (or struct): its fields, then its tagged fields, into v<i>."""
+    run: list[tuple[int, Field]] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        fmt = ">" + "".join(_FIXED[f.type] for _, f in run)
+        targets = ", ".join(f"v{i}" for i, _ in run) + ","
+        w.emit(1, f"{targets} = {w.const(struct.Struct(fmt).unpack_from)}(b, p)")
+        w.emit(1, f"p += {struct.calcsize(fmt)}")
+        run.clear()
+
+    tagged: list[tuple[int, Field]] = []
+    for i, f in enumerate(fields):
+        if not f.present(version):
+            w.emit(1, f"v{i} = {w.const(f.default)}")
+        elif f.tagged(version):
+            w.emit(1, f"v{i} = {w.const(f.default)}")
+            tagged.append((i, f))
+        elif f.type in _FIXED:
+            run.append((i, f))
+        else:
+            flush()
+            _read_field(w, 1, f, version, f"v{i}")
+    flush()
+    w.uvar(1, "nt")
+    w.emit(1, "for _ in range(nt):")
+    w.uvar(2, "tag")
+    w.uvar(2, "size")
+    w.emit(2, "q = p + size")
+    keyword = "if"
+    for i, f in sorted(tagged, key=lambda item: item[1].tag or 0):
+        w.emit(2, f"{keyword} tag == {f.tag}:")
+        _read_field(w, 3, f, version, f"v{i}")
+        w.emit(3, "if p != q:")
+        w.emit(4, f"raise _E('tagged field {f.name} of {where}: size ' + str(size) + ' but read '")
+        w.emit(4, "         + str(size + p - q))")
+        keyword = "elif"
+    w.emit(2, "p = q  # an unknown tag is skipped, as Kafka keeps it aside")
+    items = ", ".join(f"{f.key!r}: v{i}" for i, f in enumerate(fields))
+    w.emit(1, f"return {{{items}}}, p")
+
+
+def _compile(fields: tuple[Field, ...], version: int, where: str) -> Decoder:
+    w = _Writer()
+    w.emit(0, "def decode(b, p):")
+    _body(w, fields, version, where)
+    namespace: dict[str, Any] = {
+        "_uvar": read_uvarint,
+        "_uuid": uuid_text,
+        "_int32s": _int32s,
+        "_null": _null,
+        "_E": RecordDecodeError,
+        **w.names,
+    }
+    exec(compile("\n".join(w.lines), f"<decoder of {where}>", "exec"), namespace)
+    return namespace["decode"]  # type: ignore[no-any-return]
+
+
+def compile_struct(fields: tuple[Field, ...], version: int) -> Decoder:
+    return _compile(fields, version, "a struct")
+
+
+def compile_schema(schema: Schema) -> dict[int, Decoder]:
+    """One decoder per valid version of the schema."""
+    high = schema.valid.high
+    assert high is not None, schema.name
+    for f in schema.fields:
+        assert f.tag is None or f.versions == f.versions, f.name
+    return {
+        version: _compile(schema.fields, version, f"{schema.name} v{version}")
+        for version in range(schema.valid.low, high + 1)
+    }
