@@ -337,6 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .bridge import add_parser as add_bridge_parser
     from .health import add_parser as add_health_parser
     from .inspect import add_parser as add_inspect_parser
+    from .metadata_log_cli import add_parser as add_metadata_log_parser
     from .replay import add_parser as add_replay_parser
     from .timeline import add_parser as add_timeline_parser
     from .what_if import add_parser as add_what_if_parser
@@ -347,6 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_timeline_parser(sub)
     add_health_parser(sub)
     add_what_if_parser(sub)
+    add_metadata_log_parser(sub)
     return parser
 
 

@@ -245,18 +245,24 @@ def read_batches(
     try:
         fh = open(path, "rb")  # noqa: SIM115 (closed by the `with` below)
     except OSError as exc:
-        raise MetadataLogError(name, start_position, exc.strerror or str(exc)) from None
+        raise MetadataLogError(name, None, (exc.strerror or str(exc)).lower()) from None
     with fh:
         size = fh.seek(0, 2)
         if size <= start_position:
             return
         with mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) as mm:
             p = start_position
-            while size - p >= HEADER_SIZE_UP_TO_MAGIC:
+            while size - p > HEADER_SIZE_UP_TO_MAGIC:
                 (length,) = struct.unpack_from(">i", mm, p + 8)
                 total = LOG_OVERHEAD + length
+                reason = ""
                 if length < HEADER_SIZE - LOG_OVERHEAD:
                     reason = f"batch length {length} is below the v2 header's 49 bytes"
+                elif mm[p + 16] != 2:
+                    # the magic comes with the length in the first write of a batch: a bad
+                    # one is corruption (or not a log file), not a batch being written
+                    reason = f"record batch magic {mm[p + 16]}: only format v2 (magic 2) is read"
+                if reason:
                     if not skip_corrupt:
                         raise MetadataLogError(name, p, reason)
                     yield CorruptBatch(name, p, reason + "; the rest of the file is not read")
@@ -290,11 +296,11 @@ def log_files(paths: Iterable[str | Path]) -> list[Path]:
             found.sort(key=lambda f: (not f.name.endswith(".checkpoint"), file_base_offset(f)))
             if not found:
                 raise MetadataLogError(
-                    str(path), 0, "no segment (.log) or snapshot (.checkpoint) files in it"
+                    str(path), None, "no segment (.log) or snapshot (.checkpoint) files in it"
                 )
             out += found
         elif path.exists():
             out.append(path)
         else:
-            raise MetadataLogError(str(path), 0, "no such file or directory")
+            raise MetadataLogError(str(path), None, "no such file or directory")
     return out

@@ -21,8 +21,9 @@ class MetadataLogError(UsageError):
     """A batch that cannot be read: a bad CRC or magic, a truncated or corrupt batch, a
     record that does not decode. Its text is one line: `<path>: byte <position>: <reason>`."""
 
-    def __init__(self, path: str, position: int, reason: str) -> None:
-        super().__init__(f"{path}: byte {position}: {reason}")
+    def __init__(self, path: str, position: int | None, reason: str) -> None:
+        where = f"{path}: byte {position}" if position is not None else path
+        super().__init__(f"{where}: {reason}")
         self.path = path
         self.position = position
         self.reason = reason

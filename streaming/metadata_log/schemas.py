@@ -77,6 +77,16 @@ class Field:
     def is_nullable(self, version: int) -> bool:
         return version in self.nullable
 
+    def is_default(self, value: object) -> bool:
+        """The generators' non-default check, which decides whether a tagged field is
+        written (and shown by the JsonConverters): null against a null default, an empty
+        array against an empty one, equality otherwise."""
+        if self.default is None or value is None:
+            return value is None and self.default is None
+        if self.type.startswith("[]"):
+            return len(value) == 0  # type: ignore[arg-type]
+        return bool(value == self.default)
+
 
 @dataclass(frozen=True, slots=True)
 class Schema:

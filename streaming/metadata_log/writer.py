@@ -53,12 +53,6 @@ def _value(f: Field, version: int, value: Any, where: str) -> bytes:
     raise ValueError(f"{where}: no encoder for type {t} of {f.name}")
 
 
-def _is_default(f: Field, value: Any) -> bool:
-    if f.type.startswith("[]") and f.default is not None and value is not None:
-        return len(value) == 0
-    return bool(value == f.default) and (value is None) == (f.default is None)
-
-
 def write_body(
     fields: tuple[Field, ...], version: int, values: Mapping[str, Any], where: str
 ) -> bytes:
@@ -72,13 +66,13 @@ def write_body(
     for f in fields:
         value = values.get(f.key, f.default)
         if not f.present(version):
-            if not _is_default(f, value):
+            if not f.is_default(value):
                 raise ValueError(
                     f"{where}: attempted to write a non-default {f.name} at version {version}"
                 )
             continue
         if f.tagged(version):
-            if not _is_default(f, value):
+            if not f.is_default(value):
                 assert f.tag is not None
                 tagged.append((f.tag, _value(f, version, value, where)))
             continue
