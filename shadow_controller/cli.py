@@ -29,6 +29,7 @@ from streaming import exits
 from streaming.collector import run_settled
 from streaming.exits import UsageError
 from streaming.preflight import check_broker, check_output_file, check_readable_file, quiet_client
+from streaming.spark_log import set_verbose
 
 from .console import PROG, PROGRESS_DELAY_S, report
 from .errors import Interrupted
@@ -298,7 +299,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="zk",
         help="the rule set: the ZK controller's (default) or KRaft's quorum controller's",
     )
-    demo.add_argument("--verbose", action="store_true")
+    demo.add_argument(
+        "--verbose",
+        action="store_true",
+        help="log the job's progress, and show Spark's own output instead of its log file",
+    )
     demo.set_defaults(func=cmd_demo)
 
     prod = sub.add_parser("produce", help="write an events file to a Kafka topic")
@@ -349,11 +354,25 @@ def build_parser() -> argparse.ArgumentParser:
     add_health_parser(sub)
     add_what_if_parser(sub)
     add_metadata_log_parser(sub)
+    for name in SPARK_COMMANDS:
+        command = sub.choices[name]
+        if "--verbose" not in command._option_string_actions:
+            command.add_argument(
+                "--verbose",
+                action="store_true",
+                help="show Spark's own output here instead of in its log file",
+            )
     return parser
+
+
+# the commands that start Spark: its output goes to a log file unless --verbose
+# (streaming/spark_log.py)
+SPARK_COMMANDS = ("run", "demo", "replay", "inspect", "health", "what-if")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    set_verbose(getattr(args, "verbose", False))
     try:
         return int(args.func(args) or 0)
     except ShadowControllerError as exc:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -34,6 +36,7 @@ from .operators import (
 )
 from .settings.schema import JobSettings
 from .sink import BatchSink
+from .spark_log import jvm_output
 from .storage import partition_storage
 
 
@@ -42,7 +45,12 @@ def spark_session(
     app_name: str = "kafka-shadow-controller",
     master: str | None = None,
     extra: dict[str, str] | None = None,
+    own_session: bool = False,
+    announce: Callable[[Path], None] | None = None,
 ) -> SparkSession:
+    """The job's session. A JVM this call starts writes to a log file, not the terminal
+    (`spark_log.py`, which says why); in a session of its own if `own_session`; `announce`
+    is told the log's path (default: one line on stderr)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -73,7 +81,8 @@ def spark_session(
     conf.update(extra or {})
     for k, v in conf.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    with jvm_output(app_name, own_session, announce):
+        spark = builder.getOrCreate()
     spark.dataSource.register(EventFilesSource)
     spark.dataSource.register(FeedbackSource)
     try:

@@ -11,18 +11,16 @@ exit code (`exits.py`): 0 after a stop or the end of the input, 4 when the query
 The JVM runs in a session of its own, so a signal to the driver's process group (`kill --
 -PGID`, a terminal's Ctrl-C) reaches only the driver, which then stops Spark itself; the
 JVM still ends with the driver (it exits when its stdin, a pipe from the driver, closes).
+Its output goes to a log file (`spark_log.py`), named once in the job's log.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
@@ -119,8 +117,9 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
     clear_outage(outage_file_for(settings.pause_file))  # left by a run that ended in an outage
     signals = StopSignals(settings)
     with signals.installed():
-        with _jvm_in_own_session():
-            spark = spark_session(settings, master=master, extra=spark_conf)
+        spark = spark_session(
+            settings, master=master, extra=spark_conf, own_session=True, announce=_say_where
+        )
         signals.jvm_pid = _jvm_pid()
         try:
             spark.sparkContext.setLogLevel("WARN")
@@ -177,65 +176,8 @@ def _serve_metrics(sink: BatchSink, port: int | None) -> Any:
     return endpoint
 
 
-@contextlib.contextmanager
-def _jvm_in_own_session() -> Iterator[None]:
-    """Start Spark's JVM (if this call starts it) in a session of its own: a signal to the
-    driver's process group must not reach the JVM and its Python workers, which would end
-    the running batch before the driver could commit or abandon it. pyspark's
-    `launch_gateway` takes Popen arguments; the session builder does not pass any, so the
-    one call that starts the JVM is wrapped for the duration. The JVM's stderr (its log,
-    and what its Python workers print) comes through the driver, less `WORKER_CHATTER`."""
-    import pyspark.core.context as context
-
-    launch = context.launch_gateway
-
-    def launch_in_own_session(conf: Any = None, popen_kwargs: dict[str, Any] | None = None) -> Any:
-        gateway = launch(
-            conf, {**(popen_kwargs or {}), "start_new_session": True, "stderr": subprocess.PIPE}
-        )
-        if (
-            gateway.proc is not None
-        ):  # None under spark-submit: its JVM was there first and logs itself
-            threading.Thread(
-                target=_forward_jvm_stderr,
-                args=(gateway.proc.stderr,),
-                name="jvm-stderr",
-                daemon=True,
-            ).start()
-        return gateway
-
-    context.launch_gateway = launch_in_own_session
-    try:
-        yield
-    finally:
-        context.launch_gateway = launch
-
-
-# What pyspark's transform-with-state worker prints (to the JVM's stderr) whenever a query
-# starts: five lines, each followed by an empty one
-# (pyspark/sql/streaming/transform_with_state_driver_worker.py).
-WORKER_CHATTER = (
-    b"Starting Streaming TransformWithStateInPandas Python worker",
-    b"Streaming TransformWithStateInPandas Python worker ",
-)
-
-
-def _forward_jvm_stderr(stream: Any) -> None:
-    """Copy the JVM's stderr to ours, line by line, less WORKER_CHATTER. Keeps reading
-    whatever happens: a full pipe would stop the JVM."""
-    after_chatter = False
-    for line in iter(stream.readline, b""):
-        if line.startswith(WORKER_CHATTER) or (after_chatter and not line.strip()):
-            after_chatter = True
-            continue
-        after_chatter = False
-        with contextlib.suppress(Exception):
-            if hasattr(sys.stderr, "buffer"):
-                sys.stderr.flush()
-                sys.stderr.buffer.write(line)
-            else:
-                sys.stderr.write(line.decode(errors="replace"))
-            sys.stderr.flush()
+def _say_where(path: Path) -> None:
+    log.info("Spark's log: %s (--verbose shows it here)", path)
 
 
 def _not_an_interrupted_batch(record: logging.LogRecord) -> bool:
