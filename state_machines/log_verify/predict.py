@@ -1,0 +1,236 @@
+"""What the project's KRaft rules write for each kind of controller event, from the log's
+state before it (log_state.py). Each function names the Kafka method it stands for; the
+rules themselves are state_machines/kraft/ (ReplicationControlManager's handlers, the
+PartitionChangeBuilder, `alterPartition`).
+
+A decision is predicted per partition: a `PartitionChange` (the record and the partition
+after it) or None (the handler leaves the partition alone). An input that the rules refuse
+is an `ApiError` instead.
+
+A PartitionChangeRecord that no broker or topic record anchors (see verifier.py) is
+explained by `explanations`: the requests and periodic tasks that could have written it,
+each with what the rules write for it; the first one that writes exactly the log's record
+explains it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..kraft import replication_control as rc
+from ..kraft.alter_partition import alter_partition
+from ..kraft.cluster_control import BrokerRegistry
+from ..kraft.messages import AlterPartitionPartitionData, ApiError, BrokerState
+from ..kraft.partition_change_builder import PartitionChange
+from ..kraft.partition_registration import PartitionRegistration
+from ..kraft.records import NO_LEADER_CHANGE, PartitionChangeRecord
+from ..model import NO_LEADER
+from .log_state import LogState, TopicPartition
+
+Handler = Callable[
+    [PartitionRegistration, rc.TopicContext, int, BrokerRegistry, int], PartitionChange | None
+]
+
+# Kafka's handlers (ReplicationControlManager) for the broker events, by the name the report uses
+HANDLERS: dict[str, tuple[str, Handler]] = {
+    "BrokerFenced": ("ReplicationControlManager.handleBrokerFenced", rc.handle_broker_fenced),
+    "BrokerUnfenced": ("ReplicationControlManager.handleBrokerUnfenced", rc.handle_broker_unfenced),
+    "ControlledShutdown": (
+        "ReplicationControlManager.handleBrokerInControlledShutdown",
+        rc.handle_broker_in_controlled_shutdown,
+    ),
+    "BrokerUnregistered": (
+        "ReplicationControlManager.handleBrokerUnregistered",
+        rc.handle_broker_unregistered,
+    ),
+    "BrokerShutdown": (
+        "ReplicationControlManager.handleBrokerShutdown (4.0, a clean shutdown or no ELR; from "
+        "ClusterControlManager.registerBroker)",
+        rc.handle_broker_fenced,
+    ),
+    "BrokerRegistration": (
+        "ReplicationControlManager.handleBrokerUncleanShutdown (from ClusterControlManager"
+        ".registerBroker)",
+        rc.handle_broker_unclean_shutdown,
+    ),
+}
+
+
+def handler_targets(state: LogState, kind: str, broker_id: int) -> list[TopicPartition]:
+    """The partitions Kafka's index hands the handler (`BrokersToIsrs`, `BrokersToElrs`)."""
+    if kind == "BrokerUnfenced":
+        return state.without_leader()  # partitionsWithNoLeader
+    targets = state.with_broker_in_isr(broker_id)  # partitionsWithBrokerInIsr
+    if kind in ("BrokerUnregistered", "BrokerRegistration"):
+        targets += state.with_broker_in_elr(broker_id)  # partitionsWithBrokerInElr
+    return targets
+
+
+def broker_event(
+    state: LogState, kind: str, broker_id: int, targets: Iterable[TopicPartition]
+) -> dict[TopicPartition, PartitionChange | None]:
+    """`generateLeaderAndIsrUpdates` over `targets` for the broker event `kind`."""
+    _, handler = HANDLERS[kind]
+    registry = state.registry
+    out: dict[TopicPartition, PartitionChange | None] = {}
+    for tp in targets:
+        reg = state.partition(*tp)
+        if reg is not None:
+            out[tp] = handler(reg, state.context(tp[0]), tp[1], registry, broker_id)
+    return out
+
+
+# -- explanations of a PartitionChangeRecord no broker record anchors -----------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    kind: str  # the report's name of the cause
+    method: str  # Kafka's method
+    change: PartitionChange | None  # what the rules write (None: nothing)
+    refused: ApiError | None = None  # the rules refuse the input
+    admin_unclean: bool = False  # an admin asked for an unclean election (allowed anyway)
+
+
+ALTER_PARTITION = ("AlterPartition", "ReplicationControlManager.alterPartition")
+REASSIGNMENT = (
+    "AlterPartitionReassignments",
+    "ReplicationControlManager.alterPartitionReassignment",
+)
+PREFERRED = (
+    "PreferredElection",
+    "ReplicationControlManager.electLeader (PREFERRED: ElectLeaders, or "
+    "maybeBalancePartitionLeaders)",
+)
+UNCLEAN = (
+    "UncleanElection",
+    "ReplicationControlManager.electLeader (UNCLEAN: ElectLeaders, or maybeElectUncleanLeaders)",
+)
+
+
+def _alter_partition(
+    state: LogState,
+    tp: TopicPartition,
+    old: PartitionRegistration,
+    isr: tuple[int, ...],
+    lrs: object,
+) -> Explanation:
+    """An AlterPartition from the partition's leader (the only broker Kafka accepts one
+    from: `validateAlterPartitionData`) at the current epochs, asking for `isr`."""
+    kind, method = ALTER_PARTITION
+    data = AlterPartitionPartitionData(
+        tp[1],
+        old.leader_epoch,
+        old.partition_epoch,
+        tuple(BrokerState(b) for b in isr),
+        lrs if lrs is not None else old.leader_recovery_state,  # type: ignore[arg-type]
+    )
+    records, after, answer = alter_partition(
+        old, state.context(tp[0]), state.registry, old.leader, 3, data
+    )
+    if answer.error not in ("NONE", "NEW_LEADER_ELECTED"):
+        why = _ALTER_PARTITION_REFUSALS.get(answer.error, answer.error)
+        return Explanation(kind, method, None, ApiError(answer.error, why))
+    if not records or after is None:
+        return Explanation(kind, method, None)
+    record = records[0].message
+    assert isinstance(record, PartitionChangeRecord)
+    return Explanation(kind, method, PartitionChange(record, records[0].version, after))
+
+
+_ALTER_PARTITION_REFUSALS = {
+    "INVALID_REQUEST": "an ISR that leaves out the partition's leader, repeats a broker or names a "
+    "non-replica, or an AlterPartition from a broker that is not the leader",
+    "INELIGIBLE_REPLICA": "an ISR that adds a broker that is fenced, shutting down or unregistered",
+}
+
+
+def _reassign(
+    state: LogState,
+    tp: TopicPartition,
+    old: PartitionRegistration,
+    target: tuple[int, ...] | None,
+) -> Explanation:
+    kind, method = REASSIGNMENT
+    records, after, error = rc.alter_partition_reassignment(
+        old, state.context(tp[0]), tp[1], state.registry, target
+    )
+    if not error.is_success:
+        return Explanation(kind, method, None, error)
+    if not records:
+        return Explanation(kind, method, None)
+    record = records[0].message
+    assert isinstance(record, PartitionChangeRecord)
+    return Explanation(kind, method, PartitionChange(record, records[0].version, after))
+
+
+def _elect(
+    state: LogState, tp: TopicPartition, old: PartitionRegistration, election: str
+) -> Explanation:
+    kind, method = PREFERRED if election == "PREFERRED" else UNCLEAN
+    records, after, error = rc.elect_leader(
+        old,
+        state.context(tp[0]),
+        tp[1],
+        state.registry,
+        election,  # type: ignore[arg-type]
+    )
+    if not records:
+        return Explanation(kind, method, None, None if error.is_success else error)
+    record = records[0].message
+    assert isinstance(record, PartitionChangeRecord)
+    return Explanation(
+        kind,
+        method,
+        PartitionChange(record, records[0].version, after),
+        admin_unclean=election == "UNCLEAN" and not state.context(tp[0]).unclean_leader_election,
+    )
+
+
+def explanations(
+    state: LogState, tp: TopicPartition, old: PartitionRegistration, r: PartitionChangeRecord
+) -> list[Explanation]:
+    """The causes that could have written `r`, the likeliest first (the first is the one
+    a divergence is reported against)."""
+    new = old.merge(r)
+    out: list[Explanation] = []
+    assignment = (
+        r.replicas is not None or r.adding_replicas is not None or r.removing_replicas is not None
+    )
+    reassigning = bool(old.adding_replicas or old.removing_replicas)
+    if assignment:
+        if reassigning and not new.adding_replicas and not new.removing_replicas:
+            if r.isr is not None:
+                # the leader's AlterPartition that completed it: its ISR held the replicas
+                # being removed that were in sync (the completion drops them)
+                asked = new.isr + tuple(
+                    b for b in old.isr if b in old.removing_replicas and b not in new.isr
+                )
+                out.append(_alter_partition(state, tp, old, asked, r.leader_recovery_state))
+            out.append(_reassign(state, tp, old, None))
+        target = tuple(b for b in new.replicas if b not in new.removing_replicas)
+        out.append(_reassign(state, tp, old, target))
+        return out
+    if r.leader != NO_LEADER_CHANGE and r.leader != old.leader:
+        if r.isr is not None and r.leader not in old.isr and r.leader != NO_LEADER:
+            out.append(_elect(state, tp, old, "UNCLEAN"))
+            out.append(_elect(state, tp, old, "PREFERRED"))
+        else:
+            out.append(_elect(state, tp, old, "PREFERRED"))
+            if old.leader == NO_LEADER:
+                out.append(_elect(state, tp, old, "UNCLEAN"))
+        if r.isr is not None:
+            out.append(_alter_partition(state, tp, old, r.isr, r.leader_recovery_state))
+        return out
+    # the ISR, ELR or recovery state only (or an epoch bump at the same leader): the leader
+    out.append(_alter_partition(state, tp, old, new.isr, r.leader_recovery_state))
+    return out
+
+
+def same_change(log: PartitionChangeRecord, change: PartitionChange | None) -> bool:
+    return change is not None and change.record == log
+
+
+def leader_of(reg: PartitionRegistration | None) -> int:
+    return NO_LEADER if reg is None else reg.leader
