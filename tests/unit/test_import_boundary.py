@@ -1,4 +1,4 @@
-"""The sans-IO boundary of `state_machines/` (style.md, rule 1).
+"""The sans-IO boundary of `state_machines/` (docs/style.md, rule 1).
 
 No module of the core imports pyspark, pandas, pyarrow, a Kafka client (confluent_kafka,
 kafka-python's `kafka`), `time`, `random`, `uuid` or a logging handler. Two independent
