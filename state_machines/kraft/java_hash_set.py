@@ -3,7 +3,7 @@ streaming a HashSet come out in Kafka's order.
 
 Why: `PartitionChangeBuilder.maybePopulateTargetElr` (apache/kafka 3.9.0 to 4.1) builds the
 ELR and last known ELR by streaming a `HashSet<Integer>`, and the records carry those lists
-as they come out. Same input, same output bytes (style.md, rule 8) means the same order
+as they come out. Same input, same output bytes (docs/style.md, rule 8) means the same order
 as Kafka's, which is not sorted order once broker ids reach the table's capacity (16 for
 small sets): ids 3 and 17 iterate as [17, 3] in a 16-bucket table.
 
