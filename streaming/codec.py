@@ -18,7 +18,8 @@ a version it does not know (`check_compact`) rather than guess. There are four e
   `decision_json.py`; only its version is kept here.
 
 `dumps` and `loads` pick the encoding by type. JSON strings are used rather than Spark
-map/array state fields because those crash the Python worker in 4.3.0 (spark-notes).
+map/array state fields because those crash the Python worker in 4.3.0
+(docs/troubleshooting.md, "Spark facts behind the design").
 """
 
 from __future__ import annotations
