@@ -56,7 +56,7 @@ RULES = {
 }
 HELD = "ok"  # the value of a rule's column on a record that keeps it
 
-# the fields the rules read, and their JSON types (contract: ../shared/contract/events-v1.md §2)
+# the fields the rules read, and their JSON types (docs/contract.md, the decisions)
 _INT_FIELDS = ("partition", "seq", "leader", "leader_epoch", "partition_epoch")
 _INT_LIST_FIELDS = ("isr", "replicas")
 
