@@ -37,6 +37,8 @@ from streaming.metadata_log import (
 from streaming.metadata_log.batches import SEGMENT, SNAPSHOT
 from streaming.metadata_log.schemas import CONTROL, METADATA_BY_NAME, Field
 
+from .metadata_log_verify import add_parser as add_verify_parser
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -85,7 +87,7 @@ def add_parser(sub: Any) -> None:
 
 # `verify` (and any later sibling) adds itself here: a function taking the `metadata-log`
 # group's subparsers, e.g. `from .metadata_log_verify import add_parser as add_verify`.
-_SUBCOMMANDS: list[Callable[[Any], None]] = []
+_SUBCOMMANDS: list[Callable[[Any], None]] = [add_verify_parser]
 
 
 # -- JSON as Kafka's generated JsonConverters write it ---------------------------------------
