@@ -1,4 +1,4 @@
-"""The input events of contract events-v1, as values (decoding and validation: events.py).
+"""The input events of contract v1, as values (decoding and validation: events.py).
 
 Each class is one event `type` of the contract (docs/contract.md), with the fields the
 contract gives it; `Envelope` places an event in the log (its offset is the `cause_offset`

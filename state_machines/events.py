@@ -1,4 +1,4 @@
-"""Decoding and validation of the input events of contract events-v1 (the values: event_types.py).
+"""Decoding and validation of the input events of contract v1 (the values: event_types.py).
 
 `parse_event` turns one decoded JSON object into an event value or raises `InvalidEvent`
 with a one-line reason (the dead-letter reason). It checks shape and impossible values only;

@@ -1,4 +1,4 @@
-"""Output records of contract events-v1 (the decisions topic).
+"""Output records of contract v1 (docs/contract.md: the decisions topic).
 
 Records are values without their envelope; the engine adds `v`, `cause_offset`, `cause_id`
 and `seq` (the index among the records one cause produced for one record key).

@@ -1,4 +1,4 @@
-"""One input record within its bounds, decoded to JSON (contract events-v1's bounds).
+"""One input record within its bounds, decoded to JSON (contract v1's bounds).
 
 A record's size, its nesting depth and the length of its numbers are checked before the
 JSON decoder builds anything, so no record can make the decoder recurse out of the stack,
