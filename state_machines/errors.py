@@ -8,7 +8,7 @@ class ShadowControllerError(Exception):
 
 
 class InvalidEvent(ShadowControllerError):
-    """An input record that violates the contract (v1, docs/contract.md). Its message is the one-line
+    """An input record that violates the contract (docs/contract.md). Its message is the one-line
     reason written to the dead-letter topic."""
 
 
