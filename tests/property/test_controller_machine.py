@@ -328,7 +328,7 @@ class InvariantChecker:
         - the records carry states written during this event: none older than the stored
           state before it, none newer than the stored state after it;
         - an AlterPartitionResult with error null has the leader epoch of the state before it;
-          without a write (the idempotent retry, rule 4 of tryProcessAlterPartition) it is
+          without a write (the idempotent retry: kafka-semantics 2.4, row 4) it is
           exactly the stored state;
         - a partition's first state is the created znode: leader epoch 0, partition epoch 0.
 

@@ -4,7 +4,7 @@ Each case runs an event log from `logs/` through the real command
 `shadow-controller simulate LOG --state-out STATE.json --out DECISIONS.jsonl` and checks the
 final (or an intermediate) partition state and the decision records Kafka's test checks.
 Expected values come from Kafka's assertions and from Kafka's controller source
-(`/work/shared/reference/kafka-controller-semantics.md`), never from running this code.
+(as docs/kafka-semantics.md lists them), never from running this code.
 
 How Kafka's test actions become contract events:
 
@@ -198,7 +198,7 @@ def test_testTopicPartitionExpansionWithOfflineReplica(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# partition reassignment (KafkaController.onPartitionReassignment, reference 5.6)
+# partition reassignment (KafkaController.onPartitionReassignment, kafka-semantics 4.6)
 
 
 def test_testPartitionReassignment(tmp_path: Path) -> None:
@@ -567,7 +567,7 @@ def test_testMetadataPropagationForOfflineReplicas(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# AlterPartition (KafkaController.tryProcessAlterPartition, reference 2.4)
+# AlterPartition (KafkaController.tryProcessAlterPartition, kafka-semantics 2.4)
 
 
 def test_testAlterPartition(tmp_path: Path) -> None:
@@ -709,7 +709,7 @@ ALTER_PARTITION_ERRORS_AFTER_UNCLEAN = [
     ("recovering-partition-epoch-plus-1", "NOT_CONTROLLER"),
     ("recovering-leader-epoch-minus-1", "FENCED_LEADER_EPOCH"),
     ("recovering-leader-epoch-plus-1", "NOT_CONTROLLER"),
-    # beyond Kafka's test (reference 2.4 rule 8): replica 2 is down
+    # beyond Kafka's test (kafka-semantics 2.4, row 8): replica 2 is down
     ("isr-with-offline-replica2", "INELIGIBLE_REPLICA"),
 ]
 

@@ -12,8 +12,8 @@ How Kafka's mocks map onto this API:
   successful `updateLeaderAndIsr` returns is the result's leadership. Its partition epoch is the
   znode version: the znodes in Kafka's tests are read with a zero `Stat` (version 0), so a real
   conditional write yields version 1. Kafka's mocks stub the write result with
-  `withPartitionEpoch(2)`, an arbitrary stub value; the rows expect 1 (see the semantics
-  reference, section 2.3).
+  `withPartitionEpoch(2)`, an arbitrary stub value; the rows expect 1 (see
+  docs/kafka-semantics.md, section 2.3).
 - `addLeaderAndIsrRequestForBrokers` on the mocked batch -> `LeaderAndIsrRecord` outputs (the
   rows list every request; UpdateMetadata is not modelled).
 - A failed or invalid transition (only logged by Kafka) -> a `StateChangeFailedRecord`.
@@ -450,7 +450,7 @@ def test_testUpdatingOfflinePartitionsCount() -> None:
 
 # -- full 4x4 transition matrix ---------------------------------------------------------------
 
-# Literal copy of kafka-controller-semantics.md section 1.2 (row = current, column = target),
+# Literal copy of docs/kafka-semantics.md section 1.2 (row = current, column = target),
 # itself read from the valid previous states in PartitionStateMachine.scala.
 COLUMNS = (P.NewPartition, P.OnlinePartition, P.OfflinePartition, P.NonExistentPartition)
 VALIDITY = {

@@ -466,7 +466,7 @@ def test_replica_state_machine_startup(
 
 # -- full 7x7 transition matrix ---------------------------------------------------------------
 
-# Literal copy of kafka-controller-semantics.md section 1.1 (row = current, column = target),
+# Literal copy of docs/kafka-semantics.md section 1.1 (row = current, column = target),
 # itself read from the valid previous states in ReplicaStateMachine.scala.
 COLUMNS = (
     R.NewReplica,
