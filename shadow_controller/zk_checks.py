@@ -1,0 +1,528 @@
+"""Every controller write to a partition state znode, checked against the ZooKeeper rules.
+
+Theory of operation. The checker runs the project's in-process engine
+(`state_machines.engine.Engine`, what `simulate` runs) over the events the bridge emits,
+in zxid order. Each event's decisions are *predicted writes*: a `LeaderAndIsr` or an
+`AlterPartitionResult` whose partition epoch is past the last version seen of that
+partition's state znode is a write Kafka's controller makes (`KafkaZkClient.updateLeaderAndIsr`
+bumps the znode's version by one per write, and the version is the partition epoch), and
+so is a partition state the event left at a newer epoch without a request (a topic being
+deleted gets no LeaderAndIsr, `ZkReplicaStateMachine.removeReplicasFromIsr`). Predictions
+are kept per partition and version.
+
+A `StateWrite` (the znode as read, its version) is then:
+
+* a **gap** first, when its version is more than one past the last version seen: a watch
+  fired after several writes, and the writes between were never seen (reported, never
+  filled in);
+* compared with the prediction for its version, when there is one;
+* otherwise, a request that never appears in ZooKeeper, taken as given where only the
+  requester could have asked for it (`infer_request`): an ISR change keeping leader and
+  leader epoch is the leader's AlterPartition; a leader moved off a live broker, or a live
+  broker taken out of the ISR, with the leader epoch + 1, is that broker's
+  ControlledShutdown; a leader moved to the preferred replica is an ElectLeaders
+  PREFERRED, an out-of-ISR leader of a leaderless partition an ElectLeaders UNCLEAN. The
+  request goes to the engine (and out as an event), which answers it by Kafka's checks
+  (`processAlterPartition`: the sender leads at that leader epoch and partition epoch, the
+  new ISR's brokers are live), and its answer is the prediction;
+* with no prediction still, compared with the engine's current state.
+
+A difference is a divergence, classed as the shadow classes it (`state_machines.shadow.compare`:
+safety when the leader is not a live replica, outside its own ISR, an unclean election
+while unclean election is off, or an epoch going backwards), plus what only a ZooKeeper
+write can show (`zk_safety`): a leader epoch that skips, an ISR keeping a broker without
+a registration that the rules take out, an ISR member that is no replica, a write under
+another controller epoch than `/controller_epoch`. Then the engine adopts the written
+state (shadow.follow) and forgets its other predictions for that partition, so one
+divergence is reported once.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from state_machines.commands import Observe
+from state_machines.directory import CONTROLLER_KEY, ControllerRecord, topic_key
+from state_machines.engine import Engine
+from state_machines.events import parse_event
+from state_machines.model import NO_LEADER, ControllerConfig, LeaderAndIsr
+from state_machines.outputs import DivergenceRecord
+from state_machines.partition import PartitionRecord
+from state_machines.shadow import compare
+
+from .zk_events import ControllerGone, Emit, Item, Note, StateWrite, TopicGone, bootstrap
+from .zk_znodes import Node, PartitionStateZnode
+
+TopicPartition = tuple[str, int]
+
+# the Kafka method behind a LeaderAndIsr's `election` (KafkaController.scala,
+# PartitionStateMachine.scala, 3.9)
+ELECTION_METHODS = {
+    "initial": "ZkPartitionStateMachine.initializeLeaderAndIsrForPartitions",
+    "offline": "ZkPartitionStateMachine.electLeaderForPartitions "
+    "(OfflinePartitionLeaderElectionStrategy)",
+    "unclean": "ZkPartitionStateMachine.electLeaderForPartitions "
+    "(OfflinePartitionLeaderElectionStrategy, unclean)",
+    "reassign": "KafkaController.moveReassignedPartitionLeaderIfRequired "
+    "(ReassignPartitionLeaderElectionStrategy)",
+    "preferred": "ZkPartitionStateMachine.electLeaderForPartitions "
+    "(PreferredReplicaPartitionLeaderElectionStrategy)",
+    "controlled_shutdown": "ZkPartitionStateMachine.electLeaderForPartitions "
+    "(ControlledShutdownPartitionLeaderElectionStrategy)",
+}
+REMOVE_FROM_ISR = "ZkReplicaStateMachine.removeReplicasFromIsr"
+UPDATE_LEADER_EPOCH = "KafkaController.updateLeaderEpochAndSendRequest"
+ALTER_PARTITION = "KafkaController.processAlterPartition"
+
+
+@dataclass(frozen=True, slots=True)
+class Predicted:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    method: str
+
+    def fields(self, version: int) -> dict[str, Any]:
+        return {
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "isr": list(self.isr),
+            "partition_epoch": version,
+            "controller_epoch": self.controller_epoch,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One finding: `match`, `benign`, `safety`, `gap`, `inferred` (a request taken as
+    given) or `note`."""
+
+    verdict: str
+    zxid: int
+    reason: str
+    znode: str | None = None
+    version: int | None = None
+    written: dict[str, Any] | None = None
+    predicted: dict[str, Any] | None = None
+    kafka_method: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def line(self) -> str:
+        where = f"{self.znode} v{self.version}" if self.znode else f"zxid {self.zxid:#x}"
+        if self.verdict in ("benign", "safety"):
+            return (
+                f"{self.verdict.upper()} {where}: {self.reason}; written {_short(self.written)}, "
+                f"rules predict {_short(self.predicted)} ({self.kafka_method})"
+            )
+        return f"{self.verdict.upper()} {where}: {self.reason}"
+
+
+def _short(fields: dict[str, Any] | None) -> str:
+    if fields is None:
+        return "no write"
+    return (
+        f"leader {fields['leader']} epoch {fields['leader_epoch']} isr {fields['isr']} "
+        f"controller_epoch {fields['controller_epoch']}"
+    )
+
+
+@dataclass
+class Checker:
+    """The engine, the predictions, and what was last seen of every state znode."""
+
+    config: ControllerConfig = field(default_factory=ControllerConfig)
+    engine: Engine = field(init=False)
+    offset: int = 0
+    # partition -> version -> predicted write
+    predicted: dict[TopicPartition, dict[int, Predicted]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
+    # partition -> the last state znode seen (its version is the partition epoch)
+    written: dict[TopicPartition, PartitionStateZnode] = field(default_factory=dict)
+    # topic -> (partition, broker) StopReplica(delete) sent and not answered
+    pending_deletes: dict[str, set[tuple[int, int]]] = field(
+        default_factory=lambda: defaultdict(set)
+    )
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # /controller is gone: inputs wait for the next controller (see `_failover`)
+    no_controller: bool = False
+
+    def __post_init__(self) -> None:
+        self.engine = Engine(self.config)
+
+    # -- the engine ----------------------------------------------------------------------
+
+    def _controller(self) -> ControllerRecord:
+        rec = self.engine.directory.get(CONTROLLER_KEY)
+        return rec if isinstance(rec, ControllerRecord) else ControllerRecord()
+
+    def _broker(self, broker: int) -> Any:
+        return self.engine.directory.get(f"broker-{broker}")
+
+    def is_live(self, broker: int) -> bool:
+        rec = self._broker(broker)
+        return rec is not None and rec.fact.registered
+
+    def process(self, event: dict[str, Any], ts: int) -> dict[str, Any]:
+        """Run one event through the engine and keep its predicted writes; the event as
+        emitted (with `ts`)."""
+        doc = {**event, "ts": ts} if ts else dict(event)
+        envelope = parse_event(doc, self.offset)
+        self.offset += 1
+        decisions = self.engine.process(envelope)
+        touched: set[TopicPartition] = set()
+        for d in decisions:
+            kind = d["type"]
+            if "partition" in d and "topic" in d:
+                touched.add((d["topic"], d["partition"]))
+            if kind == "LeaderAndIsr":
+                method = ELECTION_METHODS.get(d["election"] or "") or self._plain_method(d)
+                self._predict(d, method)
+            elif kind == "AlterPartitionResult" and d["error"] is None:
+                self._predict(
+                    {**d, "controller_epoch": self._controller().controller_epoch}, ALTER_PARTITION
+                )
+            elif kind == "StopReplica" and d["delete_partition"]:
+                self.pending_deletes[d["topic"]].add((d["partition"], d["broker_id"]))
+        for tp in touched:
+            rec = self.engine.partitions.get(tp)
+            la = rec.leadership if isinstance(rec, PartitionRecord) else None
+            if la is not None and la.partition_epoch > self._seen(tp):
+                self.predicted[tp].setdefault(
+                    la.partition_epoch,
+                    Predicted(
+                        la.leader, la.leader_epoch, la.isr, la.controller_epoch, REMOVE_FROM_ISR
+                    ),
+                )
+        return doc
+
+    def _seen(self, tp: TopicPartition) -> int:
+        w = self.written.get(tp)
+        return -1 if w is None else w.version
+
+    def _plain_method(self, d: dict[str, Any]) -> str:
+        before = self.written.get((d["topic"], d["partition"]))
+        if before is not None and set(d["isr"]) < set(before.isr):
+            return REMOVE_FROM_ISR
+        return UPDATE_LEADER_EPOCH
+
+    def _predict(self, d: dict[str, Any], method: str) -> None:
+        tp = (d["topic"], d["partition"])
+        version = d["partition_epoch"]
+        if version > self._seen(tp):
+            self.predicted[tp].setdefault(
+                version,
+                Predicted(
+                    d["leader"], d["leader_epoch"], tuple(d["isr"]), d["controller_epoch"], method
+                ),
+            )
+
+    # -- the inputs ----------------------------------------------------------------------
+
+    def prime(
+        self, items: list[Emit | Note], states: dict[TopicPartition, PartitionStateZnode]
+    ) -> list[dict[str, Any]]:
+        """Load what a new controller reads (the bootstrap), and the state znodes as seen."""
+        self.written.update(states)
+        self.no_controller = not any(
+            isinstance(i, Emit) and i.event["type"] == "ControllerFailover" for i in items
+        )
+        return [self.process(item.event, item.ts) for item in items if isinstance(item, Emit)]
+
+    def handle(
+        self, item: Item, nodes: dict[str, Node]
+    ) -> tuple[list[dict[str, Any]], list[Verdict]]:
+        """One input, in zxid order (`nodes`: the view with it): the events to emit and the
+        verdicts."""
+        if isinstance(item, ControllerGone):
+            self.no_controller = True
+            return [], []
+        if isinstance(item, Emit):
+            if item.event["type"] == "ControllerFailover":
+                return [self._failover(item, nodes)], []
+            if self.no_controller:
+                # no controller acts on it; the next one reads it with everything else
+                return [{**item.event, "ts": item.ts} if item.ts else dict(item.event)], []
+            return [self.process(item.event, item.ts)], []
+        if isinstance(item, Note):
+            return [], [Verdict("note", item.zxid, item.text)]
+        if isinstance(item, TopicGone):
+            return self._topic_gone(item), []
+        return self._write(item)
+
+    def _failover(self, item: Emit, nodes: dict[str, Node]) -> dict[str, Any]:
+        """A new controller (`onControllerFailover`): it reads everything from ZooKeeper
+        (`initializeControllerContext`), so the checker's engine starts again from the view,
+        as that controller does, and the failover's own writes are predicted from there."""
+        self.engine = Engine(self.config)
+        self.predicted.clear()
+        self.pending_deletes.clear()
+        self.no_controller = False
+        self.prime(bootstrap(nodes), {})
+        return {**item.event, "ts": item.ts} if item.ts else dict(item.event)
+
+    def _topic_gone(self, item: TopicGone) -> list[dict[str, Any]]:
+        """The topic znode deleted: `TopicDeletionManager.completeDeleteTopic` ran, so every
+        StopReplica(delete) it sent was answered without error."""
+        events = []
+        for partition, broker in sorted(self.pending_deletes.pop(item.topic, set())):
+            events.append(
+                self.process(
+                    {
+                        "v": 1,
+                        "type": "StopReplicaResponse",
+                        "topic": item.topic,
+                        "partition": partition,
+                        "broker_id": broker,
+                        "error": None,
+                    },
+                    item.ts,
+                )
+            )
+        for tp in [tp for tp in self.written if tp[0] == item.topic]:
+            del self.written[tp]
+            self.predicted.pop(tp, None)
+        return events
+
+    def _write(self, w: StateWrite) -> tuple[list[dict[str, Any]], list[Verdict]]:
+        tp = (w.topic, w.partition)
+        s = w.state
+        before = self.written.get(tp)
+        if before is not None and s.version <= before.version:
+            return [], []  # read again, nothing new
+        events: list[dict[str, Any]] = []
+        verdicts: list[Verdict] = []
+        contiguous = before is None or s.version == before.version + 1
+        if not contiguous:
+            assert before is not None
+            verdicts.append(
+                Verdict(
+                    "gap",
+                    w.zxid,
+                    f"versions {before.version + 1}..{s.version - 1} were written and never "
+                    "seen (a watch fired after several writes); not checked",
+                    w.path,
+                    s.version,
+                )
+            )
+        pred = self.predicted.get(tp, {}).pop(s.version, None)
+        if pred is None and contiguous and before is not None:
+            request = infer_request(w, before, self)
+            if request is not None:
+                event, why = request
+                events.append(self.process(event, w.ts))
+                verdicts.append(Verdict("inferred", w.zxid, why, w.path, s.version))
+                pred = self.predicted.get(tp, {}).pop(s.version, None)
+        verdict = self._judge(w, before if contiguous else None, pred)
+        verdicts.append(verdict)
+        self.counts[verdict.verdict] += 1
+        self.written[tp] = s
+        rec = self.engine.partitions.get(tp)
+        la = rec.leadership if isinstance(rec, PartitionRecord) else None
+        if verdict.verdict != "match":
+            self.predicted.pop(tp, None)
+        if verdict.verdict != "match" or (la is not None and la.partition_epoch == s.version):
+            observed = {
+                "v": 1,
+                "type": "ObservedPartitionState",
+                "topic": w.topic,
+                "partition": w.partition,
+                **s.fields(),
+            }
+            if isinstance(rec, PartitionRecord):
+                observed["replicas"] = list(rec.assignment.replicas)
+            events.append(self.process(observed, w.ts))
+        return events, verdicts
+
+    def _judge(
+        self, w: StateWrite, before: PartitionStateZnode | None, pred: Predicted | None
+    ) -> Verdict:
+        s = w.state
+        tp = (w.topic, w.partition)
+        written = s.fields()
+        if pred is not None and (
+            pred.leader == s.leader
+            and pred.leader_epoch == s.leader_epoch
+            and set(pred.isr) == set(s.isr)
+            and pred.controller_epoch == s.controller_epoch
+        ):
+            return Verdict(
+                "match",
+                w.zxid,
+                "as the rules predict",
+                w.path,
+                s.version,
+                written,
+                pred.fields(s.version),
+                pred.method,
+            )
+        rec = self.engine.partitions.get(tp)
+        replicas = rec.assignment.replicas if isinstance(rec, PartitionRecord) else ()
+        if pred is not None:
+            current: LeaderAndIsr | None = LeaderAndIsr(
+                pred.leader,
+                pred.leader_epoch,
+                pred.isr,
+                s.version,
+                controller_epoch=pred.controller_epoch,
+            )
+            predicted: dict[str, Any] | None = pred.fields(s.version)
+            method = pred.method
+        else:
+            current = rec.leadership if isinstance(rec, PartitionRecord) else None
+            predicted = None
+            method = "no rule decides a write here from the inputs seen"
+        outputs, severity = compare(
+            w.topic,
+            w.partition,
+            current,
+            replicas,
+            Observe(s.leader, s.leader_epoch, s.isr, None, s.controller_epoch),
+            self.is_live,
+            self._unclean_allowed(w.topic),
+        )
+        reasons = [o.reason for o in outputs if isinstance(o, DivergenceRecord)]
+        if pred is None:
+            reasons.insert(0, "the rules predict no write at this version")
+        extra = zk_safety(
+            s, before, pred, replicas, self.is_live, self._controller().controller_epoch
+        )
+        if extra:
+            severity = "safety"
+            reasons.extend(extra)
+        elif severity == "match":
+            severity = "benign"
+        return Verdict(
+            severity,
+            w.zxid,
+            "; ".join(reasons) or "states differ",
+            w.path,
+            s.version,
+            written,
+            predicted,
+            method,
+        )
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        rec = self.engine.directory.get(topic_key(topic))
+        configs = rec.configs if rec is not None else ()
+        return self.config.unclean_enabled_for(configs, self._controller().dynamic_configs)
+
+    def broker_epoch(self, broker: int) -> int | None:
+        rec = self._broker(broker)
+        return None if rec is None else rec.fact.broker_epoch
+
+    def shutting_down(self, broker: int) -> bool:
+        rec = self._broker(broker)
+        return rec is not None and rec.fact.shutting_down
+
+
+def zk_safety(
+    s: PartitionStateZnode,
+    before: PartitionStateZnode | None,
+    pred: Predicted | None,
+    replicas: tuple[int, ...],
+    is_live: Any,
+    controller_epoch: int,
+) -> list[str]:
+    """What only a ZooKeeper write shows, beyond `shadow.compare`'s safety rules."""
+    out = []
+    if before is not None and s.leader_epoch > before.leader_epoch + 1:
+        out.append(
+            f"leader epoch skipped from {before.leader_epoch} to {s.leader_epoch} "
+            "(a write moves it by at most one)"
+        )
+    kept = [b for b in s.isr if not is_live(b) and (pred is None or b not in pred.isr)]
+    if kept and (before is None or any(b in before.isr for b in kept)):
+        out.append(
+            f"ISR keeps broker {kept} without a registration (fenced), which the rules remove"
+        )
+    strangers = [b for b in s.isr if replicas and b not in replicas]
+    if strangers:
+        out.append(f"ISR member {strangers} is not a replica of {list(replicas)}")
+    if controller_epoch and s.controller_epoch != controller_epoch:
+        out.append(
+            f"written under controller epoch {s.controller_epoch} while /controller_epoch is "
+            f"{controller_epoch}"
+        )
+    return out
+
+
+def infer_request(
+    w: StateWrite, before: PartitionStateZnode, checker: Checker
+) -> tuple[dict[str, Any], str] | None:
+    """The request only its sender could have made that explains an unpredicted write, as a
+    contract event, and why; None when no such request explains it."""
+    s = w.state
+    tp = f"{w.topic}-{w.partition}"
+    base = {"v": 1, "topic": w.topic, "partition": w.partition}
+    if (
+        s.leader == before.leader
+        and s.leader != NO_LEADER
+        and s.leader_epoch == before.leader_epoch
+        and (
+            set(s.isr) != set(before.isr) or s.leader_recovery_state != before.leader_recovery_state
+        )
+    ):
+        event = {
+            **base,
+            "type": "AlterPartition",
+            "broker_id": s.leader,
+            "leader_epoch": s.leader_epoch,
+            "partition_epoch": before.version,
+            "isr": list(s.isr),
+        }
+        epoch = checker.broker_epoch(s.leader)
+        if epoch is not None:
+            event["broker_epoch"] = epoch
+        if s.leader_recovery_state == 1:
+            event["leader_recovery_state"] = "RECOVERING"
+        return event, (
+            f"AlterPartition from broker {s.leader}, the leader of {tp}: ISR {list(before.isr)} "
+            f"-> {list(s.isr)} (KafkaController.processAlterPartition)"
+        )
+    if s.leader_epoch != before.leader_epoch + 1:
+        return None
+    removed = set(before.isr) - set(s.isr)
+    if len(removed) == 1:
+        (broker,) = removed
+        moved_off = before.leader == broker and s.leader != broker
+        dropped = s.leader == before.leader and set(s.isr) == set(before.isr) - {broker}
+        if (moved_off or dropped) and checker.is_live(broker) and not checker.shutting_down(broker):
+            event = {"v": 1, "type": "ControlledShutdown", "broker_id": broker}
+            epoch = checker.broker_epoch(broker)
+            if epoch is not None:
+                event["broker_epoch"] = epoch
+            return event, (
+                f"ControlledShutdown from broker {broker}: it leaves the ISR of {tp} with the "
+                "leader epoch + 1 while registered (KafkaController.doControlledShutdown)"
+            )
+    election = {
+        "v": 1,
+        "type": "ReplicaLeaderElection",
+        "partitions": [{"topic": w.topic, "partition": w.partition}],
+    }
+    rec = checker.engine.partitions.get((w.topic, w.partition))
+    replicas = rec.assignment.replicas if isinstance(rec, PartitionRecord) else ()
+    if (
+        replicas
+        and s.leader == replicas[0]
+        and before.leader != s.leader
+        and s.leader in before.isr
+        and set(s.isr) == set(before.isr)
+    ):
+        return {**election, "election_type": "PREFERRED"}, (
+            f"ElectLeaders PREFERRED for {tp}: broker {s.leader}, its preferred replica, "
+            "leads (KafkaController.processReplicaLeaderElection)"
+        )
+    if before.leader == NO_LEADER and s.leader not in before.isr and s.isr == (s.leader,):
+        return {**election, "election_type": "UNCLEAN"}, (
+            f"ElectLeaders UNCLEAN for {tp}: broker {s.leader}, outside the ISR, leads "
+            "(KafkaController.processReplicaLeaderElection)"
+        )
+    return None
