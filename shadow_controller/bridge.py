@@ -39,6 +39,7 @@ from typing import Any
 
 from state_machines.model import ControllerConfig
 from streaming import exits
+from streaming.exits import UsageError
 from streaming.kafka.errors import DeliveryFailed
 from streaming.settings import schema
 from streaming.settings.kinds import SettingError
@@ -255,6 +256,13 @@ def cmd_bridge(args: argparse.Namespace) -> int:
     # kafka-python logs each connection failure itself; the bridge reports each failure once.
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
     shadow, source = _shadow_settings(args.job_config, args.job_set or [])
+    if args.zookeeper:
+        from .zk_bridge import cmd_zk_bridge
+
+        logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+        return cmd_zk_bridge(args, shadow)
+    if not args.bootstrap_servers:
+        raise UsageError("bridge needs --bootstrap-servers (a live cluster) or --zookeeper")
     settings = BridgeSettings(
         bootstrap_servers=args.bootstrap_servers,
         events_bootstrap_servers=args.events_bootstrap_servers,
@@ -302,8 +310,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--bootstrap-servers",
         "--bootstrap-server",
         dest="bootstrap_servers",
-        required=True,
-        help="the live cluster to observe",
+        help="the live cluster to observe through its admin API",
+    )
+    p.add_argument(
+        "--zookeeper",
+        metavar="HOST:PORT[/CHROOT]",
+        help="a ZooKeeper-mode cluster to observe through its ZooKeeper (read only), its "
+        "controller's every partition state write checked (docs/zookeeper-bridge.md)",
+    )
+    p.add_argument(
+        "--zookeeper-auth",
+        metavar="USER:PASSWORD",
+        help="with --zookeeper: authenticate as this digest user (a read-only one)",
+    )
+    p.add_argument(
+        "--events-file",
+        metavar="FILE",
+        help="with --zookeeper: append the events to this JSON-lines file instead of a topic",
+    )
+    p.add_argument(
+        "--verdicts",
+        metavar="FILE",
+        help="with --zookeeper: append every checked write's verdict to this JSON-lines file",
     )
     p.add_argument(
         "--events-bootstrap-servers",

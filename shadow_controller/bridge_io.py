@@ -183,7 +183,11 @@ class EventsWriter:
         self._maybe_create_topic()
         try:
             for event in events:
-                value = json.dumps({**event, "ts": ts_ms}, separators=(",", ":")).encode()
+                # an event that carries its own time (the ZooKeeper bridge's: the znode's
+                # mtime) keeps it
+                value = json.dumps(
+                    {**event, "ts": event.get("ts", ts_ms)}, separators=(",", ":")
+                ).encode()
                 self._producer.send(self.topic, value, key=event_key(event).encode(), partition=0)
             self._producer.confirm(self.timeout_s + 1)
         except DeliveryFailed as exc:
