@@ -14,7 +14,8 @@ partition step         partition.guarded_partition_step            kraft.partiti
 partition state        partition_record.PartitionRecord            kraft.commands.KraftPartition
 summary                partition_summaries.summary_of              kraft_summary_of
 reads summaries        broker changes, a due rebalance check       unfencing, a shutdown heartbeat,
-                                                                   activation, a due periodic task
+                                                                   an expansion, activation, a due
+                                                                   periodic task
 applying summaries     partition_summaries.apply_summaries         kraft.periodic_tasks (counts and
                                                                    the periodic tasks' schedule)
 =====================  ==========================================  ===========================

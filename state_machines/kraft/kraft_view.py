@@ -58,7 +58,8 @@ def partition_zero_replicas(rec: TopicRecord) -> int:
     summary reports it (during a reassignment, adding and removing replicas included), else
     the brokers the directory gave it at creation. A summary is current when read: the loop
     holds an event behind a command to a partition 0 until it is folded, when ELR (the only
-    reader of the min ISR) is on (rule_sets.py)."""
+    reader of the min ISR) is on (rule_sets.py), and holds a PartitionExpansion (the other
+    reader: `createPartitions`' replication factor) until every command sent is folded."""
     summary = dict(rec.summaries).get(0)
     if summary is not None and summary.replica_count is not None:
         return summary.replica_count

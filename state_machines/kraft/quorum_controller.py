@@ -90,7 +90,14 @@ from .commands import (
     RegisterPartition,
     RemovePartition,
 )
-from .kraft_view import ALTER_PARTITION_VERSION, MIN_INSYNC_REPLICAS, KraftView, fan_out, topic_id
+from .kraft_view import (
+    ALTER_PARTITION_VERSION,
+    MIN_INSYNC_REPLICAS,
+    KraftView,
+    fan_out,
+    partition_zero_replicas,
+    topic_id,
+)
 from .outputs import clear_elr_record, config_record, topic_record
 from .partition_registration import PartitionRegistration
 from .records import (
@@ -120,8 +127,8 @@ def _validate_assignments(
         error = validate_manual_partition_assignment(replicas, registry, replication_factor)
         if error is None and not any(registry.is_active(r) for r in replicas):
             message = (
-                f"All brokers specified in the manual partition assignment for partition {p} are fenced "
-                f"or in controlled shutdown."
+                f"All brokers specified in the manual partition assignment for partition {p} "
+                f"are fenced or in controlled shutdown."
             )
             d.emit(
                 StateChangeFailedRecord(
@@ -180,7 +187,10 @@ def _partition_expansion(d: KraftView, e: ev.PartitionExpansion) -> None:
         return
     known = set(rec.partition_ids())
     new = tuple((p, r) for p, r in e.partitions if p not in known)
-    if new and _validate_assignments(d, e.topic, new, len(rec.brokers_of(0)) or None):
+    # createPartitions: the replication factor is partition 0's current `replicas.length`
+    # (its summary's replica count; the event waits for partition 0's fold, see
+    # `kraft_reads_summaries`)
+    if new and _validate_assignments(d, e.topic, new, partition_zero_replicas(rec) or None):
         _register_partitions(d, e.topic, new)
 
 
@@ -434,10 +444,11 @@ def _controller_failover(d: KraftView, e: ev.ControllerFailover) -> None:
 
 
 _NOT_MAPPED = {
-    ev.StopReplicaResponse: "StopReplicaResponse has no meaning in kraft mode: KRaft deletes a topic with one "
-    "RemoveTopicRecord, without a StopReplica round trip",
-    ev.ReplicaDirFailure: "ReplicaDirFailure cannot be applied in kraft mode: it names partitions, and KRaft's "
-    "handleDirectoriesOffline needs the failed directory ids, which the contract does not carry",
+    ev.StopReplicaResponse: "StopReplicaResponse has no meaning in kraft mode: KRaft deletes a "
+    "topic with one RemoveTopicRecord, without a StopReplica round trip",
+    ev.ReplicaDirFailure: "ReplicaDirFailure cannot be applied in kraft mode: it names "
+    "partitions, and KRaft's handleDirectoriesOffline needs the failed directory ids, which the "
+    "contract does not carry",
 }
 
 
@@ -509,9 +520,13 @@ def kraft_directory_step(
 
 def kraft_reads_summaries(env: ev.Envelope, directory: Mapping[str, DirectoryRecord]) -> bool:
     """Whether the event reads the partitions' summaries: unfencing elects every leaderless
-    partition, a shutdown heartbeat asks whether the broker still leads, activation and a
-    due periodic task read the counts and the candidates."""
-    if isinstance(env.event, (ev.BrokerStartup, ev.ControlledShutdown, ev.ControllerFailover)):
+    partition, a shutdown heartbeat asks whether the broker still leads, an expansion reads
+    partition 0's replica count (`createPartitions`), activation and a due periodic task
+    read the counts and the candidates."""
+    if isinstance(
+        env.event,
+        (ev.BrokerStartup, ev.ControlledShutdown, ev.ControllerFailover, ev.PartitionExpansion),
+    ):
         return True
     controller = directory.get(CONTROLLER_KEY)
     return (

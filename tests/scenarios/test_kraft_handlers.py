@@ -1,0 +1,56 @@
+"""KRaft's request and broker handlers where they decide differently from a first reading.
+
+Each scenario is a small log through the engine, asserting what Kafka's quorum controller
+appends and answers (apache/kafka 3.9.0, metadata/src/main/java/org/apache/kafka/controller/
+and core/src/main/scala/kafka/server/ControllerApis.scala); each names the method that
+decides it. The cases are issue 43's K1-K7 and its AlterPartition item.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from state_machines.model import ControllerConfig
+from tests.scenarios.test_kraft_rules import Cluster, of_type
+
+KRAFT = ControllerConfig(mode="kraft")
+
+
+def kinds(records: list[dict[str, Any]]) -> list[str]:
+    return [r["type"] for r in records]
+
+
+def test_partition_expansion_takes_the_replication_factor_from_partition_zero_now() -> None:
+    """K1. `ReplicationControlManager.createPartitions`: the replication factor is partition
+    0's current `replicas.length` (`topicInfo.parts.values().iterator().next()`), not every
+    broker the partition ever named. A completed reassignment of t-0 from [1,2] to [3,4]
+    leaves 2 replicas, so a new partition on [4,3] is written."""
+    c = Cluster()
+    c.start(1, 2, 3, 4)
+    c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
+    c("reassign", "PartitionReassignment", topic="t", partition=0, target_replicas=[3, 4])
+    p = c.partition("t-0")
+    done = c(
+        "complete",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=1,
+        leader_epoch=p["leader_epoch"],
+        partition_epoch=p["partition_epoch"],
+        isr=[1, 2, 3, 4],
+    )
+    assert of_type(done, "AlterPartitionResult")[0]["error"] == "NEW_LEADER_ELECTED"
+    assert c.partition("t-0")["replicas"] == [3, 4]
+    out = c("expand", "PartitionExpansion", topic="t", partitions={"1": [4, 3]})
+    assert kinds(out) == ["PartitionRecord"]
+    assert (out[0]["partition"], out[0]["replicas"], out[0]["isr"], out[0]["leader"]) == (
+        1,
+        [4, 3],
+        [4, 3],
+        4,
+    )
+    # and one of 4 replicas is refused: partition 0 has 2
+    out = c("expand-4", "PartitionExpansion", topic="t", partitions={"2": [1, 2, 3, 4]})
+    assert kinds(out) == ["StateChangeFailed"]
+    assert out[0]["reason"].endswith("previous partitions, which have 2 replica(s).")
