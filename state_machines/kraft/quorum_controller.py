@@ -114,6 +114,12 @@ from .schedule import TASKS_KEY
 # -- topics ------------------------------------------------------------------------------
 
 
+def _refuse_partitions(d: KraftView, topic: str, partition: int, error: str, message: str) -> None:
+    """A refused CreateTopics or CreatePartitions request: Kafka answers the topic with one
+    error and writes nothing; the contract's answer is a StateChangeFailed on `partition`."""
+    d.emit(StateChangeFailedRecord(topic, partition, None, "NewPartition", f"{error}: {message}"))
+
+
 def _validate_assignments(
     d: KraftView,
     topic: str,
@@ -125,22 +131,17 @@ def _validate_assignments(
     registry = d.registry()
     for p, replicas in partitions:
         error = validate_manual_partition_assignment(replicas, registry, replication_factor)
-        if error is None and not any(registry.is_active(r) for r in replicas):
-            message = (
-                f"All brokers specified in the manual partition assignment for partition {p} "
-                f"are fenced or in controlled shutdown."
-            )
-            d.emit(
-                StateChangeFailedRecord(
-                    topic, p, None, "NewPartition", f"INVALID_REPLICA_ASSIGNMENT: {message}"
-                )
-            )
-            return False
         if error is not None:
-            d.emit(
-                StateChangeFailedRecord(
-                    topic, p, None, "NewPartition", f"{error.error}: {error.message}"
-                )
+            _refuse_partitions(d, topic, p, error.error, error.message or "")
+            return False
+        if not any(registry.is_active(r) for r in replicas):
+            _refuse_partitions(
+                d,
+                topic,
+                p,
+                "INVALID_REPLICA_ASSIGNMENT",
+                f"All brokers specified in the manual partition assignment for partition {p} "
+                f"are fenced or in controlled shutdown.",
             )
             return False
         if replication_factor is None:
@@ -162,6 +163,16 @@ def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
         return  # TOPIC_ALREADY_EXISTS: nothing is written
     if not _validate_assignments(d, e.topic, e.partitions, None):
         return
+    # createTopic, after every assignment: the partitions are 0..n-1
+    if [p for p, _ in e.partitions] != list(range(len(e.partitions))):
+        _refuse_partitions(
+            d,
+            e.topic,
+            e.partitions[0][0],
+            "INVALID_REPLICA_ASSIGNMENT",
+            "partitions should be a consecutive 0-based integer sequence",
+        )
+        return
     d.put(topic_key(e.topic), TopicRecord(configs=e.configs))
     c = d.controller
     d.put(CONTROLLER_KEY, replace(c, topics=c.topics | {e.topic}))
@@ -182,15 +193,39 @@ def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
 
 
 def _partition_expansion(d: KraftView, e: ev.PartitionExpansion) -> None:
+    """`createPartitions` with a manual assignment. The event is the request Kafka gets: the
+    new count is its highest partition number + 1, and its lists (in number order) are the
+    assignments, which Kafka numbers from the current count."""
     rec = d.topic(e.topic)
     if rec is None:
         return
-    known = set(rec.partition_ids())
-    new = tuple((p, r) for p, r in e.partitions if p not in known)
-    # createPartitions: the replication factor is partition 0's current `replicas.length`
-    # (its summary's replica count; the event waits for partition 0's fold, see
-    # `kraft_reads_summaries`)
-    if new and _validate_assignments(d, e.topic, new, partition_zero_replicas(rec) or None):
+    current = len(rec.partition_ids())
+    count = e.partitions[-1][0] + 1
+    first = e.partitions[0][0]
+    if count <= current:
+        message = (
+            f"Topic already has {current} partition(s)."
+            if count == current
+            else f"The topic {e.topic} currently has {current} partition(s); {count} would "
+            f"not be an increase."
+        )
+        _refuse_partitions(d, e.topic, first, "INVALID_PARTITIONS", message)
+        return
+    additional = count - current
+    if len(e.partitions) != additional:
+        _refuse_partitions(
+            d,
+            e.topic,
+            first,
+            "INVALID_REPLICA_ASSIGNMENT",
+            f"Attempted to add {additional} additional partition(s), but only "
+            f"{len(e.partitions)} assignment(s) were specified.",
+        )
+        return
+    new = tuple((current + i, replicas) for i, (_, replicas) in enumerate(e.partitions))
+    # the replication factor is partition 0's current `replicas.length` (its summary's
+    # replica count; the event waits for partition 0's fold, see `kraft_reads_summaries`)
+    if _validate_assignments(d, e.topic, new, partition_zero_replicas(rec) or None):
         _register_partitions(d, e.topic, new)
 
 

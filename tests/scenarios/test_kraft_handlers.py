@@ -54,3 +54,45 @@ def test_partition_expansion_takes_the_replication_factor_from_partition_zero_no
     out = c("expand-4", "PartitionExpansion", topic="t", partitions={"2": [1, 2, 3, 4]})
     assert kinds(out) == ["StateChangeFailed"]
     assert out[0]["reason"].endswith("previous partitions, which have 2 replica(s).")
+
+
+def test_partition_numbers_must_be_consecutive_from_zero() -> None:
+    """K2. `ReplicationControlManager.createTopic` checks, after every assignment, that the
+    partitions are 0..n-1 ("partitions should be a consecutive 0-based integer sequence",
+    INVALID_REPLICA_ASSIGNMENT); `createPartitions` numbers the new partitions from the
+    current count, so the contract's numbers must continue it (the request is `count` = the
+    highest number + 1 with one assignment per new partition: "Attempted to add ...",
+    INVALID_REPLICA_ASSIGNMENT; a count that is no increase: INVALID_PARTITIONS). A topic-level
+    refusal is answered on the request's first partition; nothing is written."""
+    c = Cluster()
+    c.start(1, 2)
+    consecutive = (
+        "INVALID_REPLICA_ASSIGNMENT: partitions should be a consecutive 0-based integer sequence"
+    )
+    for name, partitions in (("gap", {"0": [1], "2": [2]}), ("from-one", {"1": [1]})):
+        out = c(name, "TopicCreation", topic=name, partitions=partitions)
+        first = min(int(p) for p in partitions)
+        assert [(r["type"], r["partition"], r["reason"]) for r in out] == [
+            ("StateChangeFailed", first, consecutive)
+        ]
+        assert name not in c.engine.state_json()["topics"]
+    c("create", "TopicCreation", topic="t", partitions={"0": [1]})
+    out = c("skip", "PartitionExpansion", topic="t", partitions={"3": [2]})
+    assert [(r["type"], r["partition"], r["reason"]) for r in out] == [
+        (
+            "StateChangeFailed",
+            3,
+            "INVALID_REPLICA_ASSIGNMENT: Attempted to add 3 additional partition(s), but only "
+            "1 assignment(s) were specified.",
+        )
+    ]
+    out = c("again", "PartitionExpansion", topic="t", partitions={"0": [2]})
+    assert [(r["type"], r["partition"], r["reason"]) for r in out] == [
+        ("StateChangeFailed", 0, "INVALID_PARTITIONS: Topic already has 1 partition(s).")
+    ]
+    assert sorted(c.engine.state_json()["partitions"]) == ["t-0"]
+    out = c("next", "PartitionExpansion", topic="t", partitions={"1": [2], "2": [1]})
+    assert [(r["type"], r["partition"]) for r in out] == [
+        ("PartitionRecord", 1),
+        ("PartitionRecord", 2),
+    ]

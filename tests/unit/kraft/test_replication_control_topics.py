@@ -5,8 +5,9 @@ requests with a manual assignment (quorum_controller.py).
 
 What the contract cannot carry is given or left out, and each test says which: the
 StripedReplicaPlacer's choice is given as the assignment; the CreateTopics, CreatePartitions
-and DeleteTopics responses are not records, so a refused request shows as nothing written
-(or as the StateChangeFailed record the engine writes for a bad manual assignment). The
+and DeleteTopics responses are not records: a refused request shows as the StateChangeFailed
+record the engine answers it with, or (an unknown topic, a topic that exists) as nothing
+written. The
 engine writes a cause's records in the contract's (key, seq) order, so a topic's records
 are compared per key, not against Kafka's batch order (TopicRecord, ConfigRecords, then the
 PartitionRecords).
@@ -54,14 +55,15 @@ def test_create_topics() -> None:
 
 
 def test_create_partitions() -> None:
-    """testCreatePartitions. The placer's choices are given. foo to 5 partitions writes two
-    PartitionRecords; bar to 3 (it has 4: INVALID_PARTITIONS), baz (unknown:
-    UNKNOWN_TOPIC_OR_PARTITION) and quux to 2 (it has 2: INVALID_PARTITIONS) write nothing.
-    Then foo to 6 on [1, 3] writes partition 5; bar's one-replica partition and foo2's
-    unregistered broker 2 are INVALID_REPLICA_ASSIGNMENT with Kafka's messages. Not
-    expressible: quux's "2 additional partition(s), but only 1 assignment(s)" (the contract
-    names each new partition with its replicas) and broker 1's two log directories (a
-    broker has one here; the directory a replica gets is test_kraft_cluster_describer's)."""
+    """testCreatePartitions. The placer's choices are given. A PartitionExpansion is the
+    CreatePartitions request whose count is its highest partition number + 1. foo to 5
+    partitions writes two PartitionRecords; bar to 3 (it has 4) and quux to 2 (it has 2) are
+    INVALID_PARTITIONS with Kafka's messages, baz (unknown: UNKNOWN_TOPIC_OR_PARTITION) writes
+    nothing. Then foo to 6 on [1, 3] writes partition 5; bar's one-replica partition, quux's
+    one assignment for 2 new partitions and foo2's unregistered broker 2 are
+    INVALID_REPLICA_ASSIGNMENT with Kafka's messages. Not expressible: broker 1's two log
+    directories (a broker has one here; the directory a replica gets is
+    test_kraft_cluster_describer's)."""
     c = Cluster()
     c.start(0, 1, 3)
     for name, assignment in (
@@ -79,18 +81,17 @@ def test_create_partitions() -> None:
 
     out = c("foo-5", "PartitionExpansion", topic="foo", partitions={"3": [0, 1], "4": [1, 3]})
     assert sorted(partition_records(out)) == [3, 4]
-    assert (
-        c(
-            "bar-3",
-            "PartitionExpansion",
-            topic="bar",
-            partitions={"0": [0, 1], "1": [1, 3], "2": [3, 0]},
-        )
-        == []
+    (bar,) = c("bar-3", "PartitionExpansion", topic="bar", partitions={"2": [3, 0]})
+    assert (bar["type"], bar["reason"]) == (
+        "StateChangeFailed",
+        "INVALID_PARTITIONS: The topic bar currently has 4 partition(s); 3 would not be an "
+        "increase.",
     )
-    assert c("baz-3", "PartitionExpansion", topic="baz", partitions={"0": [0, 1]}) == []
-    assert (
-        c("quux-2", "PartitionExpansion", topic="quux", partitions={"0": [1, 3], "1": [3, 0]}) == []
+    assert c("baz-3", "PartitionExpansion", topic="baz", partitions={"2": [0, 1]}) == []
+    (quux,) = c("quux-2", "PartitionExpansion", topic="quux", partitions={"1": [3, 0]})
+    assert (quux["type"], quux["reason"]) == (
+        "StateChangeFailed",
+        "INVALID_PARTITIONS: Topic already has 2 partition(s).",
     )
 
     out = c("foo-6", "PartitionExpansion", topic="foo", partitions={"5": [1, 3]})
@@ -101,7 +102,14 @@ def test_create_partitions() -> None:
     assert (bar["type"], bar["reason"]) == (
         "StateChangeFailed",
         "INVALID_REPLICA_ASSIGNMENT: The manual partition assignment includes a partition "
-        "with 1 replica(s), but this is not consistent with previous partitions, which have 2 replica(s).",
+        "with 1 replica(s), but this is not consistent with previous partitions, which have "
+        "2 replica(s).",
+    )
+    (quux,) = c("quux-4", "PartitionExpansion", topic="quux", partitions={"3": [1, 0]})
+    assert (quux["type"], quux["reason"]) == (
+        "StateChangeFailed",
+        "INVALID_REPLICA_ASSIGNMENT: Attempted to add 2 additional partition(s), but only 1 "
+        "assignment(s) were specified.",
     )
     (foo2,) = c("foo2-3", "PartitionExpansion", topic="foo2", partitions={"2": [2, 0]})
     assert (foo2["type"], foo2["reason"]) == (
