@@ -311,6 +311,22 @@ class Checker:
                 )
             )
         pred = self.predicted.get(tp, {}).pop(s.version, None)
+        later = sorted(v for v in self.predicted.get(tp, {}) if v > s.version)
+        if pred is None and contiguous and before is not None and later:
+            # a step the engine took inside one event without a record of its own (a topic
+            # deletion's removeReplicasFromIsr, broker by broker): between the last write
+            # and the next predicted one
+            target = self.predicted[tp][later[0]]
+            if (
+                before.leader_epoch < s.leader_epoch < target.leader_epoch
+                and set(target.isr) <= set(s.isr) <= set(before.isr)
+                and s.leader in (before.leader, target.leader)
+            ):
+                pred = Predicted(
+                    s.leader, s.leader_epoch, s.isr, target.controller_epoch, target.method
+                )
+            else:
+                pred = target
         if pred is None and contiguous and before is not None:
             request = infer_request(w, before, self)
             if request is not None:
