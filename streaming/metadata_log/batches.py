@@ -27,6 +27,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -46,8 +47,9 @@ SEGMENT = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
 
-@dataclass(frozen=True, slots=True)
-class LogRecord:
+class LogRecord(NamedTuple):
+    """One record of a batch (a NamedTuple: immutable, and quick to build by the million)."""
+
     offset: int
     timestamp: int
     key: bytes | None
@@ -81,58 +83,63 @@ _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 
 
 def _records(b: bytes, count: int, base_offset: int, base_timestamp: int) -> tuple[LogRecord, ...]:
-    """DefaultRecord.readFrom, `count` times from the start of `b`; every byte used."""
+    """DefaultRecord.readFrom, `count` times from the start of `b`; every byte used. The
+    varints of one and two bytes (every length below 8 KiB) are read inline."""
     out: list[LogRecord] = []
     append = out.append
+    new = tuple.__new__
     p = 0
     for _ in range(count):
-        # length: a one-byte zig-zag varint is a length under 64
-        c = b[p]
+        c = b[p]  # length
         if c < 0x80:
             length = (c >> 1) ^ -(c & 1)
             p += 1
+        elif b[p + 1] < 0x80:
+            c = (c & 0x7F) | (b[p + 1] << 7)
+            length = (c >> 1) ^ -(c & 1)
+            p += 2
         else:
             length, p = read_varint(b, p)
         end = p + length
         if length < 0 or end > len(b):
             raise RecordDecodeError("a record's length runs past its batch")
-        p += 1  # attributes: unused
-        c = b[p]
+        c = b[p + 1]  # after the attributes (unused): timestampDelta
         if c < 0x80:
             ts_delta = (c >> 1) ^ -(c & 1)
-            p += 1
+            p += 2
         else:
-            ts_delta, p = read_varint(b, p)
-        c = b[p]
+            ts_delta, p = read_varint(b, p + 1)
+        c = b[p]  # offsetDelta
         if c < 0x80:
             offset_delta = (c >> 1) ^ -(c & 1)
             p += 1
+        elif b[p + 1] < 0x80:
+            c = (c & 0x7F) | (b[p + 1] << 7)
+            offset_delta = (c >> 1) ^ -(c & 1)
+            p += 2
         else:
             offset_delta, p = read_varint(b, p)
-        c = b[p]
-        if c == 1:  # null key, the metadata records' case
+        if b[p] == 1:  # a null key (-1), the metadata records' case
             key = None
             p += 1
         else:
             n, p = read_varint(b, p)
-            if n < 0:
-                key = None
-            else:
-                key = b[p : p + n]
-                p += n
-        c = b[p]
-        if not c & 0x81:  # a one-byte non-negative length
+            key = None if n < 0 else b[p : p + n]
+            p += max(n, 0)
+        c = b[p]  # value length
+        if not c & 0x81:  # one byte, not negative
             n = c >> 1
             p += 1
-            value: bytes | None = b[p : p + n]
-            p += n
+        elif c & 0x80 and b[p + 1] < 0x80 and not c & 1:
+            n = ((c & 0x7F) | (b[p + 1] << 7)) >> 1
+            p += 2
         else:
             n, p = read_varint(b, p)
-            if n < 0:
-                value = None
-            else:
-                value = b[p : p + n]
-                p += n
+        if n < 0:
+            value = None
+        else:
+            value = b[p : p + n]
+            p += n
         if b[p] == 0:
             headers = _NO_HEADERS
             p += 1
@@ -143,7 +150,10 @@ def _records(b: bytes, count: int, base_offset: int, base_timestamp: int) -> tup
                 f"a record's fields take {p - end + length} of its {length} bytes"
             )
         append(
-            LogRecord(base_offset + offset_delta, base_timestamp + ts_delta, key, value, headers)
+            new(
+                LogRecord,
+                (base_offset + offset_delta, base_timestamp + ts_delta, key, value, headers),
+            )
         )
     if p != len(b):
         raise RecordDecodeError(f"{len(b) - p} byte(s) after the batch's {count} records")

@@ -20,7 +20,7 @@ from typing import Any
 
 from .errors import RecordDecodeError
 from .schemas import Field, Schema
-from .wire import read_uvarint, uuid_text
+from .wire import UUID_CACHE, read_uvarint, uuid_text
 
 Decoder = Callable[[bytes, int], tuple[dict[str, Any], int]]
 
@@ -72,11 +72,18 @@ def _read_field(w: _Writer, indent: int, f: Field, version: int, var: str) -> No
         w.emit(indent, f"{var}, = {w.const(struct.Struct('>' + fmt).unpack_from)}(b, p)")
         w.emit(indent, f"p += {_SIZES[fmt]}")
     elif t == "uuid":
-        w.emit(indent, f"{var} = _uuid(b[p:p + 16])")
+        w.emit(indent, "s = b[p:p + 16]")
         w.emit(indent, "p += 16")
+        w.emit(indent, f"{var} = _UC.get(s) or _uuid(s)")
     elif t in ("string", "bytes") or t.startswith("[]"):
         w.uvar(indent, "n")
-        w.emit(indent, "if n == 0:")
+        if t.startswith("[]"):
+            # an empty array (length byte 1) is common: no call, no allocation
+            w.emit(indent, "if n == 1:")
+            w.emit(indent + 1, f"{var} = ()")
+            w.emit(indent, "elif n == 0:")
+        else:
+            w.emit(indent, "if n == 0:")
         if f.is_nullable(version):
             w.emit(indent + 1, f"{var} = None")
         else:
@@ -91,12 +98,15 @@ def _read_field(w: _Writer, indent: int, f: Field, version: int, var: str) -> No
             w.emit(inner, f"{var} = bytes(b[p:p + n])")
             w.emit(inner, "p += n")
         elif t == "[]int32":
-            w.emit(inner, f"{var} = _int32s(b, p, n)")
+            # struct.error past the end of the value
+            w.emit(inner, f"{var} = _I32[n](b, p) if n < 256 else _int32s(b, p, n)")
             w.emit(inner, "p += 4 * n")
         elif t == "[]uuid":
-            w.emit(inner, "if p + 16 * n > len(b): raise _E('an array of uuids runs past the end')")
-            w.emit(inner, f"{var} = tuple([_uuid(b[q:q + 16]) for q in range(p, p + 16 * n, 16)])")
+            # a broker's few log directories recur in every partition: cache whole arrays
+            w.emit(inner, "s = b[p:p + 16 * n]")
             w.emit(inner, "p += 16 * n")
+            w.emit(inner, f"{var} = _UA.get(s)")
+            w.emit(inner, f"if {var} is None: {var} = _uuids(s, n)")
         elif t == "[]string":
             w.emit(inner, "if n > len(b) - p: raise _E('an array runs past the end')")
             w.emit(inner, "a = []")
@@ -123,7 +133,7 @@ def _read_field(w: _Writer, indent: int, f: Field, version: int, var: str) -> No
         raise ValueError(f"no decoder for type {t} of {f.name}")
 
 
-def _body(w: _Writer, fields: tuple[Field, ...], version: int, where: str) -> None:
+def _body(w: _Writer, fields: tuple[Field, ...], version: int, where: str, top: str | None) -> None:
     """The source of a body (or struct): its fields, then its tagged fields, into v<i>."""
     run: list[tuple[int, Field]] = []
 
@@ -149,51 +159,113 @@ def _body(w: _Writer, fields: tuple[Field, ...], version: int, where: str) -> No
             flush()
             _read_field(w, 1, f, version, f"v{i}")
     flush()
-    w.uvar(1, "nt")
-    w.emit(1, "for _ in range(nt):")
-    w.uvar(2, "tag")
-    w.uvar(2, "size")
-    w.emit(2, "q = p + size")
+    w.emit(1, "nt = b[p]")
+    w.emit(1, "p += 1")
+    w.emit(1, "if nt:")
+    w.emit(2, "if nt > 127: nt, p = _uvar(b, p - 1)")
+    w.emit(2, "for _ in range(nt):")
+    w.uvar(3, "tag")
+    w.uvar(3, "size")
+    w.emit(3, "q = p + size")
     keyword = "if"
     for i, f in sorted(tagged, key=lambda item: item[1].tag or 0):
-        w.emit(2, f"{keyword} tag == {f.tag}:")
-        _read_field(w, 3, f, version, f"v{i}")
-        w.emit(3, "if p != q:")
-        w.emit(4, f"raise _E('tagged field {f.name} of {where}: size ' + str(size) + ' but read '")
-        w.emit(4, "         + str(size + p - q))")
+        w.emit(3, f"{keyword} tag == {f.tag}:")
+        _read_field(w, 4, f, version, f"v{i}")
+        w.emit(4, "if p != q:")
+        w.emit(5, f"raise _E('tagged field {f.name} of {where}: size ' + str(size) + ' but read '")
+        w.emit(5, "         + str(size + p - q))")
         keyword = "elif"
-    w.emit(2, "p = q  # an unknown tag is skipped, as Kafka keeps it aside")
+    w.emit(3, "p = q  # an unknown tag is skipped, as Kafka keeps it aside")
     items = ", ".join(f"{f.key!r}: v{i}" for i, f in enumerate(fields))
-    w.emit(1, f"return {{{items}}}, p")
+    if top is None:
+        w.emit(1, f"return {{{items}}}, p")
+    else:
+        # the whole value is the record: what is left is Kafka's "garbage"
+        w.emit(1, "if p != len(b): _end(b, p)")
+        w.emit(1, f"return _new(_R, ({top}, {{{items}}}))")
 
 
-def _compile(fields: tuple[Field, ...], version: int, where: str) -> Decoder:
+def _end(b: bytes, p: int, where: str) -> None:
+    if p > len(b):
+        raise RecordDecodeError(f"truncated {where}")
+    raise RecordDecodeError(
+        f"{len(b) - p} byte(s) of garbage after {where} (AbstractApiMessageSerde.read)"
+    )
+
+
+def _uuids(raw: bytes, n: int) -> tuple[str, ...]:
+    if len(raw) != 16 * n:
+        raise RecordDecodeError("an array of uuids runs past the end")
+    value = tuple(uuid_text(raw[q : q + 16]) for q in range(0, 16 * n, 16))
+    if len(_UUID_ARRAYS) > 4096:
+        _UUID_ARRAYS.clear()
+    _UUID_ARRAYS[raw] = value
+    return value
+
+
+_UUID_ARRAYS: dict[bytes, tuple[str, ...]] = {}
+
+
+def _compile(
+    fields: tuple[Field, ...], version: int, where: str, result: type | None = None, top: str = ""
+) -> Any:
     w = _Writer()
-    w.emit(0, "def decode(b, p):")
-    _body(w, fields, version, where)
+    _body(w, fields, version, where, top or None)
     namespace: dict[str, Any] = {
         "_uvar": read_uvarint,
         "_uuid": uuid_text,
+        "_UC": UUID_CACHE,
+        "_UA": _UUID_ARRAYS,
+        "_uuids": _uuids,
+        "_I32": _INT32_ARRAYS,
         "_int32s": _int32s,
         "_null": _null,
+        "_end": lambda b, p: _end(b, p, where),
         "_E": RecordDecodeError,
+        "_R": result,
+        "_new": tuple.__new__,
         **w.names,
     }
-    exec(compile("\n".join(w.lines), f"<decoder of {where}>", "exec"), namespace)
-    return namespace["decode"]  # type: ignore[no-any-return]
+    # every name a local (bound as a default): LOAD_FAST, not a global lookup per use
+    used = [name for name in namespace if any(name in line for line in w.lines)]
+    head = "def decode(b, p, " + ", ".join(f"{name}={name}" for name in used) + "):"
+    source = "\n".join([head, *w.lines])
+    exec(compile(source, f"<decoder of {where}>", "exec"), namespace)
+    return namespace["decode"]
 
 
 def compile_struct(fields: tuple[Field, ...], version: int) -> Decoder:
-    return _compile(fields, version, "a struct")
+    """(bytes, position) -> (the struct's fields, the position after it)."""
+    decoder: Decoder = _compile(fields, version, "a struct")
+    return decoder
+
+
+def _versions(schema: Schema) -> range:
+    high = schema.valid.high
+    assert high is not None, schema.name
+    return range(schema.valid.low, high + 1)
 
 
 def compile_schema(schema: Schema) -> dict[int, Decoder]:
-    """One decoder per valid version of the schema."""
-    high = schema.valid.high
-    assert high is not None, schema.name
-    for f in schema.fields:
-        assert f.tag is None or f.versions == f.versions, f.name
+    """Per valid version: (bytes, position) -> (the body's fields, the position after)."""
+    return {v: compile_struct_named(schema, v) for v in _versions(schema)}
+
+
+def compile_struct_named(schema: Schema, version: int) -> Decoder:
+    decoder: Decoder = _compile(schema.fields, version, f"{schema.name} v{version}")
+    return decoder
+
+
+def compile_record(schema: Schema, result: type) -> dict[int, Callable[[bytes, int], Any]]:
+    """Per valid version: (the value, the position after the frame) -> `result(api_key,
+    version, name, fields)`, `result` a NamedTuple; the whole value must be the body."""
     return {
-        version: _compile(schema.fields, version, f"{schema.name} v{version}")
-        for version in range(schema.valid.low, high + 1)
+        v: _compile(
+            schema.fields,
+            v,
+            f"{schema.name} v{v}",
+            result,
+            f"{schema.api_key}, {v}, {schema.name!r}",
+        )
+        for v in _versions(schema)
     }

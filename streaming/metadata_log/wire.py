@@ -60,7 +60,8 @@ def varint(value: int) -> bytes:
     return uvarint((value << 1) ^ (value >> 63))
 
 
-_UUIDS: dict[bytes, str] = {}
+UUID_CACHE: dict[bytes, str] = {}
+_UUIDS = UUID_CACHE
 
 
 def uuid_text(raw: bytes) -> str:
