@@ -233,6 +233,20 @@ def _topic_deletion(d: KraftView, e: ev.TopicDeletion) -> None:
     rec = d.topic(e.topic)
     if rec is None:
         return
+    if not d.config.delete_topic_enable:
+        # ControllerApis.deleteTopics throws TopicDeletionDisabledException before the
+        # controller sees the request (DeleteTopics v3+; INVALID_REQUEST before): answered on
+        # the topic's first partition, nothing written
+        d.emit(
+            StateChangeFailedRecord(
+                e.topic,
+                min(rec.partition_ids(), default=0),
+                None,
+                "TopicDeletion",
+                "TOPIC_DELETION_DISABLED",
+            )
+        )
+        return
     d.emit(topic_record(e.topic, ApiMessageAndVersion(RemoveTopicRecord(topic_id(e.topic)), 0)))
     periodic_tasks.forget_topic(d, rec)
     for p in rec.partition_ids():

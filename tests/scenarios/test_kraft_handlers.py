@@ -96,3 +96,19 @@ def test_partition_numbers_must_be_consecutive_from_zero() -> None:
         ("PartitionRecord", 1),
         ("PartitionRecord", 2),
     ]
+
+
+def test_delete_topic_enable_false_refuses_a_deletion() -> None:
+    """K3. `ControllerApis.deleteTopics` throws TopicDeletionDisabledException before the
+    quorum controller sees the request when `delete.topic.enable` is false (DeleteTopics v3+:
+    TOPIC_DELETION_DISABLED): no RemoveTopicRecord, the topic stays. The refusal is answered
+    on the topic's first partition."""
+    c = Cluster(ControllerConfig(mode="kraft", delete_topic_enable=False))
+    c.start(1, 2)
+    c("create", "TopicCreation", topic="t", partitions={"0": [1, 2], "1": [2, 1]})
+    out = c("delete", "TopicDeletion", topic="t")
+    assert [(r["type"], r["partition"], r["target_state"], r["reason"]) for r in out] == [
+        ("StateChangeFailed", 0, "TopicDeletion", "TOPIC_DELETION_DISABLED")
+    ]
+    assert sorted(c.engine.state_json()["partitions"]) == ["t-0", "t-1"]
+    assert "t" in c.engine.state_json()["topics"]
