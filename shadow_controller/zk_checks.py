@@ -207,7 +207,9 @@ class Checker:
 
     def _plain_method(self, d: dict[str, Any]) -> str:
         before = self.written.get((d["topic"], d["partition"]))
-        if before is not None and set(d["isr"]) < set(before.isr):
+        if before is not None and (
+            set(d["isr"]) < set(before.isr) or d["leader"] == NO_LEADER != before.leader
+        ):
             return REMOVE_FROM_ISR
         return UPDATE_LEADER_EPOCH
 
