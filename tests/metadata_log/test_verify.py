@@ -1,0 +1,216 @@
+"""`shadow-controller metadata-log verify` on logs written as the quorum controller writes them
+(tests/metadata_log/scenarios.py): each scenario verifies clean, and each altered decision is
+caught as a safety divergence (issue 45 §2 and §4). Real files through the real reader and
+the CLI's entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shadow_controller.cli import main
+from streaming.metadata_log import encode_batch, metadata_value, write_segment
+
+from .scenarios import (
+    ALTERED,
+    SCENARIOS,
+    TOPIC_T,
+    KafkaLog,
+    broker_failure,
+    change,
+    write_snapshot_of,
+)
+
+
+def _verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any], str]:
+    code = main(["metadata-log", "verify", "--json", *args])
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out) if captured.out.startswith("{") else {}
+    return code, doc, captured.err
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario_verifies_clean(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = SCENARIOS[name]()
+    directory = log.write(tmp_path / "__cluster_metadata-0", roll_every=4)
+    assert len(list(directory.glob("*.log"))) > 1  # rolled segments read in order
+    code, doc, err = _verify(capsys, str(directory))
+    summary = doc["summary"]
+    assert code == 0, doc
+    assert summary["divergent"] == {"benign": 0, "safety": 0}
+    assert summary["decisions_checked"] == summary["matched"] > 0
+    assert summary["ambiguous_groupings"] == 0
+    assert summary["records"] == sum(len(b) for b in log.batches)
+    assert doc["events"] == []  # only divergent or ambiguous events are listed
+    assert err == ""
+
+
+@pytest.mark.parametrize(
+    ("scenario", "label", "alter", "what"), ALTERED, ids=[a[3] for a in ALTERED]
+)
+def test_altered_decision_is_a_safety_divergence(
+    scenario: str,
+    label: str,
+    alter: Any,
+    what: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    log = SCENARIOS[scenario]({label: alter})
+    directory = log.write(tmp_path / "__cluster_metadata-0")
+    code, doc, _ = _verify(capsys, str(directory))
+    assert code == 1
+    summary = doc["summary"]
+    assert summary["divergent"]["safety"] >= 1
+    first = next(e for e in doc["events"] if e["outcome"] == "safety")
+    d = next(d for d in first["divergences"] if d["severity"] == "safety")
+    assert d["kafka_method"] and d["reasons"]
+    # the altered record's partition (or, for a config, its event) is the one named
+    clean = SCENARIOS[scenario]()
+    altered = next(r for b in clean.batches for _, r in b if r.label == label)
+    if altered.name == "PartitionChangeRecord":
+        assert d["partition"] == f"t-{altered.fields['partition_id']}"
+
+
+def test_another_valid_leader_is_benign(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """At broker 1's failure Kafka elects 2, the first ISR replica in replica order; 3 is in
+    the ISR and active too: a different algorithm, not a danger."""
+    log = broker_failure(False, {"fail-t0": lambda f: {**f, "leader": 3, "isr": [2, 3]}})
+    code, doc, _ = _verify(capsys, str(log.write(tmp_path / "m")))
+    assert code == 0
+    assert doc["summary"]["divergent"] == {"benign": 1, "safety": 0}
+    (event,) = doc["events"]
+    assert event["kind"] == "BrokerFenced"
+    assert event["divergences"][0]["predicted"] == {"leader": 2, "isr": [2, 3]}
+    assert event["divergences"][0]["log"] == {"leader": 3, "isr": [2, 3]}
+
+
+def test_requests_sharing_a_fence_batch_are_an_ambiguous_grouping(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An AlterPartition of t-2 appended in the batch just before the fence's records: where
+    one event ends and the next begins is not in the log."""
+    log = KafkaLog()
+    clean = broker_failure(False)
+    for batch in clean.batches:
+        records = [r for _, r in batch]
+        if records[0].name == "PartitionChangeRecord" and records[0].fields.get("isr") == [1]:
+            continue  # moved into the fence's batch below
+        if records[0].label == "fail-t0":
+            records = [change(TOPIC_T, 2, isr=[1]), *records]
+        log.batch(*records)
+    log.epochs, log.incarnation = clean.epochs, clean.incarnation
+    code, doc, _ = _verify(capsys, str(log.write(tmp_path / "m")))
+    assert code == 0
+    assert doc["summary"]["ambiguous_groupings"] == 1
+    (event,) = doc["events"]
+    assert event["kind"] == "BrokerFenced" and event["outcome"] == "match"
+    assert "share the batch" in event["grouping"]
+
+
+def test_a_cleaned_log_starts_from_the_snapshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = SCENARIOS["rolling-restart"]()
+    directory = tmp_path / "__cluster_metadata-0"
+    start = log.batches[len(log.batches) // 2][0][0]
+    log.write(directory, start=start)
+    write_snapshot_of(log, directory, start)
+    code, doc, _ = _verify(capsys, str(directory))
+    assert code == 0
+    summary = doc["summary"]
+    assert summary["snapshot"]["end_offset"] == start
+    assert summary["snapshot"]["records"] > 0
+    assert summary["records"] == sum(len(b) for b in log.batches if b[0][0] >= start)
+    assert summary["divergent"] == {"benign": 0, "safety": 0}
+    assert summary["metadata_version"] == "3.9-IV0"  # from the snapshot's FeatureLevelRecord
+
+
+def test_a_cleaned_log_without_a_snapshot_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = SCENARIOS["reassignment"]()
+    directory = log.write(tmp_path / "m", start=log.batches[3][0][0])
+    code = main(["metadata-log", "verify", str(directory)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "no snapshot" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["/nonexistent/__cluster_metadata-0"],
+        ["--controller-config", "min.insync.replicas=zero", "X"],
+        ["--controller-config", "log.retention.ms=1", "X"],
+    ],
+)
+def test_bad_arguments_are_one_line(
+    args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = SCENARIOS["controlled-shutdown"]().write(tmp_path / "m")
+    args = [str(directory) if a == "X" else a for a in args]
+    code = main(["metadata-log", "verify", *args])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("shadow-controller metadata-log")
+
+
+def test_a_corrupt_batch_stops_or_is_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = SCENARIOS["controlled-shutdown"]().write(tmp_path / "m")
+    (segment,) = directory.glob("*.log")
+    data = bytearray(segment.read_bytes())
+    data[200] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    assert main(["metadata-log", "verify", str(directory)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    code = main(["metadata-log", "verify", "--skip-corrupt", str(directory)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "byte" in captured.err and "batches" in captured.out
+
+
+def test_report_dir_holds_every_event(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = SCENARIOS["elr-4.0"]()
+    directory = log.write(tmp_path / "m")
+    report = tmp_path / "report"
+    code = main(["metadata-log", "verify", str(directory), "--report", str(report)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "metadata.version 4.0-IV3, ELR on" in out
+    events = [json.loads(line) for line in (report / "events.jsonl").read_text().splitlines()]
+    summary = json.loads((report / "summary.json").read_text())
+    assert len(events) == summary["events"] > 0
+    assert {e["kind"] for e in events} >= {"BrokerFenced", "BrokerRegistration", "CreateTopics"}
+    unclean = next(e for e in events if e["kind"] == "BrokerRegistration" and e["records"] == 2)
+    assert unclean["outcome"] == "match" and unclean["decisions"] == 1
+
+
+def test_records_the_rules_do_not_read_are_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batches = [
+        encode_batch(
+            [metadata_value("FeatureLevelRecord", 0, name="metadata.version", feature_level=21)], 0
+        ),
+        encode_batch([metadata_value("NoOpRecord", 0)], 1),
+        encode_batch(
+            [
+                metadata_value(
+                    "ProducerIdsRecord", 0, broker_id=1, broker_epoch=5, next_producer_id=1000
+                )
+            ],
+            2,
+        ),
+    ]
+    write_segment(tmp_path, 0, batches)
+    code, doc, _ = _verify(capsys, str(tmp_path))
+    assert code == 0
+    assert doc["summary"]["records_not_checked"] == {"NoOpRecord": 1, "ProducerIdsRecord": 1}
