@@ -638,10 +638,15 @@ class Verifier:
             return
         assert nxt is not None
         rest = run[i:]
+        unclaimed = len(rest)
         if tail_kind == "BrokerRegistration":
             start = self._registration_start(nxt, rest)
         else:
-            start = self._tail_start(rest, tail_kind, broker_id)
+            start = self._tail_start(rest, tail_kind, broker_id)  # explains a prefix itself
+        # the request explained just before the event's records, if any
+        before = (
+            run[i + unclaimed - len(rest) + start - 1] if unclaimed - len(rest) + start else None
+        )
         self._unanchored(rest[:start])
         claim = _Claim(tail_kind, broker_id, nxt, {})
         claim.claimed = [(x, partition_change_record(x.fields)) for x in rest[start:]]
@@ -650,13 +655,12 @@ class Verifier:
         elif self._new_incarnation(nxt):
             claim.kind, claim.predicted = self._shutdown_reading(broker_id, claim.claimed)
         ambiguous = None
-        if start > 0 and rest[start - 1].batch == (
-            rest[start].batch if start < len(rest) else nxt.batch
-        ):
+        first = rest[start] if start < len(rest) else nxt
+        if before is not None and before.offset < first.offset and before.batch == first.batch:
             ambiguous = (
-                f"the PartitionChangeRecords before offset {rest[start - 1].offset + 1} share the "
-                "batch: they are read as earlier requests, though theirs and the event's records "
-                "are not delimited in the log"
+                f"the PartitionChangeRecords up to offset {before.offset} share the batch: they "
+                "are read as earlier requests, though theirs and the event's records are not "
+                "delimited in the log"
             )
         self._broker_event(claim, ambiguous, replay_anchor=True)
 
