@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -54,6 +55,7 @@ class ZkReader:
         self._queue: queue.Queue[tuple[str, str]] = queue.Queue()
         self._connected = threading.Event()
         self.needs_resync = True
+        self._started = False
         # parent -> its last pzxid (the zxid of its last child change): a deletion's zxid
         self.pzxid: dict[str, int] = {}
         self.last_zxid = 0
@@ -73,7 +75,10 @@ class ZkReader:
         )
         self._client.add_listener(self._on_state)
         try:
-            self._client.start(timeout=self.timeout_s)
+            with warnings.catch_warnings():
+                # kazoo warns of a missing chroot; the check below says it in one line
+                warnings.simplefilter("ignore", UserWarning)
+                self._client.start(timeout=self.timeout_s)
         except KazooTimeoutError:
             self.stop()
             raise Unreachable(
@@ -89,9 +94,11 @@ class ZkReader:
                 f"ZooKeeper {self.connect} holds no Kafka cluster (no {z.BROKER_IDS}); "
                 "is the chroot the one in the brokers' zookeeper.connect?"
             )
+        self._started = True
 
     def _on_state(self, state: str) -> None:
-
+        if not self._started:  # start() reports its own outcome, in one line
+            return
         if state == KazooState.CONNECTED:
             self._connected.set()
             log.info("bridge: ZooKeeper %s connected; reading everything again", self.connect)
@@ -109,6 +116,7 @@ class ZkReader:
         return self._connected.wait(timeout_s)
 
     def stop(self) -> None:
+        self._started = False
         if self._client is not None:
             try:
                 self._client.stop()
