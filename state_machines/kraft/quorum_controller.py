@@ -158,9 +158,37 @@ def _register_partitions(
         d.ksend(topic, p, RegisterPartition(replicas))
 
 
+def _unify_collision_chars(topic: str) -> str:
+    """`Topic.unifyCollisionChars`: '.' and '_' are one character in metric names."""
+    return topic.replace(".", "_")
+
+
+def _colliding_topic(d: KraftView, topic: str) -> str | None:
+    """`validateNewTopicNames`' collision check (`Topic.hasCollisionChars`, then the
+    `topicsWithCollisionChars` index): an existing topic whose name is the same once '.'
+    and '_' are unified."""
+    if "." not in topic and "_" not in topic:
+        return None
+    unified = _unify_collision_chars(topic)
+    # one pass over the names, without sorting them (a creation at a time over many topics)
+    return min(
+        (o for o in d.controller.topics if _unify_collision_chars(o) == unified), default=None
+    )
+
+
 def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
     if d.topic(e.topic) is not None:
         return  # TOPIC_ALREADY_EXISTS: nothing is written
+    colliding = _colliding_topic(d, e.topic)
+    if colliding is not None:
+        _refuse_partitions(
+            d,
+            e.topic,
+            e.partitions[0][0],
+            "INVALID_TOPIC_EXCEPTION",
+            f"Topic '{e.topic}' collides with existing topic: {colliding}",
+        )
+        return
     if not _validate_assignments(d, e.topic, e.partitions, None):
         return
     # createTopic, after every assignment: the partitions are 0..n-1

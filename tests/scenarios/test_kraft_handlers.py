@@ -112,3 +112,25 @@ def test_delete_topic_enable_false_refuses_a_deletion() -> None:
     ]
     assert sorted(c.engine.state_json()["partitions"]) == ["t-0", "t-1"]
     assert "t" in c.engine.state_json()["topics"]
+
+
+def test_topic_names_that_collide_are_refused() -> None:
+    """K4. `ReplicationControlManager.validateNewTopicNames`: a name with '.' or '_' that
+    equals an existing topic's once both are unified ('.' -> '_', `Topic.unifyCollisionChars`)
+    is INVALID_TOPIC_EXCEPTION "Topic 'a_b' collides with existing topic: a.b", checked before
+    the assignment; nothing is written. After a.b is deleted, a_b can be created."""
+    c = Cluster()
+    c.start(1, 2)
+    c("create", "TopicCreation", topic="a.b", partitions={"0": [1, 2]})
+    out = c("collide", "TopicCreation", topic="a_b", partitions={"0": [1, 2], "1": [1]})
+    assert [(r["type"], r["partition"], r["reason"]) for r in out] == [
+        (
+            "StateChangeFailed",
+            0,
+            "INVALID_TOPIC_EXCEPTION: Topic 'a_b' collides with existing topic: a.b",
+        )
+    ]
+    assert sorted(c.engine.state_json()["topics"]) == ["a.b"]
+    assert "TopicRecord" in kinds(c("other", "TopicCreation", topic="a.c", partitions={"0": [1]}))
+    c("delete", "TopicDeletion", topic="a.b")
+    assert "TopicRecord" in kinds(c("again", "TopicCreation", topic="a_b", partitions={"0": [2]}))
