@@ -98,29 +98,33 @@ def _camel(name: str) -> str:
     return name[:1].lower() + name[1:]
 
 
-def _json_value(f: Field, value: Any) -> Any:
+def _json_value(f: Field, value: Any, version: int) -> Any:
     if value is None:
         return None
     if f.type == "bytes":
         return base64.b64encode(value).decode("ascii")
     if f.type == "[]":
-        return [_json_fields(f.fields, item) for item in value]
+        return [_json_fields(f.fields, item, version) for item in value]
     if f.type == "{}":
-        return _json_fields(f.fields, value)
+        return _json_fields(f.fields, value, version)
     if isinstance(value, tuple):
         return list(value)
     return value
 
 
-def _json_fields(fields: tuple[Field, ...], values: Mapping[str, Any]) -> dict[str, Any]:
-    """A record's data as `<Name>JsonConverter.write` shows it: camelCase names; a tagged
-    field only when it differs from its default. (Fields a version lacks: left out.)"""
+def _json_fields(
+    fields: tuple[Field, ...], values: Mapping[str, Any], version: int
+) -> dict[str, Any]:
+    """A record's data as `<Name>JsonConverter.write` shows it: the fields of the version,
+    camelCase names; a tagged field only when it differs from its default."""
     out: dict[str, Any] = {}
     for f in fields:
+        if not f.present(version):
+            continue
         value = values.get(f.key, f.default)
         if f.tag is not None and f.is_default(value):
             continue
-        out[_camel(f.name)] = _json_value(f, value)
+        out[_camel(f.name)] = _json_value(f, value, version)
     return out
 
 
@@ -134,22 +138,18 @@ def _enum_name(name: str) -> str:
     return "".join(out)
 
 
-def _present(fields: tuple[Field, ...], version: int) -> tuple[Field, ...]:
-    return tuple(f for f in fields if f.present(version))
-
-
 def metadata_json(value: bytes) -> dict[str, Any]:
     """ClusterMetadataLogMessageParser.parse's payload: type, version, data."""
     record = decode_metadata(value)
     schema = METADATA_BY_NAME[record.name]
-    data = _json_fields(_present(schema.fields, record.version), record.fields)
+    data = _json_fields(schema.fields, record.fields, record.version)
     return {"type": _enum_name(record.name), "version": record.version, "data": data}
 
 
 def control_json(record: ControlRecord) -> dict[str, Any]:
     if record.type not in CONTROL:
         return dict(record.fields)
-    return _json_fields(_present(CONTROL[record.type].fields, record.version), record.fields)
+    return _json_fields(CONTROL[record.type].fields, record.fields, record.version)
 
 
 def _dumps(value: Any) -> str:
@@ -291,10 +291,11 @@ def dump(
     from_offset: int | None = None,
     as_json: bool = False,
     skip_corrupt: bool = False,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
     """The dump of `paths`; the exit code (1 when something was skipped)."""
+    out, err = out or sys.stdout, err or sys.stderr
     files = log_files(paths)
     if from_offset is not None:
         files = [f for f in files if not SNAPSHOT.match(f.name)] or files
