@@ -27,6 +27,7 @@ from ..directory import (
 from ..model import ControllerConfig
 from . import cluster_control as cc
 from .commands import KraftContext, KraftOp
+from .configuration_control import unclean_leader_election_enabled_for_topic
 from .metadata_version import MetadataVersion
 from .outputs import broker_record
 from .records import ApiMessageAndVersion, FenceBrokerRecord, UnfenceBrokerRecord
@@ -131,8 +132,8 @@ class KraftView(DirectoryView):
             min_isr=effective_min_isr(self.min_insync_replicas(configs), rf)
             if rf
             else self.min_insync_replicas(configs),
-            unclean_leader_election=self.config.unclean_enabled_for(
-                configs, self.controller.dynamic_configs
+            unclean_leader_election=unclean_leader_election_enabled_for_topic(
+                self.config, configs, self.controller.dynamic_configs
             ),
             eligible_leader_replicas_enabled=self.config.eligible_leader_replicas_version >= 1,
             name=topic,

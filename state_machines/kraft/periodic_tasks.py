@@ -40,6 +40,7 @@ from ..directory import CONTROLLER_KEY, DirectoryRecord, DirectoryResult, Direct
 from ..event_types import KraftTask
 from ..model import NO_LEADER, ControllerConfig
 from ..partition_summaries import apply_summaries
+from .configuration_control import unclean_leader_election_enabled_for_topic
 from .schedule import DEFERRED, IMMEDIATELY, SCHEDULED, TASKS_KEY, KraftTasks
 
 # ReplicationControlManager.MAX_ELECTIONS_PER_IMBALANCE
@@ -172,7 +173,7 @@ def candidates(d: DirectoryView, task: str) -> list[tuple[str, int]]:
             continue
         if task == BALANCE:
             out.extend((topic, p) for p, s in rec.summaries if is_imbalanced(s))
-        elif d.config.unclean_enabled_for(rec.configs, c.dynamic_configs):
+        elif unclean_leader_election_enabled_for_topic(d.config, rec.configs, c.dynamic_configs):
             out.extend((topic, p) for p, s in rec.summaries if is_leaderless(s))
     return out
 

@@ -134,3 +134,43 @@ def test_topic_names_that_collide_are_refused() -> None:
     assert "TopicRecord" in kinds(c("other", "TopicCreation", topic="a.c", partitions={"0": [1]}))
     c("delete", "TopicDeletion", topic="a.b")
     assert "TopicRecord" in kinds(c("again", "TopicCreation", topic="a_b", partitions={"0": [2]}))
+
+
+def _shrink_to_one_then_fail(c: Cluster) -> list[dict[str, Any]]:
+    p = c.partition("t-0")
+    c(
+        "shrink",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=1,
+        leader_epoch=p["leader_epoch"],
+        partition_epoch=p["partition_epoch"],
+        isr=[1],
+    )
+    return c("b1-down", "BrokerFailure", broker_id=1)
+
+
+def test_unclean_leader_election_enable_is_read_untrimmed() -> None:
+    """K5. ConfigDef validation trims, but ConfigurationControlManager stores the raw string
+    and `uncleanLeaderElectionEnabledForTopic` reads it with `Boolean.parseBoolean`, so a
+    topic's " true" is false: the fenced last ISR member's partition is left without a
+    leader (`handleBrokerFenced`). So is the cluster's " true" (BrokerConfigChange, a
+    ConfigRecord for the default broker resource); "TRUE" is true."""
+    for configs, dynamic, leader in (
+        ({"unclean.leader.election.enable": " true"}, None, -1),
+        ({"unclean.leader.election.enable": "TRUE"}, None, 2),
+        ({}, " true", -1),
+        ({}, "True", 2),
+    ):
+        c = Cluster()
+        c.start(1, 2)
+        if dynamic is not None:
+            c("cluster", "BrokerConfigChange", configs={"unclean.leader.election.enable": dynamic})
+        c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]}, configs=configs)
+        out = _shrink_to_one_then_fail(c)
+        (change,) = of_type(out, "PartitionChangeRecord")
+        assert (change["leader"], c.partition("t-0")["leader"]) == (leader, leader), (
+            configs,
+            dynamic,
+        )
