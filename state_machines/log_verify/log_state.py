@@ -30,7 +30,12 @@ from ..errors import ShadowControllerError
 from ..kraft.cluster_control import BrokerRegistry, ClusterControlError
 from ..kraft.metadata_version import MetadataVersion
 from ..kraft.partition_registration import PartitionRegistration
-from ..kraft.records import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, PartitionChangeRecord
+from ..kraft.records import (
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_TOPIC,
+    MetadataPartitionRecord,
+    PartitionChangeRecord,
+)
 from ..kraft.replication_control import TopicContext, effective_min_isr
 from ..model import NO_LEADER
 from .entries import LogEntry, broker_record, partition_change_record, partition_record
@@ -184,11 +189,7 @@ class LogState:
             if name == "PartitionChangeRecord":
                 self.replay_change(partition_change_record(f))
             elif name == "PartitionRecord":
-                r = partition_record(f)
-                tp = (r.topic_id, r.partition_id)
-                if r.topic_id not in self.topic_names:
-                    raise ReplayError(f"PartitionRecord of unknown topic id {r.topic_id}")
-                self.set_partition(tp, self.partition(*tp), PartitionRegistration.from_record(r))
+                self.replay_partition(partition_record(f))
             elif name == "TopicRecord":
                 topic_id, topic = str(f["topic_id"]), str(f["name"])
                 self.topic_names[topic_id] = topic
@@ -211,10 +212,18 @@ class LogState:
                 record = broker_record(name, f)
                 if record is not None:
                     self.registry = self.registry.replay(record)
-        except ClusterControlError as exc:
+        except ReplayError:
+            raise
+        except (ClusterControlError, ShadowControllerError) as exc:
             raise ReplayError(str(exc)) from exc
         except (KeyError, TypeError, ValueError) as exc:
             raise ReplayError(f"{name} at offset {e.offset}: {exc!r}") from exc
+
+    def replay_partition(self, r: MetadataPartitionRecord) -> None:
+        tp = (r.topic_id, r.partition_id)
+        if r.topic_id not in self.topic_names:
+            raise ReplayError(f"PartitionRecord of unknown topic id {r.topic_id}")
+        self.set_partition(tp, self.partition(*tp), PartitionRegistration.from_record(r))
 
     def replay_change(self, r: PartitionChangeRecord) -> PartitionRegistration:
         tp = (r.topic_id, r.partition_id)

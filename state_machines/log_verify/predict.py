@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from ..errors import ShadowControllerError
 from ..kraft import replication_control as rc
 from ..kraft.alter_partition import alter_partition
 from ..kraft.cluster_control import BrokerRegistry
@@ -77,7 +78,12 @@ def broker_event(
     for tp in targets:
         reg = state.partition(*tp)
         if reg is not None:
-            out[tp] = handler(reg, state.context(tp[0]), tp[1], registry, broker_id)
+            try:
+                out[tp] = handler(reg, state.context(tp[0]), tp[1], registry, broker_id)
+            except ShadowControllerError:
+                # the rules cannot decide on a state Kafka never reaches (a replica's
+                # directory unknown, ...): no prediction; the log's record then diverges
+                out[tp] = None
     return out
 
 

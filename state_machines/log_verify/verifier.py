@@ -52,12 +52,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import ShadowControllerError
 from ..kraft import replication_control as rc
 from ..kraft.partition_change_builder import PartitionChange
 from ..kraft.partition_registration import PartitionRegistration
 from ..kraft.records import (
     FENCING_CHANGE_FENCE,
     FENCING_CHANGE_UNFENCE,
+    MetadataPartitionRecord,
     PartitionChangeRecord,
 )
 from ..model import NO_LEADER
@@ -334,10 +336,22 @@ class Verifier:
         self._emit(ev)
         self._open = None
 
-    def _replay(self, ev: _Event, e: LogEntry) -> bool:
+    def _replay(
+        self,
+        ev: _Event,
+        e: LogEntry,
+        record: PartitionChangeRecord | MetadataPartitionRecord | None = None,
+    ) -> bool:
+        """Replay `e` (`record`: its fields already converted); a record Kafka's replay
+        refuses is a safety divergence of `ev`."""
         try:
-            self.state.replay(e)
-        except ReplayError as exc:
+            if isinstance(record, PartitionChangeRecord):
+                self.state.replay_change(record)
+            elif isinstance(record, MetadataPartitionRecord):
+                self.state.replay_partition(record)
+            else:
+                self.state.replay(e)
+        except ShadowControllerError as exc:  # ReplayError, InvalidReplicaDirectoriesError
             ev.divergences.append(
                 Divergence(
                     SAFETY,
@@ -504,7 +518,7 @@ class Verifier:
                     describe_partition(predicted),
                 )
             )
-        self._replay(ev, e)
+        self._replay(ev, e, r)
 
     def _config_record(self, e: LogEntry) -> None:
         f = e.fields
@@ -755,7 +769,7 @@ class Verifier:
             tp = (r.topic_id, r.partition_id)
             before[tp] = st.partition(*tp)
             entries[tp] = (x, r)
-            if self._replay(ev, x):
+            if self._replay(ev, x, r):
                 after_log[tp] = st.partition(*tp)
         if kind == "BrokerRegistration" and anchor is not None:
             self._check_registration(ev, anchor, claim)
@@ -878,9 +892,25 @@ class Verifier:
         if old is None:
             ev = _Event("PartitionChange", "QuorumController.replay", x.offset, x.offset)
             ev.add(x)
-            self._replay(ev, x)
+            self._replay(ev, x, r)
             return ev
-        candidates = predict.explanations(st, tp, old, r)
+        try:
+            candidates = predict.explanations(st, tp, old, r)
+        except ShadowControllerError as exc:
+            ev = _Event("PartitionChange", "QuorumController.replay", x.offset, x.offset)
+            ev.add(x)
+            ev.divergences.append(
+                Divergence(
+                    SAFETY,
+                    (f"the rules cannot decide on this partition's state: {exc}",),
+                    "ReplicationControlManager",
+                    (x.offset,),
+                    st.label(tp),
+                    describe_change(r),
+                )
+            )
+            self._replay(ev, x, r)
+            return ev
         chosen = next((c for c in candidates if predict.same_change(r, c.change)), None)
         first = candidates[0]
         ev = _Event((chosen or first).kind, (chosen or first).method, x.offset, x.offset)
@@ -894,9 +924,9 @@ class Verifier:
                     "an unclean election while the topic does not allow one: only an admin's "
                     "ElectLeaders(UNCLEAN) writes it"
                 )
-            self._replay(ev, x)
+            self._replay(ev, x, r)
             return ev
-        self._replay(ev, x)
+        self._replay(ev, x, r)
         log_after = st.partition(*tp)
         if first.refused is not None:
             ev.divergences.append(
