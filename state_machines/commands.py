@@ -16,7 +16,6 @@ every partition (partition_summaries.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from .kraft.commands import KraftContext, KraftOp
 from .model import BrokerFact, LeaderAndIsr, ReplicaAssignment
@@ -50,12 +49,19 @@ class LoadPartition:
 class Failover:
     """`onControllerFailover` for this partition: reset, RSM/PSM startup, resume reassignment."""
 
+    # the order of this partition's brokers in Kafka's handleStateChanges calls, when the
+    # brokers of the calls' other partitions change it (scala_hash.hint_for); () otherwise
+    order: tuple[int, ...] = ()
+
 
 @dataclass(frozen=True, slots=True)
 class CreatePartition:
     """`onNewPartitionCreation`."""
 
     replicas: tuple[int, ...]
+    # the order of this partition's brokers in Kafka's handleStateChanges calls, when the
+    # brokers of the calls' other partitions change it (scala_hash.hint_for); () otherwise
+    order: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +126,11 @@ class ResumeDeletion:
     retry: bool
     start: bool
     first: bool  # deletion not yet started for the topic: PSM Offline -> NonExistent first
+    # the order of this partition's brokers in Kafka's handleStateChanges calls, when the
+    # brokers of the calls' other partitions change it (scala_hash.hint_for); () otherwise
+    order: tuple[int, ...] = ()
+    # the same for retryDeletionForIneligibleReplicas' call
+    retry_order: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,26 +166,30 @@ class AutoRebalance:
 class CompleteTopicDeletion:
     """`completeDeleteTopic`: successful replicas become NonExistent and the partition goes."""
 
+    # the order of this partition's brokers in Kafka's handleStateChanges calls, when the
+    # brokers of the calls' other partitions change it (scala_hash.hint_for); () otherwise
+    order: tuple[int, ...] = ()
 
-Op = Union[
-    LoadPartition,
-    Failover,
-    CreatePartition,
-    BrokersStarted,
-    BrokersFailed,
-    ShutdownBroker,
-    Reassign,
-    AlterIsr,
-    Elect,
-    TriggerOnline,
-    ReplicaDeletionResponse,
-    MarkQueued,
-    ResumeDeletion,
-    CompleteTopicDeletion,
-    Observe,
-    LogDirFailure,
-    AutoRebalance,
-]
+
+Op = (
+    LoadPartition
+    | Failover
+    | CreatePartition
+    | BrokersStarted
+    | BrokersFailed
+    | ShutdownBroker
+    | Reassign
+    | AlterIsr
+    | Elect
+    | TriggerOnline
+    | ReplicaDeletionResponse
+    | MarkQueued
+    | ResumeDeletion
+    | CompleteTopicDeletion
+    | Observe
+    | LogDirFailure
+    | AutoRebalance
+)
 
 
 @quick_init

@@ -55,6 +55,7 @@ from .outputs import (
     StateChangeFailedRecord,
 )
 from .partition_summaries import offline_partitions
+from .scala_hash import CallHints
 from .states import LeaderRecoveryState
 from .topic_deletion import on_stop_replica_response, on_topic_deletion
 
@@ -91,11 +92,21 @@ def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continua
     # one op for every partition (ops are immutable): the job's codec writes a run of
     # commands sharing their op and context once
     op = Failover()
-    for t in sorted(d.controller.topics):
-        rec = d.topic(t)
+    topics = [(t, d.topic(t)) for t in sorted(d.controller.topics)]
+    # ReplicaStateMachine.startup's two calls span every partition: their brokers' order
+    # (groupBy, scala_hash.py) is over the cluster's online and offline replicas' brokers,
+    # here every broker ever assigned to a partition (the directory keeps no more)
+    hosting: set[int] = set()
+    for _, rec in topics:
+        assert rec is not None
+        hosting.update(*[brokers for _, brokers in rec.partitions])
+    online = {b for b in hosting if d.fact(b).live}
+    hints = CallHints(online, hosting - online)
+    for t, rec in topics:
         assert rec is not None
         for p, brokers in rec.partitions:
-            d.send(t, p, op, brokers)
+            order = hints(brokers) if hints.needed else ()
+            d.send(t, p, Failover(order) if order else op, brokers)
     return Continuation(failover_init=True, resume=True)
 
 
@@ -217,12 +228,16 @@ def _new_partitions(
 ) -> None:
     active = d.controller.active
     d.remember_partitions(topic, partitions)
+    # onNewPartitionCreation's replica calls span the new partitions: their brokers' order
+    hints = CallHints(set().union(*[replicas for _, replicas in partitions])) if active else None
     ops: dict[tuple[int, ...], Op] = {}  # one op per assignment: partitions share it
     for p, replicas in partitions:
         op = ops.get(replicas)
         if op is None:
             op = ops[replicas] = (
-                CreatePartition(replicas) if active else LoadPartition(ReplicaAssignment(replicas))
+                CreatePartition(replicas, hints(replicas) if hints.needed else ())
+                if hints is not None
+                else LoadPartition(ReplicaAssignment(replicas))
             )
         d.send(topic, p, op, replicas)
 

@@ -37,7 +37,8 @@ class Run:
         self.rec = rec
         self.facts = facts
         self.out: list[Output] = []
-        # onPartitionReassignment ran for a topic queued for deletion: markTopicIneligibleForDeletion
+        # onPartitionReassignment ran for a topic queued for deletion:
+        # markTopicIneligibleForDeletion
         self.mark_ineligible = False
         # a reassignment completed for a topic queued for deletion: resumeDeletionForTopics
         self.resume_deletion = False
@@ -46,10 +47,18 @@ class Run:
         # the UpdateMetadata scope of the batches being run ("": shared with other partitions)
         self.scope = ""
 
-    def replicas(self, brokers: Sequence[int], target: ReplicaState, site: int = 0) -> None:
-        """`replicaStateMachine.handleStateChanges(replicas on brokers, target)`."""
+    def replicas(
+        self,
+        brokers: Sequence[int],
+        target: ReplicaState,
+        site: int = 0,
+        call_order: Sequence[int] = (),
+    ) -> None:
+        """`replicaStateMachine.handleStateChanges(replicas on brokers, target)`; `call_order`:
+        the order of the call's brokers across its partitions, when it matters
+        (`rsm.handle_state_changes`)."""
         if brokers:
-            step = rsm.handle_state_changes(self.rec, self.facts, brokers, target)
+            step = rsm.handle_state_changes(self.rec, self.facts, brokers, target, call_order)
             self.rec = step.record
             self.out.extend(step.outputs)
             if step.update_metadata:

@@ -48,7 +48,8 @@ def trigger_online(run: Run, site: int = 1) -> None:
         run.partition(P.OnlinePartition, OFFLINE, site)
 
 
-def failover(run: Run) -> None:
+def failover(run: Run, order: tuple[int, ...] = ()) -> None:
+    """`order`: the order of the startup calls' brokers across the cluster (Failover.order)."""
     # The new controller starts from an empty context (resetContext on resignation) and
     # reads assignments and leader-and-ISR from the store.
     rec = run.rec
@@ -61,8 +62,8 @@ def failover(run: Run) -> None:
     run.rec = run.rec.reset_for_failover(rsm.startup(run.rec, run.facts))
     is_online = run.facts.is_online  # the machine calls change no liveness
     online = [r for r in replicas if is_online(r)]
-    run.replicas(online, R.OnlineReplica, site=1)
-    run.replicas([r for r in replicas if r not in online], R.OfflineReplica, site=2)
+    run.replicas(online, R.OnlineReplica, site=1, call_order=order)
+    run.replicas([r for r in replicas if r not in online], R.OfflineReplica, 2, order)
     # PartitionStateMachine.startup: initializePartitionState, then the online trigger
     run.rec = psm.startup(run.rec, run.facts)
     trigger_online(run, site=3)
@@ -71,11 +72,12 @@ def failover(run: Run) -> None:
         run_reassignment(run, run.rec.assignment)
 
 
-def create(run: Run, replicas: tuple[int, ...]) -> None:
+def create(run: Run, replicas: tuple[int, ...], order: tuple[int, ...] = ()) -> None:
+    """`order`: the order of the calls' brokers over every new partition (CreatePartition)."""
     run.partition(P.NewPartition, site=1)
-    run.replicas(replicas, R.NewReplica, site=2)
+    run.replicas(replicas, R.NewReplica, site=2, call_order=order)
     run.partition(P.OnlinePartition, OFFLINE, site=3)
-    run.replicas(replicas, R.OnlineReplica, site=4)
+    run.replicas(replicas, R.OnlineReplica, site=4, call_order=order)
 
 
 def brokers_started(run: Run, new_brokers: tuple[int, ...]) -> None:

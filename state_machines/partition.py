@@ -147,7 +147,8 @@ def _view(
 def partition_step(
     state: PartitionRecord | None, cmd: Command, config: ControllerConfig
 ) -> PartitionResult:
-    """Apply one command to one partition: (state or None, command) -> (new state or None, outputs)."""
+    """Apply one command to one partition: (state or None, command) -> (new state or None,
+    outputs)."""
     op = cmd.op
     ctx = cmd.ctx
     assert isinstance(ctx, PartitionContext)  # the ZK rules' commands (rule_sets.py)
@@ -180,9 +181,9 @@ def partition_step(
     run = _begin(state, ctx, config)
 
     if isinstance(op, Failover):
-        flows.failover(run)
+        flows.failover(run, op.order)
     elif isinstance(op, CreatePartition):
-        flows.create(run, op.replicas)
+        flows.create(run, op.replicas, op.order)
     elif isinstance(op, BrokersStarted):
         flows.brokers_started(run, op.broker_ids)
     elif isinstance(op, BrokersFailed):
@@ -203,7 +204,7 @@ def partition_step(
     elif isinstance(op, ResumeDeletion):
         topic_deletion.resume_deletion(run, op)
     elif isinstance(op, CompleteTopicDeletion):
-        topic_deletion.complete_topic_deletion(run)
+        topic_deletion.complete_topic_deletion(run, op.order)
     elif isinstance(op, MarkQueued):
         pass
     elif isinstance(op, Observe):
@@ -215,10 +216,7 @@ def partition_step(
     else:  # pragma: no cover - programming error
         raise TypeError(f"unknown op {op!r}")
 
-    if run.removed or not (known or run.rec.state is not None):
-        new_state = None
-    else:
-        new_state = run.rec
+    new_state = None if run.removed or not (known or run.rec.state is not None) else run.rec
     report = topic_deletion.report(run) if ctx.queued_for_deletion else None
     return PartitionResult(new_state, tuple(run.out), report)
 
@@ -226,13 +224,15 @@ def partition_step(
 # ---------------------------------------------------------------------------------------
 # Kafka's state machine entry points, one partition at a time (what Kafka's unit tests call)
 
+_DEFAULT_CONFIG = ControllerConfig()
+
 
 def handle_replica_state_changes(
     state: PartitionRecord,
     brokers: Sequence[int],
     target: ReplicaState,
     ctx: PartitionContext,
-    config: ControllerConfig = ControllerConfig(),
+    config: ControllerConfig = _DEFAULT_CONFIG,
 ) -> PartitionResult:
     """`ReplicaStateMachine.handleStateChanges` for this partition's replicas on `brokers`."""
     run = _begin(state, ctx, config)
@@ -245,9 +245,9 @@ def handle_partition_state_changes(
     target: PartitionState,
     ctx: PartitionContext,
     strategy: ElectionStrategy | None = None,
-    config: ControllerConfig = ControllerConfig(),
+    config: ControllerConfig = _DEFAULT_CONFIG,
 ) -> PartitionResult:
-    """`PartitionStateMachine.handleStateChanges(partitions, target, strategy)` for one partition."""
+    """`PartitionStateMachine.handleStateChanges(partitions, target, strategy)`, one partition."""
     run = _begin(state, ctx, config)
     run.partition(target, strategy)
     return PartitionResult(run.rec, tuple(run.out), None)

@@ -8,7 +8,8 @@ Theory of operation
         (ReplicaDeletionIneligible from Offline/DeletionStarted, back to Online/Offline)
 
 `handle_state_changes` is `handleStateChanges`: it opens one request batch, runs the
-transition of each named replica in order, and sends the batch at the end. A transition
+transition of each named replica in the order Kafka's `groupBy` visits their brokers (a
+Scala 2.13 HashMap: scala_hash.py), and sends the batch at the end. A transition
 (`doHandleStateChanges`, one case per target state) reads the partition as the previous
 transitions left it and adds its requests to the open batch, as Kafka's cases do; it
 returns the replica's new state, the stored leader-and-ISR and assignment after it, or why
@@ -30,6 +31,7 @@ from .model import NO_LEADER, LeaderAndIsr, ReplicaAssignment
 from .outputs import Output, ReplicaStateChangeRecord, StateChangeFailedRecord
 from .partition_record import Facts, PartitionRecord, Step
 from .requests import LeaderAndIsrPartitionState, RequestBatch
+from .scala_hash import visit_order
 from .states import VALID_PREVIOUS_REPLICA_STATES, ReplicaState
 
 R = ReplicaState
@@ -84,9 +86,18 @@ def partition_state_for(
 
 
 def handle_state_changes(
-    rec: PartitionRecord, facts: Facts, brokers: Sequence[int], target: ReplicaState
+    rec: PartitionRecord,
+    facts: Facts,
+    brokers: Sequence[int],
+    target: ReplicaState,
+    call_order: Sequence[int] = (),
 ) -> Step:
-    """`ReplicaStateMachine.handleStateChanges` for this partition's replicas on `brokers`."""
+    """`ReplicaStateMachine.handleStateChanges` for this partition's replicas on `brokers`.
+
+    Kafka visits the brokers in the order of `replicas.groupBy(_.replica)`, a Scala 2.13
+    `immutable.HashMap` over the brokers of every replica in its call (scala_hash.py):
+    `call_order` is that order when the call spans other partitions whose brokers change
+    it, else empty (the call's brokers are these)."""
     if not brokers:
         return Step(rec, [])
     topic, partition = rec.topic, rec.partition
@@ -99,7 +110,7 @@ def handle_state_changes(
     transition = _TRANSITIONS[target]
     valid = VALID_PREVIOUS_REPLICA_STATES[target]  # target.valid_previous_states
     name = _NAME
-    for broker in brokers if len(brokers) == 1 else dict.fromkeys(brokers):
+    for broker in visit_order(brokers, call_order):
         # putReplicaStateIfNotExists(NonExistentReplica), then validate
         current = states.get(broker)
         if current is None:

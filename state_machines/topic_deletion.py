@@ -42,6 +42,7 @@ from .directory import (
 )
 from .flow import Run
 from .model import ControllerConfig
+from .scala_hash import CallHints
 from .states import PartitionState, ReplicaState
 
 P = PartitionState
@@ -187,6 +188,7 @@ def _resume_deletions(d: DirectoryView) -> None:
             retry.add(t)
         if not started and not rec.ineligible:
             eligible.add(t)
+    retry_hints, hints = _call_hints(d, retry, eligible)
     for t in sorted(retry | eligible):
         rec = d.topic(t)
         assert rec is not None
@@ -195,8 +197,13 @@ def _resume_deletions(d: DirectoryView) -> None:
             has_ineligible = any(
                 s is ReplicaState.ReplicaDeletionIneligible for _, s in m.replica_states
             )
+            brokers = (*m.replicas, *(b for b, _ in m.replica_states))
             op = ResumeDeletion(
-                retry=t in retry and has_ineligible, start=t in eligible, first=first
+                retry=t in retry and has_ineligible,
+                start=t in eligible,
+                first=first,
+                order=hints(brokers) if t in eligible else (),
+                retry_order=retry_hints(brokers) if t in retry else (),
             )
             if op.retry or op.start:
                 d.send(t, p, op)
@@ -207,11 +214,44 @@ def _resume_deletions(d: DirectoryView) -> None:
             d.put(topic_key(t), replace(rec, started=True, ineligible=rec.ineligible or dead))
 
 
+def _call_hints(
+    d: DirectoryView, retry: set[str], eligible: set[str]
+) -> tuple[CallHints, CallHints]:
+    """The order of `resumeDeletions`' replica calls over their topics (scala_hash.py):
+    `retryDeletionForIneligibleReplicas` (the Ineligible replicas of `retry`), and
+    `onPartitionDeletion`'s (the dead replicas of `eligible`, then the live ones not yet
+    deleted)."""
+    ineligible: set[int] = set()
+    dead: set[int] = set()
+    alive: set[int] = set()
+    for t in retry | eligible:
+        rec = d.topic(t)
+        assert rec is not None
+        for p, m in rec.mirror:
+            states = dict(m.replica_states)
+            if t in retry:
+                ineligible.update(
+                    b for b, s in states.items() if s is ReplicaState.ReplicaDeletionIneligible
+                )
+            if t in eligible:
+                for b in m.replicas:
+                    if not d.is_replica_online(b, t, p):
+                        dead.add(b)
+                    elif states.get(b) is not ReplicaState.ReplicaDeletionSuccessful:
+                        alive.add(b)
+    return CallHints(ineligible), CallHints(alive, dead)
+
+
 def _complete_delete_topic(d: DirectoryView, topic: str) -> None:
     rec = d.topic(topic)
     assert rec is not None
+    # completeDeleteTopic's call: the topic's replicas in ReplicaDeletionSuccessful
+    hints = CallHints({b for _, m in rec.mirror for b, _ in m.replica_states})
+    mirror = dict(rec.mirror)
     for p in rec.partition_ids():
-        d.send(topic, p, CompleteTopicDeletion())
+        m = mirror.get(p)
+        order = hints((*m.replicas, *(b for b, _ in m.replica_states))) if m else ()
+        d.send(topic, p, CompleteTopicDeletion(order))
     c = d.controller
     d.put(
         CONTROLLER_KEY,
@@ -242,6 +282,7 @@ def resume_deletion(run: Run, op: ResumeDeletion) -> None:
             [b for b, s in rec.replica_states if s is R.ReplicaDeletionIneligible],
             R.OfflineReplica,
             site=1,
+            call_order=op.retry_order,
         )
     if op.start:
         if op.first:
@@ -259,18 +300,19 @@ def resume_deletion(run: Run, op: ResumeDeletion) -> None:
             for r in replicas
             if run.facts.is_online(r) and states.get(r) is not R.ReplicaDeletionSuccessful
         ]
-        run.replicas(dead, R.ReplicaDeletionIneligible, site=5)
-        run.replicas(retry, R.OfflineReplica, site=6)
-        run.replicas(retry, R.ReplicaDeletionStarted, site=7)
+        run.replicas(dead, R.ReplicaDeletionIneligible, site=5, call_order=op.order)
+        run.replicas(retry, R.OfflineReplica, site=6, call_order=op.order)
+        run.replicas(retry, R.ReplicaDeletionStarted, site=7, call_order=op.order)
 
 
-def complete_topic_deletion(run: Run) -> None:
+def complete_topic_deletion(run: Run, order: tuple[int, ...] = ()) -> None:
     """`completeDeleteTopic` for this partition: its successfully deleted replicas become
-    NonExistent, and the partition is gone."""
+    NonExistent, and the partition is gone. `order`: the call's order over the topic."""
     run.replicas(
         [b for b, s in run.rec.replica_states if s is R.ReplicaDeletionSuccessful],
         R.NonExistentReplica,
         site=1,
+        call_order=order,
     )
     run.removed = True
 
