@@ -1,7 +1,12 @@
 """`shadow-controller audit DECISIONS`: the controller's invariants as a Great Expectations
 suite over a decisions dataset, with a Data Docs report that renders offline.
 
-The rules are computed per partition over its LeaderAndIsr records in (cause_offset, seq)
+The records say which rule set they come from: LeaderAndIsr decisions are the ZK
+controller's, checked by the rules below; PartitionRecord and PartitionChangeRecord are
+KRaft's metadata records, replayed and checked by `audit_kraft`'s rules. Records of
+neither kind leave nothing to check, and the audit says so (exit 2), never "ok".
+
+The ZK rules are computed per partition over its LeaderAndIsr records in (cause_offset, seq)
 order, then each rule becomes a column that must hold `ok` on every record; a record that
 breaks the rule holds where it broke instead (`orders-0 at cause_offset 14`), so the
 report's unexpected values name the partitions and cause offsets. Two Kafka facts shape
@@ -18,9 +23,10 @@ Outcomes, by `exits` code:
   cause offsets (`--json`: the same as one JSON object).
 - 2 (`UsageError`): there is nothing trustworthy to audit, so nothing was checked: the path
   does not exist, it holds no decision record (an empty file, a directory without
-  `decisions-*.jsonl`), or a line is not a decision record (the message names the file
-  and line). Not `CheckFailed`: no invariant was found broken, and a script that treats
-  1 as "the controller is wrong" must not page anyone over an empty or truncated file.
+  `decisions-*.jsonl`) or no partition state record a rule reads, or a line is not a
+  decision record (the message names the file and line). Not `CheckFailed`: no invariant
+  was found broken, and a script that treats 1 as "the controller is wrong" must not page
+  anyone over an empty or truncated file.
   Unlike `simulate`, a bad line is not skipped: a rule that holds over part of a log says
   nothing about the whole of it.
 
@@ -45,16 +51,24 @@ import pandas as pd
 
 from streaming.exits import CHECK_FAILED, OK, UsageError
 
+from . import audit_kraft
 from .audit_outcome import AuditResult, BrokenPartition, RuleOutcome
 
 RULES = {
-    "leader_in_isr_unless_unclean": "the leader (when not -1) is in the ISR unless the election is unclean",
-    "isr_within_replicas": "after each cause, the ISR is within the replicas (except Kafka's last member kept with leader -1)",
-    "leader_epoch_never_decreases": "a partition's leader epoch never decreases from one cause to the next",
+    "leader_in_isr_unless_unclean": "the leader (when not -1) is in the ISR unless the "
+    "election is unclean",
+    "isr_within_replicas": "after each cause, the ISR is within the replicas (except Kafka's "
+    "last member kept with leader -1)",
+    "leader_epoch_never_decreases": "a partition's leader epoch never decreases from one cause "
+    "to the next",
     "one_leader_per_epoch": "one leader per (partition, leader epoch)",
-    "partition_epoch_increases_on_change": "a changed partition state has a strictly larger partition epoch",
+    "partition_epoch_increases_on_change": "a changed partition state has a strictly larger "
+    "partition epoch",
 }
 HELD = "ok"  # the value of a rule's column on a record that keeps it
+# the rules of each rule set, and the records they read
+RULE_SETS = {"zk": RULES, "kraft": audit_kraft.RULES}
+AUDITED = {"zk": "LeaderAndIsr", "kraft": "PartitionRecord and PartitionChangeRecord"}
 
 # the fields the rules read, and their JSON types (docs/contract.md, the decisions)
 _INT_FIELDS = ("partition", "seq", "leader", "leader_epoch", "partition_epoch")
@@ -78,8 +92,37 @@ def load_decisions(
     not a decision record raises `UsageError` naming its file and 1-based line number.
     `progress`: a stream for a progress bar, True for stderr when it is a terminal, or
     False/None for none; it is drawn only once loading has taken `progress_delay` seconds."""
+    return pd.DataFrame(load_records(path, progress, progress_delay))
+
+
+def load_records(
+    path: str, progress: TextIO | None | bool = True, progress_delay: float = 0.5
+) -> list[dict[str, Any]]:
+    """`load_decisions`'s records as they are (a KRaft change record's absent fields stay
+    absent, where a frame would fill them with NaN)."""
     files = decision_files(path)
-    return pd.DataFrame(list(_records(files, _progress_stream(progress), progress_delay)))
+    return list(_records(files, _progress_stream(progress), progress_delay))
+
+
+def rule_set_of(records: list[dict[str, Any]], path: str) -> str:
+    """ "zk" when the records hold LeaderAndIsr decisions, "kraft" when they hold
+    PartitionRecord or PartitionChangeRecord; a `UsageError` when they hold neither
+    (nothing the rules can check, so nothing is reported as held) or both."""
+    types = {r["type"] for r in records}
+    zk = "LeaderAndIsr" in types
+    kraft = bool(types & audit_kraft.PARTITION_TYPES)
+    if zk and kraft:
+        raise UsageError(
+            f"{path} mixes the ZK controller's LeaderAndIsr decisions with KRaft's partition "
+            "records; audit one run at a time"
+        )
+    if not zk and not kraft:
+        raise UsageError(
+            f"nothing to audit in {path}: none of its {len(records)} decision records is a "
+            "partition state (LeaderAndIsr, PartitionRecord or PartitionChangeRecord), so no "
+            "rule was checked"
+        )
+    return "zk" if zk else "kraft"
 
 
 def _progress_stream(progress: TextIO | None | bool) -> TextIO | None:
@@ -149,7 +192,7 @@ def _problem(record: Any) -> str | None:
     if not _is_int(record.get("cause_offset")):
         return f"{record['type']} record without an integer 'cause_offset'"
     if record["type"] != "LeaderAndIsr":
-        return None
+        return audit_kraft.problem(record)
     if not isinstance(record.get("topic"), str):
         return "LeaderAndIsr record without a string 'topic'"
     for field in _INT_FIELDS:
@@ -182,7 +225,9 @@ def invariant_frame(
     lair["isr_set"] = lair["isr"].map(frozenset)
     lair["leader_in_isr_unless_unclean"] = [
         leader == -1 or leader in isr or election == "unclean"
-        for leader, isr, election in zip(lair["leader"], lair["isr_set"], lair["election"])
+        for leader, isr, election in zip(
+            lair["leader"], lair["isr_set"], lair["election"], strict=False
+        )
     ]
     lair["generation"] = (
         (lair["election"] == "initial").groupby([lair["topic"], lair["partition"]]).cumsum()
@@ -235,7 +280,7 @@ def invariant_frame(
     lair["one_leader_per_epoch"] = [
         leaders.get((t, p, g, le), 1) <= 1
         for t, p, g, le in zip(
-            lair["topic"], lair["partition"], lair["generation"], lair["leader_epoch"]
+            lair["topic"], lair["partition"], lair["generation"], lair["leader_epoch"], strict=False
         )
     ]
     for rule in RULES:
@@ -243,11 +288,26 @@ def invariant_frame(
     return lair
 
 
-def evidence_frame(lair: pd.DataFrame) -> pd.DataFrame:
+def kraft_frame(records: list[dict[str, Any]], path: str) -> tuple[pd.DataFrame, int]:
+    """One row per KRaft partition record that could be replayed (and per partition a
+    broker change left with an inactive leader), one boolean column per KRaft rule
+    (`audit_kraft`); and how many change records could not be replayed (their partition
+    was created before the input starts). A `UsageError` when none could."""
+    rows = audit_kraft.partition_states(records)
+    checked = [r for r in rows if r["checked"]]
+    if not checked:
+        raise UsageError(
+            f"nothing to audit in {path}: none of its {len(rows)} KRaft partition records can "
+            "be replayed (no PartitionRecord creates their partitions), so no rule was checked"
+        )
+    return pd.DataFrame(checked), len(rows) - len(checked)
+
+
+def evidence_frame(lair: pd.DataFrame, rules: dict[str, str] = RULES) -> pd.DataFrame:
     """The frame Great Expectations validates: one column per rule, `ok` where the record
     keeps it and `<topic>-<partition> at cause_offset <n>` where it breaks it."""
     if lair.empty:
-        return pd.DataFrame({rule: pd.Series(dtype=object) for rule in RULES})
+        return pd.DataFrame({rule: pd.Series(dtype=object) for rule in rules})
     # int64 first: partition is a float column when other record types leave it empty
     where = (
         lair["topic"].astype(str)
@@ -257,13 +317,13 @@ def evidence_frame(lair: pd.DataFrame) -> pd.DataFrame:
         + lair["cause_offset"].astype("int64").astype(str)
     )
     return pd.DataFrame(
-        {rule: np.where(lair[rule].to_numpy(dtype=bool), HELD, where) for rule in RULES}
+        {rule: np.where(lair[rule].to_numpy(dtype=bool), HELD, where) for rule in rules}
     )
 
 
-def rule_outcomes(lair: pd.DataFrame) -> tuple[RuleOutcome, ...]:
+def rule_outcomes(lair: pd.DataFrame, rules: dict[str, str] = RULES) -> tuple[RuleOutcome, ...]:
     outcomes = []
-    for rule, description in RULES.items():
+    for rule, description in rules.items():
         broken = lair[~lair[rule]]
         parts = []
         for (topic, partition), rows in (
@@ -279,31 +339,41 @@ def rule_outcomes(lair: pd.DataFrame) -> tuple[RuleOutcome, ...]:
 def run_audit(
     decisions_path: str, report_dir: str, progress: TextIO | None | bool = True
 ) -> AuditResult:
-    decisions = load_decisions(decisions_path, progress)
-    if decisions.empty:
+    records = load_records(decisions_path, progress)
+    if not records:
         raise UsageError(f"no decision records in {decisions_path}")
+    rule_set = rule_set_of(records, decisions_path)
+    rules = RULE_SETS[rule_set]
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     from .audit_report import add_summary, make_offline
 
-    lair = invariant_frame(decisions, _progress_stream(progress))
-    outcomes = rule_outcomes(lair)
+    decisions_count = len(records)
+    unchecked = 0
+    if rule_set == "zk":
+        lair = invariant_frame(pd.DataFrame(records), _progress_stream(progress))
+    else:
+        lair, unchecked = kraft_frame(records, decisions_path)
+    del records
+    outcomes = rule_outcomes(lair, rules)
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     context = gx.get_context(mode="file", project_root_dir=report_dir)
     # GE draws its own bars on stderr even when it is not a terminal
     context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     source = context.data_sources.add_or_update_pandas("decisions")
+    asset_name = "leader_and_isr" if rule_set == "zk" else "kraft_partition_records"
     asset = (
-        source.add_dataframe_asset("leader_and_isr")
-        if "leader_and_isr" not in [a.name for a in source.assets]
-        else source.get_asset("leader_and_isr")
+        source.add_dataframe_asset(asset_name)
+        if asset_name not in [a.name for a in source.assets]
+        else source.get_asset(asset_name)
     )
     batch_definition = asset.add_batch_definition_whole_dataframe(
         f"run-{len(asset.batch_definitions)}"
     )
-    suite = gx.ExpectationSuite(name="controller-invariants")
-    for rule, description in RULES.items():
+    suite_name = "controller-invariants" if rule_set == "zk" else "kraft-controller-invariants"
+    suite = gx.ExpectationSuite(name=suite_name)
+    for rule, description in rules.items():
         suite.add_expectation(
             gx.expectations.ExpectColumnValuesToBeInSet(
                 column=rule,
@@ -314,17 +384,17 @@ def run_audit(
         )
     suite = context.suites.add_or_update(suite)
     validation = context.validation_definitions.add_or_update(
-        gx.ValidationDefinition(name="controller-invariants", data=batch_definition, suite=suite)
+        gx.ValidationDefinition(name=suite_name, data=batch_definition, suite=suite)
     )
     checkpoint = context.checkpoints.add_or_update(
         gx.Checkpoint(
-            name="audit",
+            name="audit" if rule_set == "zk" else "audit-kraft",
             validation_definitions=[validation],
             actions=[gx.checkpoint.UpdateDataDocsAction(name="data-docs")],
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": 20},
         )
     )
-    run = checkpoint.run(batch_parameters={"dataframe": evidence_frame(lair)})
+    run = checkpoint.run(batch_parameters={"dataframe": evidence_frame(lair, rules)})
     failed_in_ge = {
         r.expectation_config.kwargs["column"]
         for v in run.run_results.values()
@@ -351,13 +421,22 @@ def run_audit(
             site / "index.html",
             outcomes,
             decisions=decisions_path,
-            decision_records=len(decisions),
+            decision_records=decisions_count,
             records=len(lair),
             success=bool(run.success),
             run_page=run_page,
+            audited=AUDITED[rule_set],
         )
     return AuditResult(
-        decisions_path, len(decisions), len(lair), outcomes, bool(run.success), index, run_page
+        decisions_path,
+        decisions_count,
+        len(lair),
+        outcomes,
+        bool(run.success),
+        index,
+        run_page,
+        rule_set,
+        unchecked,
     )
 
 
@@ -383,7 +462,10 @@ def result_json(result: AuditResult) -> dict[str, Any]:
     return {
         "decisions": result.decisions,
         "decision_records": result.decision_records,
-        "leader_and_isr_records": result.records,
+        "rule_set": result.rule_set,
+        "audited_records": result.records,
+        "unchecked_records": result.unchecked,
+        "leader_and_isr_records": result.records if result.rule_set == "zk" else 0,
         "success": result.success,
         "rules": [
             {
@@ -411,7 +493,8 @@ def main(decisions: str, report_dir: str, *, json_output: bool = False) -> int:
     """Audit DECISIONS into a report under REPORT_DIR; print the outcome and return the
     exit code. Raises `UsageError` when there is nothing to audit (see the module docstring).
     With `json_output`, stdout is one JSON object and nothing else: `success`,
-    `decision_records`, `leader_and_isr_records`, `report` (index.html's path) and `rules`,
+    `decision_records`, `rule_set` ("zk" or "kraft"), `audited_records` (the partition state
+    records checked), `leader_and_isr_records`, `report` (index.html's path) and `rules`,
     each with `rule`, `description`, `success`, `broken_records` and `partitions` (all of
     them, earliest break first: `topic`, `partition`, `records`, `cause_offsets`)."""
     result = run_audit(decisions, report_dir)
@@ -419,9 +502,15 @@ def main(decisions: str, report_dir: str, *, json_output: bool = False) -> int:
         print(json.dumps(result_json(result), indent=2))
         return OK if result.success else CHECK_FAILED
     print(
-        f"audited {result.records} LeaderAndIsr records of {result.decision_records} decision records "
-        f"against {len(RULES)} rules"
+        f"audited {result.records} {AUDITED[result.rule_set]} records of "
+        f"{result.decision_records} decision records against the {len(result.rules)} "
+        f"{'ZK controller' if result.rule_set == 'zk' else 'KRaft'} rules"
     )
+    if result.unchecked:
+        print(
+            f"  not checked: {result.unchecked} PartitionChangeRecords of partitions no "
+            "PartitionRecord in the input created"
+        )
     for o in result.rules:
         if o.success:
             print(f"  {o.rule:40} {'ok':20} {o.description}")

@@ -40,11 +40,13 @@ class RuleOutcome:
 class AuditResult:
     decisions: str
     decision_records: int
-    records: int  # LeaderAndIsr records audited
+    records: int  # the partition state records audited (LeaderAndIsr, or KRaft's)
     rules: tuple[RuleOutcome, ...]
     success: bool
     docs_index: str | None  # file:// URL of the report's index.html
     run_page: str | None  # this run's validation result page, relative to the index
+    rule_set: str = "zk"  # the rules checked: "zk" (LeaderAndIsr) or "kraft" (metadata records)
+    unchecked: int = 0  # KRaft change records of partitions the input never created
 
     @property
     def failed_rules(self) -> dict[str, int]:

@@ -103,6 +103,7 @@ def add_summary(
     success: bool,
     run_page: str | None,
     limit: int = 20,
+    audited: str = "LeaderAndIsr",
 ) -> None:
     """Put this run's audit at the top of the site's `index.html` (replacing an earlier
     one). A broken rule lists up to `limit` partitions, each with its cause offsets."""
@@ -119,9 +120,13 @@ def add_summary(
         if o.success:
             status, detail = '<span class="sc-ok">&#10004; ok</span>', e(o.description)
         else:
-            status = f'<span class="sc-failed">&#10008; FAILED</span><br><small>{o.broken_records} {_records(o.broken_records)}</small>'
+            status = (
+                '<span class="sc-failed">&#10008; FAILED</span><br>'
+                f"<small>{o.broken_records} {_records(o.broken_records)}</small>"
+            )
             items = "".join(
-                f"<li><code>{e(name)}</code> at cause_offset {', '.join(str(x) for x in offsets)}</li>"
+                f"<li><code>{e(name)}</code> at cause_offset "
+                f"{', '.join(str(x) for x in offsets)}</li>"
                 for name, offsets in o.partitions[:limit]
             )
             more = (
@@ -144,13 +149,17 @@ def add_summary(
     earlier = [p.relative_to(site).as_posix() for p in _validation_pages(site)]
     earlier = [p for p in earlier if p != run_page][:limit]
     earlier_html = "".join(f'<li><a href="{e(p)}">{e(_run_label(p))}</a></li>' for p in earlier)
+    state = "sc-success" if success else "sc-failure"
     section = (
-        f'<section id="{SUMMARY_ID}" class="card mb-4 {"sc-success" if success else "sc-failure"}">\n'
-        f'<div class="card-header"><strong>Controller invariants audit</strong>: {e(verdict)}</div>\n'
-        f'<div class="card-body"><p class="card-text">{records} LeaderAndIsr records of {decision_records} '
-        f"decision records in <code>{e(decisions)}</code>. See {', '.join(links) or 'the pages below'}.</p>\n"
-        f'<table class="table table-sm table-bordered"><thead><tr><th>rule</th><th>status</th>'
-        f"<th>what it checks; where it broke</th></tr></thead><tbody>{''.join(rows)}</tbody></table>\n"
+        f'<section id="{SUMMARY_ID}" class="card mb-4 {state}">\n'
+        '<div class="card-header"><strong>Controller invariants audit</strong>: '
+        f"{e(verdict)}</div>\n"
+        f'<div class="card-body"><p class="card-text">{records} {e(audited)} records of '
+        f"{decision_records} decision records in <code>{e(decisions)}</code>. See "
+        f"{', '.join(links) or 'the pages below'}.</p>\n"
+        '<table class="table table-sm table-bordered"><thead><tr><th>rule</th><th>status</th>'
+        "<th>what it checks; where it broke</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>\n"
         + (
             f'<p class="mb-1">Earlier runs in this report:</p><ul>{earlier_html}</ul>'
             if earlier_html
@@ -233,7 +242,10 @@ def _grid() -> str:
         display = "\n".join(
             f".d{bp}-{d}{{display:{d}!important}}" for d in ("none", "block", "inline-flex", "flex")
         )
-        flex = f".flex{bp}-row{{flex-direction:row!important}}\n.flex{bp}-column{{flex-direction:column!important}}"
+        flex = (
+            f".flex{bp}-row{{flex-direction:row!important}}\n"
+            f".flex{bp}-column{{flex-direction:column!important}}"
+        )
         block = f"{cols}\n{display}\n{flex}"
         out.append(block if not width else f"@media (min-width:{width}px){{\n{block}\n}}")
     return "\n".join(out)
@@ -242,17 +254,22 @@ def _grid() -> str:
 _BASE_CSS = """\
 /* shadow-controller: the Bootstrap 4 subset Great Expectations' Data Docs use, so the
    report renders styled with no network (see shadow_controller/audit_report.py). */
-:root{--sc-fg:#212529;--sc-bg:#fff;--sc-muted:#6c757d;--sc-line:#dee2e6;--sc-soft:#f8f9fa;--sc-soft2:#e2e3e5;
+:root{--sc-fg:#212529;--sc-bg:#fff;--sc-muted:#6c757d;--sc-line:#dee2e6;--sc-soft:#f8f9fa;
+  --sc-soft2:#e2e3e5;
   --sc-link:#007bff;--sc-ok:#28a745;--sc-bad:#dc3545;--sc-info:#17a2b8;color-scheme:light dark}
 *,*::before,*::after{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}
-body{margin:0;font-family:-apple-system,BlinkMacSystemFont,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans",
-  "Liberation Sans",sans-serif;font-size:1rem;font-weight:400;line-height:1.5;color:var(--sc-fg);background:var(--sc-bg)}
+body{margin:0;
+  font-family:-apple-system,BlinkMacSystemFont,"Segoe UI",Roboto,"Helvetica Neue",Arial,"Noto Sans",
+  "Liberation Sans",sans-serif;font-size:1rem;font-weight:400;line-height:1.5;color:var(--sc-fg);
+  background:var(--sc-bg)}
 h1,h2,h3,h4,h5,h6,.h6{margin:0 0 .5rem;font-weight:500;line-height:1.2}
 h1{font-size:2.5rem}h2{font-size:2rem}h3{font-size:1.75rem}h4{font-size:1.5rem}h5{font-size:1.25rem}h6,.h6{font-size:1rem}
 p{margin:0 0 1rem}ul,ol{margin:0 0 1rem}
-a{color:var(--sc-link);text-decoration:none;background:transparent}a:hover{text-decoration:underline}
-code{font-family:SFMono-Regular,Menlo,Monaco,Consolas,"Liberation Mono","Courier New",monospace;font-size:87.5%;
+a{color:var(--sc-link);text-decoration:none;
+  background:transparent}a:hover{text-decoration:underline}
+code{font-family:SFMono-Regular,Menlo,Monaco,Consolas,"Liberation Mono","Courier New",monospace;
+  font-size:87.5%;
   color:#e83e8c;word-wrap:break-word}
 small{font-size:80%}strong{font-weight:bolder}img{vertical-align:middle;border-style:none}
 .lead{font-size:1.25rem;font-weight:300}
@@ -263,43 +280,54 @@ small{font-size:80%}strong{font-weight:bolder}img{vertical-align:middle;border-s
 .invisible{visibility:hidden!important}
 .sticky-top{position:sticky;top:0;z-index:1020}
 .fixed-bottom{position:fixed;right:0;bottom:0;left:0;z-index:1030}
-.border{border:1px solid var(--sc-line)!important}.border-bottom{border-bottom:1px solid var(--sc-line)!important}
+.border{border:1px solid var(--sc-line)!important}
+.border-bottom{border-bottom:1px solid var(--sc-line)!important}
 .border-info{border-color:var(--sc-info)!important}
 .rounded{border-radius:.25rem!important}.rounded-0{border-radius:0!important}
 .bg-light{background-color:var(--sc-soft)!important}
 .container-fluid{width:100%;padding-right:15px;padding-left:15px;margin-right:auto;margin-left:auto}
-.navbar{position:relative;display:flex;flex-wrap:wrap;align-items:center;justify-content:space-between;
+.navbar{position:relative;display:flex;flex-wrap:wrap;align-items:center;
+  justify-content:space-between;
   padding:.5rem 1rem;background:var(--sc-bg)}
-.navbar-brand{display:inline-block;padding:.3125rem 0;margin-right:1rem;font-size:1.25rem;white-space:nowrap}
+.navbar-brand{display:inline-block;padding:.3125rem 0;margin-right:1rem;font-size:1.25rem;
+  white-space:nowrap}
 .nav{display:flex;flex-wrap:wrap;padding-left:0;margin-bottom:0;list-style:none}
 .nav-link{display:block;padding:.5rem 1rem}
 .nav-tabs{border-bottom:1px solid var(--sc-line)}
 .nav-pills .nav-link{border-radius:.25rem}
-.breadcrumb{display:flex;flex-wrap:wrap;padding:.75rem 1rem;margin-bottom:1rem;list-style:none;border-radius:.25rem}
+.breadcrumb{display:flex;flex-wrap:wrap;padding:.75rem 1rem;margin-bottom:1rem;list-style:none;
+  border-radius:.25rem}
 .breadcrumb-item+.breadcrumb-item{padding-left:.5rem}
-.breadcrumb-item+.breadcrumb-item::before{display:inline-block;padding-right:.5rem;color:var(--sc-muted);content:"/"}
+.breadcrumb-item+.breadcrumb-item::before{display:inline-block;padding-right:.5rem;
+  color:var(--sc-muted);content:"/"}
 .breadcrumb-item.active{color:var(--sc-muted)}
-.alert{position:relative;padding:.75rem 1.25rem;margin-bottom:1rem;border:1px solid transparent;border-radius:.25rem}
+.alert{position:relative;padding:.75rem 1.25rem;margin-bottom:1rem;border:1px solid transparent;
+  border-radius:.25rem}
 .alert-secondary{color:#383d41;background-color:var(--sc-soft2);border-color:#d6d8db}
 .alert-info{color:#0c5460;background-color:#d1ecf1;border-color:#bee5eb}
 .alert-heading{color:inherit}.alert-dismissible{padding-right:4rem}
-.close{float:right;font-size:1.5rem;font-weight:700;line-height:1;opacity:.5;background:transparent;border:0}
-.badge{display:inline-block;padding:.25em .4em;font-size:75%;font-weight:700;line-height:1;text-align:center;
+.close{float:right;font-size:1.5rem;font-weight:700;line-height:1;opacity:.5;
+  background:transparent;border:0}
+.badge{display:inline-block;padding:.25em .4em;font-size:75%;font-weight:700;line-height:1;
+  text-align:center;
   white-space:nowrap;vertical-align:baseline;border-radius:.25rem}
 .badge-secondary{color:#fff;background-color:var(--sc-muted)}
-.btn{display:inline-block;font-weight:400;text-align:center;vertical-align:middle;border:1px solid transparent;
+.btn{display:inline-block;font-weight:400;text-align:center;vertical-align:middle;
+  border:1px solid transparent;
   padding:.375rem .75rem;font-size:1rem;line-height:1.5;border-radius:.25rem;cursor:pointer}
 .btn-sm{padding:.25rem .5rem;font-size:.875rem;line-height:1.5;border-radius:.2rem}
 .btn-primary{color:#fff;background-color:var(--sc-link);border-color:var(--sc-link)}
 .btn-secondary{color:#fff;background-color:var(--sc-muted);border-color:var(--sc-muted)}
 .btn-group{position:relative;display:inline-flex;vertical-align:middle}
-.card{position:relative;display:flex;flex-direction:column;min-width:0;word-wrap:break-word;background:var(--sc-bg);
+.card{position:relative;display:flex;flex-direction:column;min-width:0;word-wrap:break-word;
+  background:var(--sc-bg);
   border:1px solid rgba(0,0,0,.125);border-radius:.25rem}
 .card-header{padding:.75rem 1.25rem;margin-bottom:0;background-color:rgba(0,0,0,.03);
   border-bottom:1px solid rgba(0,0,0,.125)}
 .card-body{flex:1 1 auto;padding:1.25rem}
 .table{width:100%;margin-bottom:1rem;color:var(--sc-fg);border-collapse:collapse}
-.table th,.table td{padding:.75rem;vertical-align:top;border-top:1px solid var(--sc-line);text-align:inherit}
+.table th,.table td{padding:.75rem;vertical-align:top;border-top:1px solid var(--sc-line);
+  text-align:inherit}
 .table thead th{vertical-align:bottom;border-bottom:2px solid var(--sc-line)}
 .table-sm th,.table-sm td{padding:.3rem}
 table.table-sm{border-collapse:collapse}
@@ -319,10 +347,12 @@ table.table-sm{border-collapse:collapse}
 #shadow-controller-audit.sc-failure{border-color:var(--sc-bad)}
 #shadow-controller-audit.sc-failure>.card-header{color:#fff;background:var(--sc-bad)}
 #shadow-controller-audit.sc-success>.card-header{color:#fff;background:var(--sc-ok)}
-.sc-ok{color:var(--sc-ok);font-weight:700}.sc-failed{color:var(--sc-bad);font-weight:700;white-space:nowrap}
+.sc-ok{color:var(--sc-ok);font-weight:700}.sc-failed{color:var(--sc-bad);font-weight:700;
+  white-space:nowrap}
 .sc-partitions{margin:.25rem 0 0;padding-left:1.25rem}
 @media (prefers-color-scheme:dark){
-  :root{--sc-fg:#f1f1f1;--sc-bg:#212529;--sc-soft:#343a40;--sc-soft2:#343a40;--sc-line:#495057;--sc-link:#6ea8fe}
+  :root{--sc-fg:#f1f1f1;--sc-bg:#212529;--sc-soft:#343a40;--sc-soft2:#343a40;--sc-line:#495057;
+  --sc-link:#6ea8fe}
   .alert-secondary{color:#f1f1f1;border-color:#495057}
   .navbar-brand a img{visibility:visible!important}
   code{color:#f783ac}

@@ -9,6 +9,14 @@ with the largest (partition epoch, leader epoch, seq). The cause's election is t
 telling election among its records (ELECTION_PRIORITY), so a cause with an unclean election
 is marked unclean. Values hold until the next cause (step plots), up to
 the last cause in the dataset.
+
+A KRaft run's decisions are metadata records: the partition's registration is rebuilt
+from its PartitionRecord and PartitionChangeRecords (`audit_kraft.partition_states`, as
+`PartitionRegistration.merge` replays them), one point per cause with the state after its
+last record; a leader elected from outside the ISR and the ELR is marked unclean.
+
+A partition no state record names leaves nothing to draw: the command says so and exits
+2, and writes no picture.
 """
 
 from __future__ import annotations
@@ -16,7 +24,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
 from streaming.exits import UsageError
@@ -96,6 +103,43 @@ def partition_series(decisions: pd.DataFrame, topic: str, partition: int) -> pd.
     return pd.DataFrame(rows, columns=SERIES_COLUMNS)
 
 
+def kraft_series(records: list[dict[str, Any]], topic: str, partition: int) -> pd.DataFrame:
+    """`partition_series` of a KRaft run: the registration after each cause that wrote a
+    PartitionRecord or PartitionChangeRecord for the partition (a change of a partition
+    the input never created cannot be replayed and is left out)."""
+    import pandas as pd
+
+    from .audit_kraft import partition_states
+
+    mine = [
+        r
+        for r in partition_states(records)
+        if r["checked"]
+        and r["type"] != "(no record)"
+        and (r["topic"], r["partition"]) == (topic, partition)
+    ]
+    by_cause: dict[int, list[dict[str, Any]]] = {}
+    for r in mine:
+        by_cause.setdefault(r["cause_offset"], []).append(r)
+    rows = []
+    for cause_offset, rs in sorted(by_cause.items()):
+        newest = rs[-1]
+        rows.append(
+            {
+                "cause_offset": cause_offset,
+                "leader": newest["leader"],
+                "isr": list(newest["isr"]),
+                "isr_size": len(newest["isr"]),
+                "leader_epoch": newest["leader_epoch"],
+                "partition_epoch": newest["partition_epoch"],
+                "election": "unclean" if any(r["unclean"] for r in rs) else None,
+                "cause_id": newest["cause_id"],
+                "record": newest["type"],
+            }
+        )
+    return pd.DataFrame(rows, columns=SERIES_COLUMNS)
+
+
 def _steps(series: pd.DataFrame, column: str, x_end: int) -> tuple[list[int], list[int]]:
     """x and y for a post-step plot that holds the last value up to `x_end`."""
     xs = [*series["cause_offset"], x_end]
@@ -146,22 +190,22 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
     ax_leader.step(lx, ly, where="post", color="#1f77b4", linewidth=2.5)
     via_alter = (series["record"] == "AlterPartitionResult").tolist()
     ax_leader.scatter(
-        [x for x, a in zip(series["cause_offset"], via_alter) if not a],
-        [y for y, a in zip(ly[:-1], via_alter) if not a],
+        [x for x, a in zip(series["cause_offset"], via_alter, strict=False) if not a],
+        [y for y, a in zip(ly[:-1], via_alter, strict=False) if not a],
         s=30,
         color="#1f77b4",
         zorder=4,
     )
     ax_leader.scatter(
-        [x for x, a in zip(series["cause_offset"], via_alter) if a],
-        [y for y, a in zip(ly[:-1], via_alter) if a],
+        [x for x, a in zip(series["cause_offset"], via_alter, strict=False) if a],
+        [y for y, a in zip(ly[:-1], via_alter, strict=False) if a],
         s=40,
         facecolors="white",
         edgecolors="#1f77b4",
         linewidths=1.5,
         zorder=4,
     )
-    for start, end, leader in zip(xs[:-1], xs[1:], series["leader"]):
+    for start, end, leader in zip(xs[:-1], xs[1:], series["leader"], strict=False):
         if leader == NO_LEADER:
             ax_leader.axvspan(start, end, color="#d62728", alpha=0.15, linewidth=0)
     ax_leader.set_yticks([none_y, *brokers])
@@ -175,7 +219,7 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
     ax_isr.step(ix, iy, where="post", color="#2ca02c", linewidth=2)
     ax_isr.fill_between(ix, iy, step="post", color="#2ca02c", alpha=0.15)
     previous = None
-    for x, isr in zip(series["cause_offset"], series["isr"]):
+    for x, isr in zip(series["cause_offset"], series["isr"], strict=False):
         if isr != previous:  # name the members where they change
             ax_isr.annotate(
                 "[" + ",".join(map(str, isr)) + "]",
@@ -206,7 +250,16 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
     ax_epoch.set_xlim(xs[0] - 0.5, x_end)
 
     handles = [
-        Line2D([], [], color="#1f77b4", linewidth=2.5, marker="o", label="leader (LeaderAndIsr)"),
+        Line2D(
+            [],
+            [],
+            color="#1f77b4",
+            linewidth=2.5,
+            marker="o",
+            label="leader (KRaft partition records)"
+            if series["record"].str.startswith("Partition").any()
+            else "leader (LeaderAndIsr)",
+        ),
         Patch(color="#d62728", alpha=0.15, label="no leader (-1)"),
     ]
     if any(via_alter):
@@ -252,7 +305,7 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
                 label=f"{label} ({len(hits)})",
             )
         )
-    for x, y, cause_id in zip(series["cause_offset"], ly[:-1], series["cause_id"]):
+    for x, y, cause_id in zip(series["cause_offset"], ly[:-1], series["cause_id"], strict=False):
         if cause_id:
             ax_leader.annotate(
                 cause_id,
@@ -274,9 +327,15 @@ def render(series: pd.DataFrame, out: str, title: str, x_end: int | None = None)
 def timeline(decisions_path: str, topic_partition: str, out: str) -> pd.DataFrame:
     """Read the decisions, draw the partition's timeline to `out`; returns the series drawn.
     A topic the decisions never name is refused (UsageError) before anything is drawn."""
+    import pandas as pd
+
+    from .audit_kraft import PARTITION_TYPES
+
     topic, partition = parse_topic_partition(topic_partition)
     check_output_file(out, "--out")
-    decisions = _read_decisions(decisions_path)
+    records = _read_records(decisions_path)
+    kraft = any(r["type"] in PARTITION_TYPES for r in records)
+    decisions = pd.DataFrame(records)
     topics = set(decisions["topic"].dropna()) if "topic" in decisions else set()
     if not topics:
         raise UsageError(
@@ -290,9 +349,23 @@ def timeline(decisions_path: str, topic_partition: str, out: str) -> pd.DataFram
             else f" (its topics: {', '.join(sorted(topics))})"
         )
         raise UsageError(
-            f"{topic_partition}: not in the decisions {decisions_path}: no record names topic {topic}{hint}"
+            f"{topic_partition}: not in the decisions {decisions_path}: no record names topic "
+            f"{topic}{hint}"
         )
-    series = partition_series(decisions, topic, partition)
+    series = (
+        kraft_series(records, topic, partition)
+        if kraft
+        else partition_series(decisions, topic, partition)
+    )
+    if series.empty:
+        kinds = (
+            "PartitionRecord or PartitionChangeRecord"
+            if kraft
+            else "LeaderAndIsr or accepted AlterPartition"
+        )
+        raise UsageError(
+            f"{topic_partition}: no {kinds} in {decisions_path} sets its state; nothing to draw"
+        )
     x_end = (
         int(decisions["cause_offset"].max())
         if "cause_offset" in decisions and not decisions.empty
@@ -309,13 +382,13 @@ def timeline(decisions_path: str, topic_partition: str, out: str) -> pd.DataFram
     return series
 
 
-def _read_decisions(path: str) -> pd.DataFrame:
-    from .audit import load_decisions
+def _read_records(path: str) -> list[dict[str, Any]]:
+    from .audit import load_records
 
     if not os.path.exists(path):
         raise UsageError(f"{path}: no such decisions file or directory")
     try:
-        return load_decisions(path)
+        return load_records(path)
     except ValueError as exc:  # a line that is not JSON
         raise UsageError(f"{path}: not JSON lines of decision records ({exc})") from None
 
@@ -323,8 +396,6 @@ def _read_decisions(path: str) -> pd.DataFrame:
 def cmd_timeline(args: argparse.Namespace) -> int:
     [partition] = partition_names(args)
     series = timeline(args.decisions, partition, args.out)
-    if series.empty:
-        print(f"timeline: no state records for {partition} in {args.decisions}", file=sys.stderr)
     print(f"wrote {args.out}: {len(series)} causes for {partition}")
     return 0
 

@@ -12,6 +12,7 @@ import pytest
 
 from shadow_controller.audit import load_decisions
 from shadow_controller.timeline import add_parser, partition_series, timeline
+from streaming.exits import USAGE
 from tests.streaming.spark_helpers import simulate_records
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,26 +187,50 @@ def test_cli_writes_the_png(
     assert f"wrote {out}: {len(UNCLEAN_EXPECTED)} causes for t-0" in capsys.readouterr().out
 
 
-def test_cli_partition_without_records_still_draws(
+def test_cli_refuses_a_partition_without_state_records_and_draws_nothing(
     unclean_decisions: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Nothing to draw is said and exits 2; no blank picture is left behind as if it were
+    an answer."""
+    from shadow_controller.cli import main
+
     out = tmp_path / "none.png"
-    assert (
-        run_cli(
-            [
-                "timeline",
-                "--decisions",
-                str(unclean_decisions),
-                "--partition",
-                "t-7",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
+    argv = ["timeline", "--decisions", str(unclean_decisions), "--partition", "t-7"]
+    assert main([*argv, "--out", str(out)]) == USAGE
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"shadow-controller timeline: t-7: no LeaderAndIsr or accepted AlterPartition in "
+        f"{unclean_decisions} sets its state; nothing to draw"
     )
+    assert not out.exists()
+
+
+# UNCLEAN_STORY under the KRaft rules, worked out from the quorum controller's: the
+# controlled shutdown moves leadership and drops 1 from the ISR
+# (`handleBrokerInControlledShutdown`); broker 1's fencing changes nothing more of t-0;
+# each failure moves leadership to the last live ISR member, and the last one leaves the
+# partition leaderless with its ISR kept (no ELR at 3.9-IV0); broker 1 unfenced is elected
+# from outside the ISR, as the topic allows (an unclean election: ISR [1]). Every leader
+# set bumps the leader epoch (`PartitionRegistration.merge`).
+KRAFT_UNCLEAN_EXPECTED = [
+    (4, 1, [1, 2, 3], 0, 0, None, "create-t"),
+    (5, 2, [2, 3], 1, 1, None, "shutdown-1"),
+    (7, 3, [3], 2, 2, None, "b2-down"),
+    (8, -1, [3], 3, 3, None, "b3-down"),
+    (9, 1, [1], 4, 4, "unclean", "b1-back"),
+]
+
+
+def test_kraft_decisions_are_replayed_into_the_series(tmp_path: Path) -> None:
+    from tests.tools.test_audit_kraft import kraft_decisions
+
+    path = tmp_path / "kraft.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in kraft_decisions(UNCLEAN_STORY)))
+    out = tmp_path / "kraft.png"
+    series = timeline(str(path), "t-0", str(out))
+    assert as_rows(series) == KRAFT_UNCLEAN_EXPECTED
+    assert set(series["record"]) == {"PartitionRecord", "PartitionChangeRecord"}
     assert png_size(out)[0] > 0
-    assert "no state records for t-7" in capsys.readouterr().err
 
 
 def test_cli_refuses_a_malformed_partition(unclean_decisions: Path, tmp_path: Path) -> None:
