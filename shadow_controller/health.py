@@ -15,10 +15,16 @@ of a Kafka controller, answered from the shadow's state at one micro-batch.
   job's `controller.min.insync.replicas` (Kafka's default 1). This is what an `acks=all`
   produce checks (`Partition.appendRecordsToLeader`), not the metrics' effective min ISR,
   which a replication factor below the setting caps.
+- **Under-replicated partitions**, as `kafka-topics --describe
+  --under-replicated-partitions` lists them (`TopicCommand.PartitionDescription
+  .isUnderReplicated`): an ISR smaller than the replication factor, which during a
+  reassignment is the replicas less the adding ones. They do not change the exit code; the
+  status line counts them.
 - **Reassignments in progress** (KIP-455: adding or removing replicas), with their age in
-  events and in event time since the request that started them, and the adding replicas
-  not yet in the ISR: a reassignment completes only when every target replica is
-  (`isReassignmentComplete`), so those are the ones it is stuck on.
+  events (and in event time, when the events carry `ts`) since the request that started
+  them, and the target replicas not yet in the ISR: a reassignment completes only when
+  every target replica is in the ISR (`KafkaController.isReassignmentComplete`), so those
+  are the ones it is stuck on, adding or not.
 - **Leader imbalance** per broker, as `checkAndTriggerAutoLeaderRebalance` computes it
   (`state_machines.leader_balance.imbalance`) against
   `leader.imbalance.per.broker.percentage`.
@@ -27,7 +33,8 @@ of a Kafka controller, answered from the shadow's state at one micro-batch.
 
 `report()` is plain data from a `ControllerState`; `render()` and `--json` are two views.
 The exit code says what was found: `exits.OFFLINE` when a partition is offline,
-`exits.UNDER_MIN_ISR` when none is but one is under its min ISR, 0 otherwise.
+`exits.UNDER_MIN_ISR` when none is but one is under its min ISR, 0 otherwise (an
+under-replicated partition alone is status `under_replicated`, exit 0).
 """
 
 from __future__ import annotations
@@ -160,10 +167,14 @@ def _offline_row(
     elif live_isr:
         why = f"ISR replica {live_isr[0]} is live: the controller elects it at its next retry"
     elif unclean:
-        why = f"no ISR replica is live; unclean election is allowed and would elect {live[0]} at the next retry"
+        why = (
+            f"no ISR replica is live; unclean election is allowed and would elect {live[0]} "
+            "at the next retry"
+        )
     else:
         why = (
-            f"no ISR replica is live, and unclean election is disabled ({unclean_source}) for the live "
+            f"no ISR replica is live, and unclean election is disabled ({unclean_source}) for "
+            "the live "
             f"out-of-sync replica{'s' if len(live) > 1 else ''} {_ids(live)}"
         )
     return {
@@ -183,7 +194,8 @@ def _reassignment_row(
 ) -> dict[str, Any]:
     a = rec.assignment
     isr = _isr(rec)
-    waiting = [b for b in a.adding_replicas if b not in isr]
+    # isReassignmentComplete: targetReplicas.subsetOf(isr)
+    waiting = [b for b in a.target_replicas if b not in isr]
     started = rec.reassignment_started
     events_since = age_ms = None
     if started is not None:
@@ -203,11 +215,31 @@ def _reassignment_row(
         "started_ts": started[1] if started else None,
         "events_since": events_since,
         "age_ms": age_ms,
-        "adding_not_in_isr": waiting,
-        "adding_not_online": {
+        "target_not_in_isr": waiting,
+        "target_not_online": {
             str(b): s for b in waiting if (s := replica_status(brokers, rec, b)) != "online"
         },
         "stuck": bool(waiting),
+    }
+
+
+def _under_replicated_row(rec: PartitionRecord) -> dict[str, Any] | None:
+    """`TopicCommand.PartitionDescription.isUnderReplicated`: the replication factor (the
+    replicas, less the adding ones during a reassignment: `getReplicationFactor`) exceeds
+    the ISR's size. None when it does not."""
+    a = rec.assignment
+    factor = len(a.replicas) - len(a.adding_replicas)
+    isr = _isr(rec)
+    if factor - len(isr) <= 0:
+        return None
+    return {
+        "partition": f"{rec.topic}-{rec.partition}",
+        "topic": rec.topic,
+        "partition_id": rec.partition,
+        "leader": _leader(rec),
+        "replicas": list(a.replicas),
+        "isr": isr,
+        "replication_factor": factor,
     }
 
 
@@ -215,7 +247,7 @@ def report(state: ControllerState) -> dict[str, Any]:
     """The health of the controller's state, as plain data."""
     brokers = brokers_of(state)
     registered = frozenset(b for b, r in brokers.items() if r.fact.registered)
-    offline, under, at_min, moving = [], [], [], []
+    offline, under, at_min, moving, under_replicated = [], [], [], [], []
     summaries = []
     topics: dict[str, tuple[bool, int, str]] = {}  # per topic: queued, min ISR and its source
     for (topic, p), rec in sorted(state.partitions.items()):
@@ -246,6 +278,9 @@ def report(state: ControllerState) -> dict[str, Any]:
                 at_min.append(row)
         if rec.assignment.is_being_reassigned:
             moving.append(_reassignment_row(state, brokers, rec))
+        row_urp = _under_replicated_row(rec)
+        if row_urp is not None:
+            under_replicated.append(row_urp)
 
     percentage = state.config.leader_imbalance_per_broker_percentage
     balance = [
@@ -295,6 +330,7 @@ def report(state: ControllerState) -> dict[str, Any]:
             "down": sorted(b for b, r in brokers.items() if not r.fact.registered),
         },
         "offline": offline,
+        "under_replicated": under_replicated,
         "under_min_isr": under,
         "at_min_isr": at_min,
         "reassignments": moving,
@@ -307,7 +343,13 @@ def report(state: ControllerState) -> dict[str, Any]:
             "brokers": balance,
         },
         "shutting_down": shutting,
-        "status": "offline" if offline else "under_min_isr" if under else "ok",
+        "status": "offline"
+        if offline
+        else "under_min_isr"
+        if under
+        else "under_replicated"
+        if under_replicated
+        else "ok",
     }
 
 
@@ -326,9 +368,7 @@ def _ids(values: list[int]) -> str:
     return "[" + ",".join(str(v) for v in values) + "]"
 
 
-def _duration(ms: int | None) -> str:
-    if ms is None:
-        return "?"
+def _duration(ms: int) -> str:
     seconds = ms // 1000
     if seconds < 120:
         return f"{seconds}s"
@@ -340,15 +380,21 @@ def _duration(ms: int | None) -> str:
 def render(result: dict[str, Any]) -> str:
     b = result["brokers"]
     head = (
-        f"batch {result['batch']} (latest committed: {result['latest_committed']}); {result['partitions']} partitions; "
-        f"brokers live {_ids(b['live'])}, shutting down {_ids(b['shutting_down'])}, down {_ids(b['down'])}"
+        f"batch {result['batch']} (latest committed: {result['latest_committed']}); "
+        f"{result['partitions']} partitions; "
+        f"brokers live {_ids(b['live'])}, shutting down {_ids(b['shutting_down'])}, down "
+        f"{_ids(b['down'])}"
     )
     out = [head]
     held = result["held"]
     if held["cause"] is not None or held["events"]:
+        what = [
+            *([f"cause {held['cause']}"] if held["cause"] is not None else []),
+            *([f"events {_ids(held['events'])}"] if held["events"] else []),
+        ]
         out.append(
-            f"  note: the job still holds cause {held['cause']} and events {_ids(held['events'])}; "
-            "this is the state before they are applied"
+            f"  note: the job still holds {' and '.join(what)}; this is the state before "
+            f"{'they are' if len(what) > 1 or len(held['events']) > 1 else 'it is'} applied"
         )
     out.append("")
     out.append(f"offline partitions: {len(result['offline'])}")
@@ -356,11 +402,20 @@ def render(result: dict[str, Any]) -> str:
         dead = ", ".join(f"{k} {v}" for k, v in r["dead_replicas"].items()) or "none"
         unclean = r["unclean_election"]
         out.append(
-            f"  {r['partition']}  {r['state']}  replicas {_ids(r['replicas'])}  isr {_ids(r['isr'])}  "
+            f"  {r['partition']}  {r['state']}  replicas {_ids(r['replicas'])}  isr "
+            f"{_ids(r['isr'])}  "
             f"dead: {dead}  unclean election {'allowed' if unclean['allowed'] else 'disabled'} "
             f"({unclean['source']})"
         )
         out.append(f"      why: {r['why']}")
+    urp = result["under_replicated"]
+    out.append(f"under-replicated partitions: {len(urp)}")
+    for r in urp:  # kafka-topics --describe --under-replicated-partitions's line
+        out.append(
+            f"  Topic: {r['topic']}  Partition: {r['partition_id']}  "
+            f"Leader: {r['leader'] if r['leader'] >= 0 else 'none'}  "
+            f"Replicas: {','.join(map(str, r['replicas']))}  Isr: {','.join(map(str, r['isr']))}"
+        )
     for name, rows in (
         ("under min ISR", result["under_min_isr"]),
         ("at min ISR", result["at_min_isr"]),
@@ -368,58 +423,78 @@ def render(result: dict[str, Any]) -> str:
         out.append(f"{name}: {len(rows)}")
         for r in rows:
             out.append(
-                f"  {r['partition']}  leader {r['leader']}  isr {_ids(r['isr'])}  replicas {_ids(r['replicas'])}  "
-                f"min.insync.replicas {r['min_insync_replicas']} ({r['min_insync_replicas_source']})"
+                f"  {r['partition']}  leader {r['leader']}  isr {_ids(r['isr'])}  replicas "
+                f"{_ids(r['replicas'])}  "
+                f"min.insync.replicas {r['min_insync_replicas']} "
+                f"({r['min_insync_replicas_source']})"
             )
     out.append(f"reassignments in progress: {len(result['reassignments'])}")
     for r in result["reassignments"]:
         if r["started_offset"] is None:
             age = "started before this controller's log (age unknown)"
         else:
-            age = (
-                f"asked at offset {r['started_offset']}, {r['events_since']} events and "
-                f"{_duration(r['age_ms'])} of event time ago"
+            n = r["events_since"]
+            age = f"asked at offset {r['started_offset']}, {n} event{'' if n == 1 else 's'}"
+            age += (
+                f" and {_duration(r['age_ms'])} of event time ago"
+                if r["age_ms"] is not None
+                else " ago (no event time: the events carry no ts)"
             )
         stuck = (
-            f"waiting for {_ids(r['adding_not_in_isr'])} to join the ISR"
+            f"stuck: target {_ids(r['target_not_in_isr'])} not in the ISR"
             + (
-                f" ({', '.join(f'{k} {v}' for k, v in r['adding_not_online'].items())})"
-                if r["adding_not_online"]
+                f" ({', '.join(f'{k} {v}' for k, v in r['target_not_online'].items())})"
+                if r["target_not_online"]
                 else ""
             )
             if r["stuck"]
-            else "every adding replica is in the ISR"
+            else "every target replica is in the ISR"
         )
         out.append(
-            f"  {r['partition']}  {_ids(r['replicas'])} -> {_ids(r['target'])}  adding {_ids(r['adding'])}  "
+            f"  {r['partition']}  {_ids(r['replicas'])} -> {_ids(r['target'])}  adding "
+            f"{_ids(r['adding'])}  "
             f"removing {_ids(r['removing'])}  isr {_ids(r['isr'])}  {age}; {stuck}"
         )
     li = result["leader_imbalance"]
     over = [x for x in li["brokers"] if x["over_threshold"]]
     out.append(
-        f"leader imbalance (leader.imbalance.per.broker.percentage {li['percentage']}, auto rebalance "
-        f"{'on' if li['auto_rebalance'] else 'off'}): {len(over)} broker{'' if len(over) == 1 else 's'} over"
+        f"leader imbalance (leader.imbalance.per.broker.percentage {li['percentage']}, auto "
+        "rebalance "
+        f"{'on' if li['auto_rebalance'] else 'off'}): {len(over)} "
+        f"broker{'' if len(over) == 1 else 's'} over"
     )
     for x in li["brokers"]:
         out.append(
-            f"  broker {x['broker']}: {x['led_by_another']} of {x['preferred_partitions']} preferred partitions "
-            f"led by another broker ({x['imbalance_percent']}%){'  OVER' if x['over_threshold'] else ''}"
+            f"  broker {x['broker']}: {x['led_by_another']} of {x['preferred_partitions']} "
+            "preferred partitions "
+            "led by another broker "
+            f"({x['imbalance_percent']}%){'  OVER' if x['over_threshold'] else ''}"
         )
     out.append(f"brokers shutting down: {len(result['shutting_down'])}")
     for s in result["shutting_down"]:
         out.append(
             f"  broker {s['broker']} still leads {len(s['leads'])}: {', '.join(s['leads']) or '-'}"
-            f" (replicated, what ControlledShutdown reports: {', '.join(s['leads_replicated']) or 'none'})"
+            " (replicated, what ControlledShutdown reports: "
+            f"{', '.join(s['leads_replicated']) or 'none'})"
         )
     out.append("")
-    out.append(
-        {
-            "offline": "status: OFFLINE partitions",
-            "under_min_isr": "status: partitions UNDER MIN ISR",
-            "ok": "status: ok",
-        }[result["status"]]
-    )
+    out.append(status_line(result))
     return "\n".join(out) + "\n"
+
+
+def status_line(result: dict[str, Any]) -> str:
+    """`status: <worst>; <n> offline, <n> under min ISR, <n> of <N> under-replicated`."""
+    head = {
+        "offline": "OFFLINE partitions",
+        "under_min_isr": "partitions UNDER MIN ISR",
+        "under_replicated": "partitions UNDER-REPLICATED",
+        "ok": "ok",
+    }[result["status"]]
+    return (
+        f"status: {head}; {len(result['offline'])} offline, "
+        f"{len(result['under_min_isr'])} under min ISR, "
+        f"{len(result['under_replicated'])} of {result['partitions']} under-replicated"
+    )
 
 
 # -- the command line ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,7 +48,7 @@ def test_the_scenario_has_one_offline_one_under_min_isr_one_stuck_reassignment()
         "topic config",
     )
     [moving] = result["reassignments"]
-    assert moving["adding"] == [3, 4] and moving["adding_not_in_isr"] == [3, 4] and moving["stuck"]
+    assert moving["adding"] == [3, 4] and moving["target_not_in_isr"] == [3, 4] and moving["stuck"]
     assert moving["started_offset"] == REASSIGNMENT_OFFSET
     # asked at second 7; the last event (the tick) is at second 10, offset len(EVENTS) - 1
     assert (moving["events_since"], moving["age_ms"]) == (
@@ -148,7 +149,8 @@ def test_an_offline_partition_says_where_its_unclean_setting_comes_from(
 
 def test_with_unclean_election_allowed_the_partition_is_not_offline() -> None:
     result = _offline_t0(ControllerConfig(), [], {"unclean.leader.election.enable": "true"})
-    assert result["offline"] == [] and result["status"] == "ok"
+    # broker 2, out of sync, is elected uncleanly: ISR [2] of [1,2]
+    assert result["offline"] == [] and result["status"] == "under_replicated"
 
 
 def test_min_isr_from_the_cluster_dynamic_default_and_the_exit_codes() -> None:
@@ -161,7 +163,7 @@ def test_min_isr_from_the_cluster_dynamic_default_and_the_exit_codes() -> None:
         "cluster dynamic config (BrokerConfigChange)",
     )
     assert health.exit_code(result) == exits.UNDER_MIN_ISR
-    assert health.render(result).splitlines()[-1] == "status: partitions UNDER MIN ISR"
+    assert health.render(result).splitlines()[-1].startswith("status: partitions UNDER MIN ISR;")
 
 
 @pytest.mark.parametrize(
@@ -282,3 +284,49 @@ def test_what_if_first_applies_what_the_job_read_but_did_not_apply() -> None:
     assert result["owed_decisions"] > 0
     assert result["decisions"] == expected
     assert state.partitions == engine.partitions and state.settled
+
+
+def _three_brokers() -> list[dict[str, Any]]:
+    path = Path(__file__).resolve().parents[2] / "examples" / "three-brokers.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_under_replicated_partitions_have_their_section_and_count_on_the_status_line() -> None:
+    """examples/three-brokers.jsonl ends with 3 of its 4 partitions' ISR smaller than their
+    replication factor: `kafka-topics --describe --under-replicated-partitions` lists them
+    (TopicCommand.PartitionDescription.isUnderReplicated), and so does health."""
+    _, state = engine_state(_three_brokers())
+    result = health.report(state)
+    assert [
+        (r["partition"], r["isr"], r["replication_factor"]) for r in result["under_replicated"]
+    ] == [("audit-0", [2], 2), ("orders-1", [3], 3), ("orders-2", [3], 3)]
+    assert result["status"] == "under_replicated" and health.exit_code(result) == exits.OK
+    text = health.render(result)
+    assert (
+        "under-replicated partitions: 3\n"
+        "  Topic: audit  Partition: 0  Leader: 2  Replicas: 1,2  Isr: 2\n"
+        "  Topic: orders  Partition: 1  Leader: 3  Replicas: 3,1,2  Isr: 3\n"
+        "  Topic: orders  Partition: 2  Leader: 3  Replicas: 3,1,2  Isr: 3\n"
+    ) in text
+    assert text.splitlines()[-1] == (
+        "status: partitions UNDER-REPLICATED; 0 offline, 0 under min ISR, 3 of 4 under-replicated"
+    )
+
+
+def test_a_reassignment_waits_for_every_target_replica_and_prints_no_unknown_age() -> None:
+    """orders-1 [2,3,1] -> [3,1] with ISR [3]: nothing is added, but the reassignment
+    completes only when every target replica is in the ISR
+    (KafkaController.isReassignmentComplete), so it is stuck on 1. The events carry no
+    ts: the age is given in events, without a `?` for the event time."""
+    _, state = engine_state(_three_brokers())
+    result = health.report(state)
+    [moving] = result["reassignments"]
+    assert (moving["partition"], moving["target"], moving["isr"]) == ("orders-1", [3, 1], [3])
+    assert moving["stuck"] and moving["target_not_in_isr"] == [1]
+    text = health.render(result)
+    [line] = [x for x in text.splitlines() if x.startswith("  orders-1  [3,1,2] -> [3,1]")]
+    assert line.endswith(
+        "asked at offset 13, 0 events ago (no event time: the events carry no ts); "
+        "stuck: target [1] not in the ISR"
+    ), line
+    assert "?" not in text

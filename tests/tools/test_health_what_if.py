@@ -61,7 +61,7 @@ def test_health_lists_exactly_the_offline_under_min_isr_and_stuck(
     assert [r["partition"] for r in result["offline"]] == ["logs-0"]
     assert [r["partition"] for r in result["under_min_isr"]] == ["orders-0"]
     assert [
-        (r["partition"], r["adding_not_in_isr"]) for r in result["reassignments"] if r["stuck"]
+        (r["partition"], r["target_not_in_isr"]) for r in result["reassignments"] if r["stuck"]
     ] == [("events-0", [3, 4])]
     assert result["reassignments"][0]["age_ms"] == 3_000
     assert result["shutting_down"][0]["broker"] == 6
@@ -75,7 +75,9 @@ def test_health_command_text_json_and_exit_code(
     assert "offline partitions: 1\n  logs-0  OfflinePartition" in text
     assert "under min ISR: 1\n  orders-0  leader 1  isr [1]" in text
     assert "reassignments in progress: 1\n  events-0  [3,4,1,2] -> [3,4]" in text
-    assert text.endswith("status: OFFLINE partitions\n")
+    assert text.endswith(
+        "status: OFFLINE partitions; 1 offline, 1 under min ISR, 1 of 5 under-replicated\n"
+    )
     assert cli_main(["health", "--checkpoint", job["checkpoint"], "--json"]) == exits.OFFLINE
     doc = json.loads(capsys.readouterr().out)
     assert doc["status"] == "offline" and doc["batch"] == committed_batches(job["checkpoint"])[-1]
