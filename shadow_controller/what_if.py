@@ -1,4 +1,5 @@
-"""`shadow-controller what-if --checkpoint DIR [--batch N] (--event JSON ... | --events FILE) [--json]`:
+"""`shadow-controller what-if --checkpoint DIR [--batch N]
+(--event JSON ... | --events FILE | --restart-broker ID) [--json]`:
 the decisions Kafka's controller would make for hypothetical events at micro-batch N, and
 their impact, without touching the checkpoint.
 
@@ -22,12 +23,29 @@ filled with the contract's version); `ts` is not filled, as the job would not.
 
 The impact compares the state before and after the events: the partitions that go offline
 (or come back), go under (or back to) their min ISR (`health.py`'s rules), the unclean
-elections, the leaders moved per broker, and each controlled shutdown's reply.
+elections, the leaders moved per broker, and each controlled shutdown's reply. A
+controlled shutdown leaves the partitions its broker alone holds in the ISR where they are
+(Kafka's `ControlledShutdown` answers them as `partitionsRemaining`): they go offline only
+when the broker stops. So for each accepted controlled shutdown, the impact also folds
+that broker's failure into a copy of the state and says what would go offline or under
+its min ISR *when it stops*.
+
+`--restart-broker ID` asks whether a rolling restart may take broker ID now: its
+controlled shutdown, its failure (the broker going away) and its return (a new broker
+epoch), folded one after the other, each phase with what is offline or under its min ISR
+then that was not before. It ends with one verdict line naming those partitions and the
+phase (and offset) they go at.
+
+The exit code is health's (`health.exit_code`) for the worst state the events pass
+through: 7 when a partition is offline, 6 when one is under its min ISR, 0 otherwise
+(Strimzi's rolling update refuses a roll that takes a partition below
+min.insync.replicas; a script can gate on 0).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -275,6 +293,12 @@ def what_if(state: ControllerState, events: Sequence[Hypothesis]) -> dict[str, A
     state.next_offset = first + len(raws)
     after = health.report(state)
     by_type = Counter(d["type"] for d in fold.decisions)
+    stopped = [
+        when_stopped(state, d["broker_id"], after)
+        for d in fold.decisions
+        if d["type"] == "ControlledShutdownResult" and not d["error"]
+    ]
+    code = max([health.exit_code(after), *(s["exit_code"] for s in stopped)])
     return {
         "checkpoint": state.checkpoint,
         "batch": state.batch,
@@ -291,9 +315,165 @@ def what_if(state: ControllerState, events: Sequence[Hypothesis]) -> dict[str, A
             for d in [*owed.dead_letters, *fold.dead_letters]
         ],
         "impact": impact(before, after, before_leaders, _leaders(state.partitions), fold.decisions),
+        "when_stopped": stopped,
         "status_before": before["status"],
         "status_after": after["status"],
+        "exit_code": code,
     }
+
+
+def _copy(state: ControllerState) -> ControllerState:
+    """A state to fold into without changing `state` (its values are frozen)."""
+    return dataclasses.replace(
+        state,
+        directory=dict(state.directory),
+        partitions=dict(state.partitions),
+        buffered=list(state.buffered),
+        reports=list(state.reports),
+        summaries=list(state.summaries),
+    )
+
+
+def _event(doc: dict[str, Any]) -> bytes:
+    return json.dumps({"v": CONTRACT_VERSION, **doc}, separators=(",", ":")).encode()
+
+
+def _newly(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The partitions offline (under their min ISR) in `after` that were not in `before`;
+    one already offline that goes under min ISR is not newly under."""
+    was_offline = {r["partition"] for r in before["offline"]}
+    was_under = was_offline | {r["partition"] for r in before["under_min_isr"]}
+    return {
+        "newly_offline": [r for r in after["offline"] if r["partition"] not in was_offline],
+        "newly_under_min_isr": [
+            r for r in after["under_min_isr"] if r["partition"] not in was_under
+        ],
+    }
+
+
+def when_stopped(state: ControllerState, broker: int, now: dict[str, Any]) -> dict[str, Any]:
+    """What would go offline or under its min ISR when `broker`, in controlled shutdown in
+    `state`, stops: its failure (a BrokerFailure, as its ZooKeeper session ends) folded
+    into a copy of the state, against `now`, the state's health."""
+    copy = _copy(state)
+    advance(
+        copy,
+        [
+            RawEvent(
+                copy.next_offset,
+                _event({"type": "BrokerFailure", "broker_id": broker}),
+                f"broker {broker} stops",
+            )
+        ],
+    )
+    then = health.report(copy)
+    return {
+        "broker": broker,
+        **_newly(now, then),
+        "status": then["status"],
+        "exit_code": health.exit_code(then),
+    }
+
+
+# -- is it safe to restart broker X now? ---------------------------------------------------
+
+PHASES = (
+    ("controlled shutdown", "during its controlled shutdown"),
+    ("down", "while it is down"),
+    ("back", "after it returns"),
+)
+
+
+def restart_broker(state: ControllerState, broker: int) -> dict[str, Any]:
+    """Settle `state`, then fold broker `broker`'s restart phase by phase: its
+    ControlledShutdown (at its broker epoch), its BrokerFailure, and its BrokerStartup at
+    a broker epoch above every one the controller knows (a new registration's czxid). The
+    state is changed."""
+    brokers = health.brokers_of(state)
+    fact = brokers[broker].fact if broker in brokers else None
+    if fact is None or not fact.live:
+        live = sorted(b for b, r in brokers.items() if r.fact.live)
+        why = "not known to the controller" if fact is None else "not live"
+        raise WhatIfError(
+            f"--restart-broker {broker}: broker {broker} is {why} at batch {state.batch} "
+            f"(live: {', '.join(map(str, live)) or 'none'})"
+        )
+    owed = advance(state)
+    before = health.report(state)
+    epochs = [r.fact.broker_epoch for r in brokers.values() if r.fact.broker_epoch is not None]
+    events = (
+        {"type": "ControlledShutdown", "broker_id": broker, "broker_epoch": fact.broker_epoch},
+        {"type": "BrokerFailure", "broker_id": broker},
+        {"type": "BrokerStartup", "broker_id": broker, "broker_epoch": max(epochs, default=0) + 1},
+    )
+    phases = []
+    codes = [health.exit_code(before)]
+    for (name, when), doc in zip(PHASES, events, strict=True):
+        offset = state.next_offset
+        fold = advance(state, [RawEvent(offset, _event(doc), f"--restart-broker {broker}: {name}")])
+        state.next_offset = offset + 1
+        now = health.report(state)
+        codes.append(health.exit_code(now))
+        phases.append(
+            {
+                "phase": name,
+                "when": when,
+                "offset": offset,
+                "event": doc,
+                "decisions": fold.decisions,
+                "decisions_by_type": dict(
+                    sorted(Counter(d["type"] for d in fold.decisions).items())
+                ),
+                **_newly(before, now),
+                "status": now["status"],
+            }
+        )
+    return {
+        "checkpoint": state.checkpoint,
+        "batch": state.batch,
+        "latest_committed": state.latest,
+        "broker": broker,
+        "owed_decisions": len(owed.decisions),
+        "already_offline": [r["partition"] for r in before["offline"]],
+        "already_under_min_isr": [r["partition"] for r in before["under_min_isr"]],
+        "phases": phases,
+        "verdict": verdict(broker, phases, before),
+        "exit_code": max(codes),
+    }
+
+
+def verdict(broker: int, phases: list[dict[str, Any]], before: dict[str, Any]) -> str:
+    """One line: whether restarting `broker` takes any partition offline or under its min
+    ISR, which, and in which phase (at which offset)."""
+    harms = []
+    last = phases[-1]
+    for p in phases:
+        for key, label in (("newly_offline", "offline"), ("newly_under_min_isr", "under min ISR")):
+            if p[key]:
+                names = [r["partition"] for r in p[key]]
+                back = p is not last and not {n for n in names} & {
+                    r["partition"] for r in last[key]
+                }
+                harms.append(
+                    f"{', '.join(names)} {label} {p['when']} (offset {p['offset']})"
+                    + (" until it returns" if back else "")
+                )
+    already = [
+        *(f"{r['partition']} offline" for r in before["offline"]),
+        *(f"{r['partition']} under min ISR" for r in before["under_min_isr"]),
+    ]
+    tail = f"; already before it: {', '.join(already)}" if already else ""
+    if harms:
+        return f"verdict: NOT SAFE to restart broker {broker}: {'; '.join(harms)}{tail}"
+    if already:
+        return (
+            f"verdict: NOT SAFE to restart broker {broker}: the restart itself takes no "
+            f"partition offline or under its min ISR{tail}"
+        )
+    return (
+        f"verdict: safe to restart broker {broker}: no partition goes offline or under its "
+        "min ISR during its controlled shutdown, while it is down, or after it returns"
+    )
 
 
 # -- rendering -------------------------------------------------------------------------------
@@ -312,8 +492,10 @@ def decision_line(d: dict[str, Any]) -> str:
         what = f"{names} to {_ids(d['recipients'])}"
     elif t == "LeaderAndIsr":
         what = (
-            f"leader {d['leader']} epoch {d['leader_epoch']} isr {_ids(d['isr'])} replicas {_ids(d['replicas'])}"
-            f"{' (' + d['election'] + ' election)' if d['election'] else ''} to {_ids(d['recipients'])}"
+            f"leader {d['leader']} epoch {d['leader_epoch']} isr {_ids(d['isr'])} replicas "
+            f"{_ids(d['replicas'])}"
+            f"{' (' + d['election'] + ' election)' if d['election'] else ''} to "
+            f"{_ids(d['recipients'])}"
         )
     elif t == "PartitionStateChange":
         what = f"{d['from_state']} -> {d['to_state']}"
@@ -343,12 +525,14 @@ def _ids(values: list[int]) -> str:
 
 def render(result: dict[str, Any], limit: int) -> str:
     out = [
-        f"what-if at batch {result['batch']} (latest committed: {result['latest_committed']}); the checkpoint is "
+        f"what-if at batch {result['batch']} (latest committed: {result['latest_committed']}); "
+        "the checkpoint is "
         "not changed"
     ]
     for e in result["events"]:
         out.append(
-            f"  offset {e['offset']} ({e['source']}): {json.dumps(e['event'], separators=(',', ':'))}"
+            f"  offset {e['offset']} ({e['source']}): "
+            f"{json.dumps(e['event'], separators=(',', ':'))}"
         )
     if result["owed_decisions"]:
         out.append(
@@ -379,7 +563,8 @@ def render(result: dict[str, Any], limit: int) -> str:
     out.append(f"  unclean elections: {len(imp['unclean_elections'])}")
     for u in imp["unclean_elections"]:
         out.append(
-            f"    {u['partition']}  leader {u['leader']} (epoch {u['leader_epoch']}), isr {_ids(u['isr'])}"
+            f"    {u['partition']}  leader {u['leader']} (epoch {u['leader_epoch']}), isr "
+            f"{_ids(u['isr'])}"
         )
     moved = imp["leaders_moved"]
     out.append(f"  leaders moved: {len(moved['partitions'])}")
@@ -392,15 +577,59 @@ def render(result: dict[str, Any], limit: int) -> str:
         out.append(f"    {m['partition']}  {m['from']} -> {m['to']}")
     if len(moved["partitions"]) > limit:
         out.append(f"    ... and {len(moved['partitions']) - limit} more")
+    stopped = {w["broker"]: w for w in result.get("when_stopped", ())}
     for s in imp["controlled_shutdown"]:
         if s["error"]:
             out.append(f"  controlled shutdown of broker {s['broker']}: refused, {s['error']}")
-        else:
-            out.append(
-                f"  controlled shutdown of broker {s['broker']}: accepted; still leads "
-                f"{len(s['partitions_remaining'])}: {', '.join(s['partitions_remaining']) or 'nothing'}"
-            )
+            continue
+        remaining = s["partitions_remaining"]
+        out.append(
+            f"  controlled shutdown of broker {s['broker']}: accepted; still leads "
+            f"{len(remaining)}: {', '.join(remaining) or 'nothing'}"
+        )
+        w = stopped.get(s["broker"])
+        if w is not None:
+            out.append(f"    when broker {s['broker']} stops: {_harm(w)}")
     out.append(f"  status: {result['status_before']} -> {result['status_after']}")
+    return "\n".join(out) + "\n"
+
+
+def _harm(p: dict[str, Any]) -> str:
+    """`would go offline: 2 (orders-1, orders-2); under min ISR: 0`."""
+    parts = []
+    for key, label in (
+        ("newly_offline", "would go offline"),
+        ("newly_under_min_isr", "under min ISR"),
+    ):
+        names = [r["partition"] for r in p[key]]
+        parts.append(f"{label}: {len(names)}" + (f" ({', '.join(names)})" if names else ""))
+    return "; ".join(parts)
+
+
+def render_restart(result: dict[str, Any], limit: int) -> str:
+    out = [
+        f"what-if: restart broker {result['broker']} at batch {result['batch']} (latest committed: "
+        f"{result['latest_committed']}); the checkpoint is not changed"
+    ]
+    if result["owed_decisions"]:
+        out.append(
+            f"  first, {result['owed_decisions']} decisions the job still owes for what it has read"
+        )
+    for i, p in enumerate(result["phases"], 1):
+        counts = ", ".join(f"{n} {t}" for t, n in p["decisions_by_type"].items()) or "none"
+        out.append("")
+        out.append(
+            f"{i}. {p['phase']} (offset {p['offset']}: "
+            f"{json.dumps(p['event'], separators=(',', ':'))})"
+        )
+        out.append(f"  decisions: {len(p['decisions'])} ({counts})")
+        out += ["    " + decision_line(d) for d in p["decisions"][:limit]]
+        if len(p["decisions"]) > limit:
+            out.append(
+                f"    ... and {len(p['decisions']) - limit} more (--limit, or --json for all)"
+            )
+        out.append(f"  {_harm(p)}; status: {p['status']}")
+    out += ["", result["verdict"]]
     return "\n".join(out) + "\n"
 
 
@@ -410,17 +639,22 @@ def render(result: dict[str, Any], limit: int) -> str:
 def cmd_what_if(args: argparse.Namespace) -> int:
     from streaming.settings.checkpoint import load_settings
 
-    events = hypotheses(args.event, args.events)
+    restart = args.restart_broker
+    events = [] if restart is not None else hypotheses(args.event, args.events)
     check_checkpoint(args.checkpoint, args.batch)
     check_events(events, load_settings(args.checkpoint).limits)
     if args.limit < 0:
         raise WhatIfError(f"--limit {args.limit}: give a number of lines, 0 or more")
     state = load_with_spark(args.checkpoint, args.batch, "shadow-controller-what-if")
-    result = what_if(state, events)
-    sys.stdout.write(
-        json.dumps(result, indent=2) + "\n" if args.json else render(result, args.limit)
-    )
-    return 0
+    if restart is not None:
+        result = restart_broker(state, restart)
+        text = render_restart(result, args.limit)
+    else:
+        result = what_if(state, events)
+        text = render(result, args.limit)
+    sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else text)
+    code: int = result["exit_code"]
+    return code
 
 
 def add_parser(subparsers: Any) -> None:
@@ -440,6 +674,13 @@ def add_parser(subparsers: Any) -> None:
         help='a contract event (repeatable, applied in order); "v" may be left out',
     )
     given.add_argument("--events", metavar="FILE", help="contract events, one JSON object a line")
+    given.add_argument(
+        "--restart-broker",
+        type=int,
+        metavar="ID",
+        help="is it safe to restart broker ID now? its controlled shutdown, its going away and "
+        "its return, with a verdict (exit 7: a partition goes offline, 6: under its min ISR)",
+    )
     p.add_argument(
         "--limit",
         type=int,

@@ -13,7 +13,16 @@ from typing import Any
 import pytest
 
 from shadow_controller import health
-from shadow_controller.what_if import Hypothesis, WhatIfError, check_events, hypotheses, what_if
+from shadow_controller.what_if import (
+    Hypothesis,
+    WhatIfError,
+    check_events,
+    hypotheses,
+    render,
+    render_restart,
+    restart_broker,
+    what_if,
+)
 from state_machines.events import parse_event
 from state_machines.model import ControllerConfig
 from streaming import exits
@@ -238,7 +247,7 @@ def test_events_the_job_would_dead_letter_are_refused_with_their_reason() -> Non
             )
         )
     # `v` is filled, nothing else
-    [h] = hypotheses(['{"type":"ControllerTick","ts":%d}' % T0], None)
+    [h] = hypotheses([f'{{"type":"ControllerTick","ts":{T0}}}'], None)
     assert json.loads(h.value) == {"v": 1, "type": "ControllerTick", "ts": T0}
 
 
@@ -330,3 +339,97 @@ def test_a_reassignment_waits_for_every_target_replica_and_prints_no_unknown_age
         "stuck: target [1] not in the ISR"
     ), line
     assert "?" not in text
+
+
+# -- is it safe to restart broker X now? -----------------------------------------------------
+
+
+def test_restarting_the_only_isr_member_is_not_safe_and_exits_as_health_does() -> None:
+    """At the end of examples/three-brokers.jsonl broker 3 is the only ISR member of
+    orders-1 and orders-2. Its controlled shutdown leaves them where they are (Kafka's
+    ControlledShutdown reports them as partitionsRemaining); when it goes away they go
+    offline (no live ISR replica, unclean election disabled), and come back when it
+    returns."""
+    _, state = engine_state(_three_brokers())
+    result = restart_broker(state, 3)
+    down = {p["phase"]: p for p in result["phases"]}
+    assert [p["phase"] for p in result["phases"]] == ["controlled shutdown", "down", "back"]
+    assert down["controlled shutdown"]["newly_offline"] == []
+    assert names(down["down"]["newly_offline"]) == ["orders-1", "orders-2"]
+    assert down["back"]["newly_offline"] == []
+    assert result["verdict"] == (
+        "verdict: NOT SAFE to restart broker 3: orders-1, orders-2 offline while it is down "
+        "(offset 15) until it returns"
+    )
+    assert result["exit_code"] == exits.OFFLINE
+    assert render_restart(result, 5).splitlines()[-1] == result["verdict"]
+
+
+def _cluster(min_isr: str | None = None) -> list[dict[str, Any]]:
+    configs = {"min.insync.replicas": min_isr} if min_isr else {}
+    return [
+        *(
+            {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": 100 + b}
+            for b in (1, 2, 3)
+        ),
+        {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
+        {
+            "v": 1,
+            "type": "TopicCreation",
+            "topic": "t",
+            "partitions": {"0": [1, 2, 3], "1": [2, 3, 1]},
+            "configs": configs,
+        },
+    ]
+
+
+def test_restarting_a_broker_of_a_healthy_cluster_is_safe() -> None:
+    _, state = engine_state(_cluster())
+    result = restart_broker(state, 1)
+    assert result["exit_code"] == exits.OK
+    assert result["verdict"] == (
+        "verdict: safe to restart broker 1: no partition goes offline or under its min ISR "
+        "during its controlled shutdown, while it is down, or after it returns"
+    )
+    # it came back under a new broker epoch, above every epoch the controller knew
+    assert result["phases"][2]["event"] == {
+        "type": "BrokerStartup",
+        "broker_id": 1,
+        "broker_epoch": 104,
+    }
+
+
+def test_restarting_a_broker_of_a_topic_at_its_min_isr_takes_it_under() -> None:
+    """min.insync.replicas=3 with three replicas: the controlled shutdown shrinks the ISR
+    (Strimzi's roller refuses exactly this)."""
+    _, state = engine_state(_cluster(min_isr="3"))
+    result = restart_broker(state, 2)
+    [shutdown, down, back] = result["phases"]
+    assert names(shutdown["newly_under_min_isr"]) == ["t-0", "t-1"]
+    assert result["exit_code"] == exits.UNDER_MIN_ISR
+    assert result["verdict"].startswith(
+        "verdict: NOT SAFE to restart broker 2: t-0, t-1 under min ISR during its controlled "
+        "shutdown (offset 5)"
+    ), result["verdict"]
+
+
+def test_restart_of_a_broker_that_is_not_live_is_refused() -> None:
+    _, state = engine_state(_cluster())
+    with pytest.raises(WhatIfError, match=r"^--restart-broker 9: broker 9 is not known"):
+        restart_broker(state, 9)
+
+
+def test_a_controlled_shutdown_says_what_goes_offline_when_the_broker_stops() -> None:
+    """The hypothetical ControlledShutdown of broker 3 said 'would go offline: 0' and
+    'status: ok -> ok': true of the instant, but broker 3 is the only ISR member of
+    orders-1 and orders-2, which go offline when it stops. The answer says so and exits 7."""
+    _, state = engine_state(_three_brokers())
+    event = {"v": 1, "type": "ControlledShutdown", "broker_id": 3, "broker_epoch": 103}
+    result = what_if(state, [Hypothesis("--event 1", json.dumps(event).encode())])
+    [stopped] = result["when_stopped"]
+    assert stopped["broker"] == 3 and names(stopped["newly_offline"]) == ["orders-1", "orders-2"]
+    assert result["exit_code"] == exits.OFFLINE
+    assert (
+        "  controlled shutdown of broker 3: accepted; still leads 2: orders-1, orders-2\n"
+        "    when broker 3 stops: would go offline: 2 (orders-1, orders-2); under min ISR: 0\n"
+    ) in render(result, 3)
