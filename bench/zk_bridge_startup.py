@@ -4,16 +4,21 @@ PARTITIONS partitions (replicas of 3 over 6 brokers, every state znode written),
 bridge's first read (`ZkReader.read_all`: every znode, with watches) and its bootstrap
 (`zk_events.bootstrap` + the checker's engine) timed apart.
 
-    .venv/bin/python -m bench.zk_bridge_startup --topics 1000 --partitions 100
+    .venv/bin/python -m bench.zk_bridge_startup --topics 1000 --partitions 100 --record
+
+`--record` writes the figures as JSON under bench/results/zk_bridge_startup/.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+from bench.record import RESULTS_DIR, commit, machine
 from shadow_controller.zk_bridge import states_of
 from shadow_controller.zk_checks import Checker
 from shadow_controller.zk_events import bootstrap
@@ -56,7 +61,10 @@ def main() -> None:
     ap.add_argument("--topics", type=int, default=1000)
     ap.add_argument("--partitions", type=int, default=100)
     ap.add_argument("--brokers", type=int, default=6)
+    ap.add_argument("--record", action="store_true", help="write the figures under bench/results")
     args = ap.parse_args()
+    head, started = commit(), time.time()
+    figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(dir="/tmp") as root:
         server = ZooKeeperServer(Path(root))
         server.start()
@@ -83,9 +91,33 @@ def main() -> None:
             print(f"read_all: {len(nodes):,} znodes in {t2 - t1:.2f} s (with watches)")
             print(f"bootstrap: {len(events):,} events through the engine in {t3 - t2:.2f} s")
             print(f"start-up total: {t3 - t1:.2f} s")
+            figures.update(
+                znodes=len(nodes),
+                read_all_s=round(t2 - t1, 2),
+                bootstrap_events=len(events),
+                bootstrap_s=round(t3 - t2, 2),
+                startup_s=round(t3 - t1, 2),
+            )
             cluster.close()
         finally:
             server.stop()
+    if args.record:
+        partitions = args.topics * args.partitions
+        doc = {
+            "format": 1,
+            "bench": "zk_bridge_startup",
+            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "commit": head,
+            "machine": machine(),
+            "args": {**vars(args), "partitions_total": partitions},
+            "figures": figures,
+        }
+        out_dir = RESULTS_DIR / "zk_bridge_startup"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
+        out = out_dir / f"{stamp}-{partitions}p-{(head['sha'] or 'nogit')[:8]}.json"
+        out.write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"recorded: {out.relative_to(RESULTS_DIR.parents[1])}")
 
 
 if __name__ == "__main__":
