@@ -11,6 +11,15 @@ import pytest
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
+# great_expectations (the audit) imports pyspark.sql.connect, whose check_dependencies exits
+# the process (sys.exit(0), "Skipping doctests") when __main__ has neither a spec nor a file,
+# which it takes for a doctest run. A pytest-xdist worker's __main__ is execnet's `python -c`
+# bootstrap, so an audit test ended its worker. With the file name a `python -m pytest` run
+# has, the worker imports great_expectations as any process does.
+_main = sys.modules["__main__"]
+if _main.__spec__ is None and not hasattr(_main, "__file__"):
+    _main.__file__ = "<pytest-xdist worker>"
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:

@@ -18,11 +18,6 @@ from state_machines.events import parse_event
 from streaming.exits import CHECK_FAILED, USAGE, UsageError
 from tests.property.generator import generate_log
 
-# great_expectations imports pyspark.sql.connect, which exits the process (sys.exit(0),
-# "Skipping doctests") when the main module has no file, as in a pytest-xdist worker:
-# bin/test runs these in its serial pass
-pytestmark = pytest.mark.serial
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -22,11 +22,6 @@ from shadow_controller.audit_report import STYLESHEET, offline_page
 from streaming.exits import CHECK_FAILED
 from tests.tools.test_audit import ROOT, decisions_of
 
-# great_expectations imports pyspark.sql.connect, which exits the process (sys.exit(0),
-# "Skipping doctests") when the main module has no file, as in a pytest-xdist worker:
-# bin/test runs these in its serial pass
-pytestmark = pytest.mark.serial
-
 # a request for anything off this machine fails
 OFFLINE = [
     "--host-resolver-rules=MAP * ~NOTFOUND",
