@@ -214,3 +214,35 @@ def test_records_the_rules_do_not_read_are_counted(
     code, doc, _ = _verify(capsys, str(tmp_path))
     assert code == 0
     assert doc["summary"]["records_not_checked"] == {"NoOpRecord": 1, "ProducerIdsRecord": 1}
+
+
+def test_mutated_logs_never_raise() -> None:
+    """Bad input never crashes verify: 600 logs with one int or int-array field of one record
+    set to another value of its type (a broker id, -1, -2, an empty or repeated list, another
+    partition) each end in verdicts, whatever they are."""
+    import random
+
+    from state_machines.log_verify import LogEntry, verify_entries
+
+    rng = random.Random(45)
+    ints = [-2, -1, 0, 1, 2, 3, 4, 7]
+    lists: list[Any] = [[], [1], [1, 1], [2, 1], [3, 2, 1], [9], None]
+    names = sorted(SCENARIOS)
+    outcomes: set[str] = set()
+    for _ in range(600):
+        entries = SCENARIOS[rng.choice(names)]().entries()
+        i = rng.randrange(1, len(entries))
+        e = entries[i]
+        # a value of the field's type, as the decoder gives (an int, a nullable int array)
+        keys = sorted(k for k, v in e.fields.items() if not isinstance(v, (str, bool)))
+        if not keys:
+            continue
+        key = rng.choice(keys)
+        current = e.fields[key]
+        value = rng.choice(ints) if isinstance(current, int) else rng.choice(lists)
+        fields = {**e.fields, key: tuple(value) if isinstance(value, list) else value}
+        entries[i] = LogEntry(e.offset, e.batch, e.name, e.version, fields, e.control)
+        verdicts, summary = verify_entries(entries)
+        outcomes.update(v.outcome for v in verdicts)
+        assert summary.events == len(verdicts)
+    assert outcomes == {"match", "benign", "safety"}
