@@ -111,13 +111,16 @@ class MemoryHandle:
         self.states: dict[str, Any] = {}
 
     def getMapState(self, name: str, *schema: Any) -> _MapState:
-        return self.states.setdefault(name, _MapState())
+        state: _MapState = self.states.setdefault(name, _MapState())
+        return state
 
     def getListState(self, name: str, *schema: Any) -> _ListState:
-        return self.states.setdefault(name, _ListState())
+        state: _ListState = self.states.setdefault(name, _ListState())
+        return state
 
     def getValueState(self, name: str, *schema: Any) -> _ValueState:
-        return self.states.setdefault(name, _ValueState())
+        state: _ValueState = self.states.setdefault(name, _ValueState())
+        return state
 
 
 class WorkerPool:
@@ -162,7 +165,9 @@ class WorkerPool:
         """The batch's packed work by group (the gauges' row in the direct group)."""
         import pandas as pd
 
-        rows = [("event", e.offset, e.value, e.source, None) for e in events]
+        rows: list[tuple[str, int, bytes | None, str | None, str | None]] = [
+            ("event", e.offset, e.value, e.source, None) for e in events
+        ]
         if feedback:
             rows.append(("report", -1, None, None, "\n".join(feedback)))
         frame = pd.DataFrame(rows, columns=["kind", "offset", "value", "source", "payload"])

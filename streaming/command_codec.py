@@ -32,7 +32,7 @@ def _op_out(op: Any) -> list[Any]:
             la_out(op.leadership),
             op.overwrite,
         ]
-    cls = type(op)
+    cls: type = type(op)
     return [
         cls.__name__,
         *(getattr(op, n) for n in outputs.field_names(cls)),
@@ -143,7 +143,8 @@ def command_shared(c: commands.Command) -> str:
                 _SHARED_TEXT.clear()
             _SHARED_TEXT[key] = (c.ctx, c.op, text)
         last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
-    return last[4]
+    shared: str = last[4]
+    return shared
 
 
 def _generic_shared_text(c: commands.Command) -> str:
@@ -160,7 +161,8 @@ def _generic_shared_text(c: commands.Command) -> str:
             }
         )
         last[:] = [c.ctx, c.op, c.cause_offset, c.cause_id, text]
-    return last[4]
+    shared: str = last[4]
+    return shared
 
 
 def _generic_shared(shared: str) -> tuple[Any, ...]:

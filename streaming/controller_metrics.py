@@ -26,6 +26,10 @@ controller is not active, as in Kafka):
 - `ControllerState`: Kafka's `ControllerState.value` of what the controller is doing when
   the batch ends: `Idle` (0), or `TopicDeletion` (4) while a deletion waits for the
   partitions' reports. A cause held for any other reason reads as Idle.
+- `ActiveBrokerCount`: `liveOrShuttingDownBrokerIds.size`, the registered brokers, shutting
+  down or not.
+- `FencedBrokerCount`: 0. The ZK controller fences no broker, and Kafka 3.9.0 serves the
+  gauge as a constant 0 beside KRaft's, so one dashboard reads both controllers.
 
 Beside them, Kafka's broker-side replica metrics (`kafka.server:type=ReplicaManager`),
 summed over the brokers as a dashboard sums them, from the partitions' summaries. Each
@@ -55,7 +59,14 @@ from operator import is_, is_not, itemgetter
 from typing import Any
 
 from state_machines.commands import PartitionSummary
-from state_machines.directory import CONTROLLER_KEY, ControllerRecord, TopicRecord, topic_key
+from state_machines.directory import (
+    CONTROLLER_KEY,
+    BrokerRecord,
+    ControllerRecord,
+    TopicRecord,
+    broker_key,
+    topic_key,
+)
 from state_machines.kraft.cluster_control import BrokerRegistration
 from state_machines.leader_balance import led_by_another
 from state_machines.loop import Pending
@@ -74,6 +85,8 @@ GAUGES = (
     "TopicsIneligibleToDeleteCount",
     "ReplicasIneligibleToDeleteCount",
     "ControllerState",
+    "ActiveBrokerCount",
+    "FencedBrokerCount",
 )
 # Kafka's names (ReplicaManager's gauges)
 REPLICA_GAUGES = (
@@ -91,7 +104,8 @@ ZK_ONLY = (
     "ReplicasIneligibleToDeleteCount",
     "ControllerState",
 )
-ALL = GAUGES + REPLICA_GAUGES + KRAFT_GAUGES
+# every gauge either mode serves, once (the broker counts are both controllers')
+ALL = tuple(dict.fromkeys(GAUGES + REPLICA_GAUGES + KRAFT_GAUGES))
 IDLE, TOPIC_DELETION = 0, 4  # ControllerState.value (kafka/controller/ControllerState.scala)
 _second = itemgetter(1)
 
@@ -183,7 +197,7 @@ def _summed(
     for i in compress(range(len(kept)), map(is_, kept, repeat(None))):
         s = summaries[i]
         kept[i] = table[id(s)] = (s, counts_of(s, *args))
-    return tuple(map(sum, zip(*map(_second, kept))))
+    return tuple(map(sum, zip(*map(_second, kept))))  # type: ignore[arg-type]  # no None left
 
 
 def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
@@ -375,6 +389,10 @@ def controller_metrics(
         ReplicasToDeleteCount=replicas_to_delete,
         TopicsIneligibleToDeleteCount=ineligible,
         ReplicasIneligibleToDeleteCount=replicas_ineligible,
+        ActiveBrokerCount=sum(
+            isinstance(b := directory.get(broker_key(i)), BrokerRecord) and b.fact.registered
+            for i in c.brokers
+        ),
     )
     if pending is not None and pending.expected > 0:
         out["ControllerState"] = TOPIC_DELETION

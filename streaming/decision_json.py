@@ -140,10 +140,11 @@ _TEMPLATES: dict[type, Any] = {
 
 
 def decision_json(record: outputs.Record, cause_offset: int, cause_id: str | None, seq: int) -> str:
-    cls = type(record)
+    cls: type = type(record)
     template = _TEMPLATES.get(cls)
     if template is not None:
-        return template(record, cause_offset, cause_id, seq)
+        text: str = template(record, cause_offset, cause_id, seq)
+        return text
     if cls in outputs._WRITERS:  # a record with a writer of its own (kraft mode's AppendedRecord)
         return compact_json(outputs.to_contract(record, cause_offset, cause_id, seq))
     doc = {

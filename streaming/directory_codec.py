@@ -314,13 +314,14 @@ def _topic_from_text(text: str, previous: tuple[str, Any] | None) -> directory.T
         value, at = _decode_value(text, at + 1)
         fields.append(value)
     configs, queued, started, ineligible, mirror = fields
-    summaries: tuple[tuple[int, commands.PartitionSummary], ...] | None = ()
+    summaries: tuple[tuple[int, commands.PartitionSummary], ...] = ()
     if at != len(text) - 1:
         if text[at] != ",":
             return None
-        summaries = _summaries_from_text(text[at + 1 : -1], previous)
-        if summaries is None:
+        read = _summaries_from_text(text[at + 1 : -1], previous)
+        if read is None:
             return None
+        summaries = read
     return _topic_record(partitions, configs, queued, started, ineligible, mirror, summaries)
 
 

@@ -15,7 +15,7 @@ from the checkpoint exact.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,7 @@ class _LineRange(InputPartition):
 
 
 class EventFilesReader(DataSourceStreamReader):
-    def __init__(self, options: dict[str, str]):
+    def __init__(self, options: Mapping[str, str]) -> None:
         self.path = options["path"]
         self.pause_file = options.get("shadow.pauseFile")
         max_rows = options.get("maxOffsetsPerTrigger")
@@ -122,7 +122,7 @@ class EventFilesSource(DataSource):
     def schema(self) -> str:
         return EVENT_SCHEMA
 
-    def streamReader(self, schema) -> DataSourceStreamReader:  # type: ignore[override]
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return EventFilesReader(self.options)
 
 
@@ -146,7 +146,7 @@ def _feedback_batches(path: str) -> list[int]:
 
 
 class FeedbackReader(DataSourceStreamReader):
-    def __init__(self, options: dict[str, str]):
+    def __init__(self, options: Mapping[str, str]) -> None:
         self.path = options["path"]
         self.pause_file = options.get("shadow.pauseFile")
 
@@ -191,5 +191,5 @@ class FeedbackSource(DataSource):
     def schema(self) -> str:
         return FEEDBACK_SCHEMA
 
-    def streamReader(self, schema) -> DataSourceStreamReader:  # type: ignore[override]
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return FeedbackReader(self.options)

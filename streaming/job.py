@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
 from .decision_parts import stage_parts_base
@@ -187,7 +188,7 @@ def sequencer_mirrors(spark: SparkSession, settings: JobSettings) -> int:
     if settings.sequencer_mirrors is not None:
         return settings.sequencer_mirrors
     sc = spark.sparkContext
-    local = sc.master.startswith("local")
+    local = (sc.master or "").startswith("local")
     return (
         settings.shuffle_partitions - 1
         if local and sc.defaultParallelism >= settings.shuffle_partitions
@@ -200,7 +201,7 @@ def start(
     settings: JobSettings,
     available_now: bool = False,
     sink: BatchSink | None = None,
-):
+) -> tuple[StreamingQuery, BatchSink]:
     sink = sink or BatchSink(settings)
     writer = (
         decisions_frame(spark, settings)

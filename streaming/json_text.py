@@ -13,7 +13,7 @@ import json
 compact_json = json.JSONEncoder(separators=(",", ":")).encode
 canonical_json = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
-json_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+json_str = json.encoder.encode_basestring_ascii
 
 
 def json_opt(value: str | None) -> str:

@@ -34,7 +34,7 @@ holds (`next_stamp`).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pandas as pd
@@ -168,11 +168,13 @@ class SequencerProcessor(StatefulProcessor):
         stamped = self.records.getValue((directory_store.STAMP_KEY,))
         stamp = stamped[0] if stamped else None
         last = self.worker_copy()
-        directory, former = last.take(stamp), []
+        former: list[Any] = []
+        directory = last.take(stamp)
         if directory is None:
             directory, former = directory_store.load(self.records.iterator())
             last.reads += 1
-        pending = codec.loads(self.pending.get()[0], Pending) if self.pending.exists() else None
+        held = self.pending.get() if self.pending.exists() else None
+        pending = None if held is None else codec.loads(held[0], Pending)
         buffered = (
             [RawEvent(int(o), None if v is None else bytes(v), s) for o, v, s in self.buffer.get()]
             if self.buffer.exists()
@@ -287,7 +289,7 @@ def mirror_keys(partitions: int, mirrors: int) -> list[str]:
 
 def partition_stage(
     config: ControllerConfig, storage: PartitionStorage, parts_base: str | None = None
-):
+) -> Callable[[tuple[Any, ...], Iterator[pd.DataFrame], GroupState], Iterator[pd.DataFrame]]:
     """The partition stage's function. With `parts_base` (file output in scale mode,
     `decision_parts.stage_parts_base`), each group's decision runs go to its task's part
     under the batch's parts directory, and only the other rows leave the stage."""

@@ -189,12 +189,14 @@ def pack_groups(
                             and h.round == round_
                             and h.cause_id == cause_id
                         ):
+                            first = h.item
+                            assert type(first) is Command  # a head is kept for commands only
                             into[-1] = [
                                 shared,
                                 cause_offset,
                                 round_,
                                 cid,
-                                f"{h.item.topic}\t{h.item.partition}\t{h.idx}",
+                                f"{first.topic}\t{first.partition}\t{h.idx}",
                                 f"{topic}\t{partition}\t{idx}",
                             ]
                             continue

@@ -184,7 +184,7 @@ def _await_interrupt(df: DataFrame, timeout_s: float) -> None:
     so the JVM's sleep is what the stop interrupts; Spark then counts the batch as
     interrupted by the stop: the query ends stopped, not failed, and logs no error.
     Returns if no stop comes within `timeout_s`."""
-    from py4j.protocol import Py4JJavaError
+    from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 
     try:
         df.sparkSession._jvm.java.lang.Thread.sleep(int(timeout_s * 1000))  # type: ignore[union-attr]

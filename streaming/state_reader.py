@@ -66,7 +66,8 @@ def _map_value(row: Any) -> str:
     for name in ("user_map_value", "value"):
         if name in d:
             v = d[name]
-            return v["value"] if isinstance(v, dict) else v
+            text: str = v["value"] if isinstance(v, dict) else v
+            return text
     raise KeyError(f"no map value in {sorted(d)}")
 
 

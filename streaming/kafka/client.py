@@ -93,7 +93,7 @@ def sorted_error(what: str, error: Any) -> KafkaSourceError:
 def next_messages(consumer: Any, timeout_s: float) -> list[Any]:
     """What the consumer has now, or else the first message within `timeout_s`
     (`consume(n, timeout)` alone waits out the whole timeout unless `n` messages come)."""
-    messages = consumer.consume(num_messages=READ_BATCH_ROWS, timeout=0)
+    messages: list[Any] = consumer.consume(num_messages=READ_BATCH_ROWS, timeout=0)
     if messages:
         return messages
     message = consumer.poll(timeout_s)

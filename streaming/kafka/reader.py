@@ -166,6 +166,7 @@ def _restart_after_out_of_range(
 ) -> int:
     from confluent_kafka import TopicPartition as KafkaTP
 
+    low: int
     low, _ = consumer.get_watermark_offsets(
         KafkaTP(split.topic, split.partition), timeout=options.probe_timeout_s
     )

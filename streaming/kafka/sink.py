@@ -77,7 +77,7 @@ def _check_column(
             raise KafkaSinkError(f"required column {name!r} is missing")
         return
     if not isinstance(fields[name], types):
-        allowed = " or ".join(t.typeName() for t in types)
+        allowed = " or ".join(t.typeName() for t in types)  # type: ignore[attr-defined]
         raise KafkaSinkError(
             f"column {name!r} must be {allowed}, not {fields[name].simpleString()}"
         )

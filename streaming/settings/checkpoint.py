@@ -52,7 +52,8 @@ def _saved_doc(checkpoint: str) -> dict[str, Any] | None:
     path = os.path.join(checkpoint, SETTINGS_FILE)
     try:
         with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+            doc: dict[str, Any] | None = json.load(fh)
+            return doc
     except FileNotFoundError:
         return None
     except ValueError as exc:

@@ -28,7 +28,7 @@ def boolean(name: str, value: Any) -> bool:
     raise SettingError(f"{name} must be true or false, got {value!r}")
 
 
-def integer(minimum: int) -> Check:
+def integer(minimum: int) -> Callable[[str, Any], int]:
     def check(name: str, value: Any) -> int:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -108,7 +108,7 @@ def choice(*options: str) -> Check:
     def check(name: str, value: Any) -> str:
         if value not in options:
             raise SettingError(f"{name} must be {' or '.join(options)}, got {value!r}")
-        return value
+        return str(value)
 
     return check
 
@@ -118,14 +118,14 @@ def location(name: str, value: Any) -> str:
     if value == "kafka" or (
         isinstance(value, str) and value.startswith("file:") and value[5:].strip()
     ):
-        return value
+        return str(value)
     raise SettingError(f"{name} must be kafka or file:DIR, got {value!r}")
 
 
 def offsets(name: str, value: Any) -> str:
     """Spark's startingOffsets: earliest, latest, or {"topic": {"partition": offset}}."""
     if value in ("earliest", "latest"):
-        return value
+        return str(value)
     try:
         doc = json.loads(value) if isinstance(value, str) else value
         ok = isinstance(doc, dict) and all(
