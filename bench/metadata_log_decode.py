@@ -14,7 +14,9 @@ three-byte frame) set per partition.
 
 Figures: records / CPU second of the process (time.process_time, the best of `--repeat`
 passes: what one core does, whoever else shares the machine) and records / wall second of
-the same pass; `python_work_s` (bench/record.py) says how fast the machine was at the time.
+the same pass; `python_work_s` (bench/record.py, wall) and `python_work_cpu_s` (the same
+work in CPU seconds) say how fast the machine was at the time: on a quiet machine
+python_work takes 0.3-0.6 s, and a busy neighbour slows even the CPU seconds.
 `--record` writes them as JSON under bench/results/metadata_log_decode/.
 """
 
@@ -105,6 +107,14 @@ def build(directory: Path, partitions: int, brokers: int, per_batch: int, codec:
     return len(values)
 
 
+def python_work_cpu() -> float:
+    """bench/record.py's python_work in CPU seconds of this process (its wall seconds also
+    count the time the neighbours hold the core): how fast one core is now."""
+    start = time.process_time()
+    python_work(passes=1)
+    return round(time.process_time() - start, 3)
+
+
 def decode_all(path: Path) -> int:
     """What `metadata-log dump` and `verify` do per record: the batches, then each value."""
     count = 0
@@ -134,6 +144,7 @@ def main() -> int:
     head = commit()
     started = time.time()
     work_start = python_work()
+    work_cpu = [python_work_cpu()]
     with tempfile.TemporaryDirectory(prefix="metadata-log-bench-") as tmp:
         t = time.perf_counter()
         records = build(
@@ -147,6 +158,7 @@ def main() -> int:
             cpu, wall = time.process_time(), time.perf_counter()
             assert decode_all(path) == records
             passes.append((time.process_time() - cpu, time.perf_counter() - wall))
+    work_cpu.append(python_work_cpu())
     work_end = python_work()
     cpu_s, wall_s = min(passes)
     result = {
@@ -164,7 +176,8 @@ def main() -> int:
         f"{records:,} records ({size / 2**20:.0f} MiB, {args.compression}): "
         f"{result['records_per_cpu_s']:,} records/s on one core "
         f"({cpu_s:.2f} s CPU; {result['records_per_wall_s']:,} records/s wall, load "
-        f"{os.getloadavg()[0]:.1f}; python_work {work_start}/{work_end} s)"
+        f"{os.getloadavg()[0]:.1f}; python_work {work_start}/{work_end} s, "
+        f"CPU {work_cpu[0]}/{work_cpu[1]} s)"
     )
     if args.record:
         out_dir = RESULTS_DIR / "metadata_log_decode"
@@ -178,6 +191,7 @@ def main() -> int:
                 "cpus": os.cpu_count(),
                 "load_avg_1m": round(os.getloadavg()[0], 2),
                 "python_work_s": {"start": work_start, "end": work_end},
+                "python_work_cpu_s": {"start": work_cpu[0], "end": work_cpu[1]},
             },
             "args": vars(args),
             "result": result,

@@ -88,75 +88,85 @@ def _records(b: bytes, count: int, base_offset: int, base_timestamp: int) -> tup
     out: list[LogRecord] = []
     append = out.append
     new = tuple.__new__
+    lb = len(b)
     p = 0
     for _ in range(count):
-        c = b[p]  # length
+        c = b[p]
         if c < 0x80:
             length = (c >> 1) ^ -(c & 1)
             p += 1
-        elif b[p + 1] < 0x80:
-            c = (c & 0x7F) | (b[p + 1] << 7)
-            length = (c >> 1) ^ -(c & 1)
-            p += 2
         else:
-            length, p = read_varint(b, p)
+            d = b[p + 1]
+            if d < 0x80:
+                c = (c & 0x7F) | (d << 7)
+                length = (c >> 1) ^ -(c & 1)
+                p += 2
+            else:
+                length, p = read_varint(b, p)
         end = p + length
-        if length < 0 or end > len(b):
+        if end > lb or length < 0:
             raise RecordDecodeError("a record's length runs past its batch")
-        c = b[p + 1]  # after the attributes (unused): timestampDelta
-        if c < 0x80:
-            ts_delta = (c >> 1) ^ -(c & 1)
+        # attributes (unused), then timestampDelta: 0 in every record a raft batch holds
+        if b[p + 1] == 0:
+            ts = base_timestamp
             p += 2
         else:
-            ts_delta, p = read_varint(b, p + 1)
-        c = b[p]  # offsetDelta
+            ts, p = read_varint(b, p + 1)
+            ts += base_timestamp
+        c = b[p]
         if c < 0x80:
-            offset_delta = (c >> 1) ^ -(c & 1)
+            offset = base_offset + ((c >> 1) ^ -(c & 1))
             p += 1
-        elif b[p + 1] < 0x80:
-            c = (c & 0x7F) | (b[p + 1] << 7)
-            offset_delta = (c >> 1) ^ -(c & 1)
-            p += 2
         else:
-            offset_delta, p = read_varint(b, p)
-        if b[p] == 1:  # a null key (-1), the metadata records' case
+            d = b[p + 1]
+            if d < 0x80:
+                c = (c & 0x7F) | (d << 7)
+                offset = base_offset + ((c >> 1) ^ -(c & 1))
+                p += 2
+            else:
+                c, p = read_varint(b, p)
+                offset = base_offset + c
+        if b[p] == 1:
             key = None
             p += 1
         else:
             n, p = read_varint(b, p)
             key = None if n < 0 else b[p : p + n]
             p += max(n, 0)
-        c = b[p]  # value length
-        if not c & 0x81:  # one byte, not negative
-            n = c >> 1
+        # the value runs to the headers' count: one byte 0 at the record's end when there
+        # are none, which is every metadata record
+        c = b[p]
+        if c < 0x80:
+            n = -1 if c & 1 else c >> 1  # any negative length is a null value
             p += 1
-        elif c & 0x80 and b[p + 1] < 0x80 and not c & 1:
-            n = ((c & 0x7F) | (b[p + 1] << 7)) >> 1
-            p += 2
         else:
-            n, p = read_varint(b, p)
+            d = b[p + 1]
+            if d < 0x80 and not c & 1:
+                n = ((c & 0x7F) | (d << 7)) >> 1
+                p += 2
+            else:
+                n, p = read_varint(b, p)
         if n < 0:
-            value = None
+            value: bytes | None = None
         else:
             value = b[p : p + n]
             p += n
         if b[p] == 0:
-            headers = _NO_HEADERS
             p += 1
+            if p != end:
+                raise RecordDecodeError(
+                    f"a record's fields take {p - end + length} of its {length} bytes"
+                )
+            append(new(LogRecord, (offset, ts, key, value, _NO_HEADERS)))
         else:
             headers, p = _headers(b, p)
-        if p != end:
-            raise RecordDecodeError(
-                f"a record's fields take {p - end + length} of its {length} bytes"
-            )
-        append(
-            new(
-                LogRecord,
-                (base_offset + offset_delta, base_timestamp + ts_delta, key, value, headers),
-            )
-        )
-    if p != len(b):
-        raise RecordDecodeError(f"{len(b) - p} byte(s) after the batch's {count} records")
+            if p != end:
+                raise RecordDecodeError(
+                    f"a record's fields take {p - end + length} of its {length} bytes"
+                )
+            append(new(LogRecord, (offset, ts, key, value, headers)))
+    if p != lb:
+        raise RecordDecodeError(f"{lb - p} byte(s) after the batch's {count} records")
     return tuple(out)
 
 

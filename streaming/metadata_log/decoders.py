@@ -133,7 +133,14 @@ def _read_field(w: _Writer, indent: int, f: Field, version: int, var: str) -> No
         raise ValueError(f"no decoder for type {t} of {f.name}")
 
 
-def _body(w: _Writer, fields: tuple[Field, ...], version: int, where: str, top: str | None) -> None:
+def _body(
+    w: _Writer,
+    fields: tuple[Field, ...],
+    version: int,
+    where: str,
+    top: str | None,
+    memo: bool = False,
+) -> None:
     """The source of a body (or struct): its fields, then its tagged fields, into v<i>."""
     run: list[tuple[int, Field]] = []
 
@@ -182,7 +189,38 @@ def _body(w: _Writer, fields: tuple[Field, ...], version: int, where: str, top: 
     else:
         # the whole value is the record: what is left is Kafka's "garbage"
         w.emit(1, "if p != len(b): _end(b, p)")
-        w.emit(1, f"return _new(_R, ({top}, {{{items}}}))")
+        if memo:
+            w.emit(1, f"d = {{{items}}}")
+            w.emit(1, "if p0 == 3:")
+            w.emit(2, "if len(_M) >= _MEMO_SIZE: _M.clear()")
+            w.emit(2, "_M[b[7:]] = d.copy()")
+            w.emit(1, f"return _new(_R, ({top}, d))")
+        else:
+            w.emit(1, f"return _new(_R, ({top}, {{{items}}}))")
+    if memo:
+        # see _memo_head: runs before the fields
+        w.lines[:0] = _memo_head(top or "", fields[0].key)
+
+
+# A topic's partitions are written with the same few placements: a creation's
+# PartitionRecords, a fenced broker's PartitionChangeRecords differ in their partition id
+# alone. Those two records are memoised by the bytes after it (the frame is 3 bytes, the id
+# 4): the same bytes decode to the same fields, so a hit copies the fields and sets the id.
+# Bounded: cleared when full.
+MEMOISED = frozenset({"PartitionRecord", "PartitionChangeRecord"})
+_MEMO_SIZE = 4096
+
+
+def _memo_head(top: str, first: str) -> list[str]:
+    return [
+        "    p0 = p",
+        "    if p == 3:",
+        "        d = _M.get(b[7:])",
+        "        if d is not None:",
+        "            d = d.copy()",
+        f"            d[{first!r}] = _i32(b, 3)[0]",
+        f"            return _new(_R, ({top}, d))",
+    ]
 
 
 def _end(b: bytes, p: int, where: str) -> None:
@@ -207,10 +245,17 @@ _UUID_ARRAYS: dict[bytes, tuple[str, ...]] = {}
 
 
 def _compile(
-    fields: tuple[Field, ...], version: int, where: str, result: type | None = None, top: str = ""
+    fields: tuple[Field, ...],
+    version: int,
+    where: str,
+    result: type | None = None,
+    top: str = "",
+    memo: bool = False,
 ) -> Any:
     w = _Writer()
-    _body(w, fields, version, where, top or None)
+    _body(w, fields, version, where, top or None, memo)
+    if memo:
+        assert fields[0].type == "int32" and fields[0].tag is None, where
     namespace: dict[str, Any] = {
         "_uvar": read_uvarint,
         "_uuid": uuid_text,
@@ -224,6 +269,9 @@ def _compile(
         "_E": RecordDecodeError,
         "_R": result,
         "_new": tuple.__new__,
+        "_M": {},  # this decoder's memo
+        "_MEMO_SIZE": _MEMO_SIZE,
+        "_i32": struct.Struct(">i").unpack_from,
         **w.names,
     }
     # every name a local (bound as a default): LOAD_FAST, not a global lookup per use
@@ -266,6 +314,7 @@ def compile_record(schema: Schema, result: type) -> dict[int, Callable[[bytes, i
             f"{schema.name} v{v}",
             result,
             f"{schema.api_key}, {v}, {schema.name!r}",
+            schema.name in MEMOISED,
         )
         for v in _versions(schema)
     }

@@ -129,3 +129,17 @@ def test_batches_of_every_codec_round_trip(
     assert batch.compression == codec and batch.size == len(data)
     assert [r.offset for r in batch.records] == [base_offset + i for i in range(len(records))]
     assert [decode_metadata(r.value or b"") for r in batch.records] == records
+
+
+def test_records_differing_in_partition_id_alone_decode_apart() -> None:
+    # PartitionRecord and PartitionChangeRecord are memoised by the bytes after the id
+    from streaming.metadata_log import metadata_value
+
+    fields = {"topic_id": "AAAAAAAAAAAAAAAAAAAAAQ", "replicas": (1, 2), "isr": (1, 2)}
+    first = decode_metadata(metadata_value("PartitionRecord", partition_id=1, **fields))
+    second = decode_metadata(metadata_value("PartitionRecord", partition_id=2, **fields))
+    assert (first.fields["partition_id"], second.fields["partition_id"]) == (1, 2)
+    first.fields["isr"] = ()  # type: ignore[index]  # a caller's change stays its own
+    third = decode_metadata(metadata_value("PartitionRecord", partition_id=3, **fields))
+    assert third.fields["isr"] == (1, 2) and third.fields["partition_id"] == 3
+    assert second.fields["isr"] == (1, 2)
