@@ -241,6 +241,14 @@ class KafkaZkCluster:
         client.start(timeout=30)
         return client
 
+    def wait_connected(self, deadline_s: float = 60.0) -> None:
+        """Until every session of the cluster is connected again (after an outage)."""
+        deadline = time.monotonic() + deadline_s
+        while not all(c.connected for c in [self.admin, *self.brokers.values()]):
+            if time.monotonic() > deadline:
+                raise AssertionError("the test cluster's sessions did not reconnect")
+            time.sleep(0.05)
+
     def close(self) -> None:
         for c in [*self.brokers.values(), self.admin]:
             c.stop()
