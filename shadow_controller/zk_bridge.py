@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kazoo.exceptions import KazooException  # type: ignore[import-untyped]
+from kazoo.exceptions import KazooException, NoAuthError  # type: ignore[import-untyped]
 from kazoo.handlers.threading import KazooTimeoutError  # type: ignore[import-untyped]
 
 from state_machines.model import ControllerConfig
@@ -236,6 +236,12 @@ def run(
                     continue
                 try:
                     nodes = reader.read_all()
+                except NoAuthError:
+                    raise UsageError(
+                        f"ZooKeeper {settings.zookeeper} refuses the bridge's reads (NoAuth): "
+                        "give --zookeeper-auth a user with READ on the cluster's znodes "
+                        "(docs/zookeeper-bridge.md)"
+                    ) from None
                 except _zk_errors() as exc:
                     log.warning("bridge: reading ZooKeeper failed (%s); retrying", exc)
                     reader.needs_resync = True
