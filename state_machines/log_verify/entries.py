@@ -54,11 +54,14 @@ LRS_BYTE = {LeaderRecoveryState.RECOVERED: 0, LeaderRecoveryState.RECOVERING: 1}
 
 
 def _ints(value: Any) -> tuple[int, ...]:
+    # the decoder gives tuples: no copy then
+    if type(value) is tuple:
+        return value
     return tuple(value) if value is not None else ()
 
 
 def _maybe_ints(value: Any) -> tuple[int, ...] | None:
-    return None if value is None else tuple(value)
+    return value if value is None or type(value) is tuple else tuple(value)
 
 
 def _maybe_strs(value: Any) -> tuple[str, ...] | None:
