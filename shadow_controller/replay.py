@@ -80,7 +80,7 @@ def branch_settings(
 
 def rebuilds(original: JobSettings, branch: JobSettings) -> bool:
     """Whether the branch runs another rule set than the checkpoint's (a migration what-if)."""
-    return frozen_value(original, REBUILT) != frozen_value(branch, REBUILT)
+    return bool(frozen_value(original, REBUILT) != frozen_value(branch, REBUILT))
 
 
 # -- the replay ----------------------------------------------------------------------------
@@ -136,7 +136,7 @@ def _progress(spark: Any, settings: JobSettings, start: int) -> Iterator[None]:
     if not sys.stderr.isatty():
         yield
         return
-    from pyspark.sql.streaming import StreamingQueryListener
+    from pyspark.sql.streaming.listener import StreamingQueryListener
     from tqdm import tqdm
 
     total = _lines_in(settings.input[5:]) - start if settings.input.startswith("file:") else None
@@ -181,7 +181,9 @@ def _lines_in(directory: str) -> int:
 # -- the command ---------------------------------------------------------------------------
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "replay",
         help="branch a checkpoint at a micro-batch and run the rest again under other settings",
