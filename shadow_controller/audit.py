@@ -337,8 +337,11 @@ def rule_outcomes(lair: pd.DataFrame, rules: dict[str, str] = RULES) -> tuple[Ru
 
 
 def run_audit(
-    decisions_path: str, report_dir: str, progress: TextIO | None | bool = True
+    decisions_path: str, report_dir: str | None, progress: TextIO | None | bool = True
 ) -> AuditResult:
+    """Audit the decisions at `decisions_path` into a Data Docs site under `report_dir`, or,
+    when it is None, under a new temporary directory (made only once there is something to
+    audit; `AuditResult.report_temporary` says so)."""
     records = load_records(decisions_path, progress)
     if not records:
         raise UsageError(f"no decision records in {decisions_path}")
@@ -357,6 +360,11 @@ def run_audit(
         lair, unchecked = kraft_frame(records, decisions_path)
     del records
     outcomes = rule_outcomes(lair, rules)
+    temporary = report_dir is None
+    if report_dir is None:
+        import tempfile
+
+        report_dir = tempfile.mkdtemp(prefix="shadow-controller-audit-")
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     context = gx.get_context(mode="file", project_root_dir=report_dir)
     # GE draws its own bars on stderr even when it is not a terminal
@@ -437,6 +445,7 @@ def run_audit(
         run_page,
         rule_set,
         unchecked,
+        temporary,
     )
 
 
@@ -486,15 +495,18 @@ def result_json(result: AuditResult) -> dict[str, Any]:
             for o in result.rules
         ],
         "report": _path_of(result.docs_index) if result.docs_index else None,
+        "report_temporary": result.report_temporary,
     }
 
 
-def main(decisions: str, report_dir: str, *, json_output: bool = False) -> int:
-    """Audit DECISIONS into a report under REPORT_DIR; print the outcome and return the
-    exit code. Raises `UsageError` when there is nothing to audit (see the module docstring).
+def main(decisions: str, report_dir: str | None, *, json_output: bool = False) -> int:
+    """Audit DECISIONS into a report under REPORT_DIR (None: a temporary directory, named
+    in the output); print the outcome and return the exit code. Raises `UsageError` when
+    there is nothing to audit (see the module docstring).
     With `json_output`, stdout is one JSON object and nothing else: `success`,
     `decision_records`, `rule_set` ("zk" or "kraft"), `audited_records` (the partition state
-    records checked), `leader_and_isr_records`, `report` (index.html's path) and `rules`,
+    records checked), `leader_and_isr_records`, `report` (index.html's path),
+    `report_temporary` (true when no --report was given) and `rules`,
     each with `rule`, `description`, `success`, `broken_records` and `partitions` (all of
     them, earliest break first: `topic`, `partition`, `records`, `cause_offsets`)."""
     result = run_audit(decisions, report_dir)
@@ -518,5 +530,10 @@ def main(decisions: str, report_dir: str, *, json_output: bool = False) -> int:
             status = f"FAILED ({o.broken_records} record{'s' if o.broken_records != 1 else ''})"
             print(f"  {o.rule:40} {status:20} {where_broken(o)}")
     if result.docs_index:
-        print(f"Data Docs: {result.docs_index}")
+        where = (
+            " (in a temporary directory; --report DIR writes it where you choose)"
+            if result.report_temporary
+            else ""
+        )
+        print(f"Data Docs: {result.docs_index}{where}")
     return OK if result.success else CHECK_FAILED

@@ -47,6 +47,7 @@ class AuditResult:
     run_page: str | None  # this run's validation result page, relative to the index
     rule_set: str = "zk"  # the rules checked: "zk" (LeaderAndIsr) or "kraft" (metadata records)
     unchecked: int = 0  # KRaft change records of partitions the input never created
+    report_temporary: bool = False  # the report went to a temporary directory (no --report)
 
     @property
     def failed_rules(self) -> dict[str, int]:

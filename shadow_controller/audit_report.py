@@ -10,6 +10,9 @@ each page into a static document:
 
 - every `<link>` and `<script>` that loads from http(s) goes, and so do the inline scripts,
   which only drive those libraries (an offline page without them would log errors);
+- GE's footers go (its newsletter's "Subscribe" line and its hidden tutorial banner), and
+  so does the index's box of the site's name above the tables of runs, which only a
+  script fills: left, it is an empty box under the audit;
 - images point at the copies GE already writes to `static/images/`;
 - `REPORT_CSS`, our own stylesheet written to `static/styles/`, styles the Bootstrap 4
   classes GE's templates use, draws the status icons with text glyphs, makes "Show more
@@ -46,6 +49,15 @@ _REMOTE_IMG = re.compile(
 _REMOTE_CSS_URL = re.compile(r"""url\(\s*["']?https?://[^)]*\)""", re.I)
 _OWN_LINK = re.compile(r"<link\b[^>]*" + re.escape(STYLESHEET) + r"[^>]*>", re.I)
 _SUMMARY = re.compile(rf'<section id="{SUMMARY_ID}".*?</section>\n?', re.S)
+_FOOTER = re.compile(r"[ \t]*<footer\b.*?</footer\s*>\n?", re.I | re.S)
+# the index's section holding only the site's name box and the script-filled tabs of runs
+_INDEX_SECTION = re.compile(
+    r'<div id="section-1" class="ge-section[^"]*"[^>]*>(?=(?:(?!<div id="section-2").)*'
+    r"ge-index-page-site-name-title)",
+    re.S,
+)
+_DIV = re.compile(r"<div\b|</div\s*>", re.I)
+AUDIT_PLACE = "<!-- shadow-controller: the audit goes here -->"
 
 
 def make_offline(site_dir: str | Path) -> list[Path]:
@@ -73,6 +85,10 @@ def offline_page(text: str, root: str, images: Path) -> str:
     site's root relative to the page (`.` or `../..`)."""
     text = _REMOTE_LINK.sub("", text)
     text = _SCRIPT.sub("", text)
+    text = _FOOTER.sub("", text)
+    section = _INDEX_SECTION.search(text)
+    if section:
+        text = _without_div(text, section.start(), AUDIT_PLACE)
 
     def local_image(match: re.Match[str]) -> str:
         name = match.group(1).split("?")[0].rsplit("/", 1)[-1]
@@ -90,6 +106,17 @@ def offline_page(text: str, root: str, images: Path) -> str:
         at = text.find("<style")
         at = at if at >= 0 else text.find("</head>")
         text = text[:at] + link + text[at:] if at >= 0 else link + text
+    return text
+
+
+def _without_div(text: str, start: int, instead: str) -> str:
+    """`text` with the `<div>` element that opens at `start` (its nested divs counted)
+    replaced by `instead`."""
+    depth = 0
+    for m in _DIV.finditer(text, start):
+        depth += 1 if m.group(0).startswith("<div") else -1
+        if depth == 0:
+            return text[:start] + instead + text[m.end() :]
     return text
 
 
@@ -168,7 +195,9 @@ def add_summary(
         + "</div>\n</section>\n"
     )
     text = _SUMMARY.sub("", index.read_text(encoding="utf-8"))
-    at = text.find('<div id="section-1"')
+    at = text.find(AUDIT_PLACE)
+    if at < 0:
+        at = text.find('<div id="section-1"')
     if at < 0:
         at = text.find(">", text.find("<body")) + 1
     index.write_text(text[:at] + section + text[at:], encoding="utf-8")

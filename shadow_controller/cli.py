@@ -1,8 +1,9 @@
 """`shadow-controller`: the command line.
 
 The front door of both the shell (`run`, the streaming job) and the tools (`simulate`,
-`produce`, `demo`, `audit`, `bridge`, `replay`, `inspect`, `timeline`, `health`, `what-if`): each command's
-parser is registered here or by its own module, and `main` dispatches.
+`produce`, `demo`, `audit`, `bridge`, `replay`, `inspect`, `timeline`, `health`,
+`what-if`): each command's parser is registered here or by its own module, and `main`
+dispatches.
 
 A mistake is one line on stderr, `shadow-controller <command>: <what, and what to check>`,
 and an exit code from `streaming/exits.py`; `main` is where errors become that line
@@ -13,6 +14,7 @@ Spark or connect.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -100,7 +102,8 @@ def read_events(
             except Exception as exc:
                 counts["skipped"] += 1
                 print(
-                    f"{path}:{index + 1}: skipped (offset {index}): not decodable: {type(exc).__name__}",
+                    f"{path}:{index + 1}: skipped (offset {index}): not decodable: "
+                    f"{type(exc).__name__}",
                     file=errors,
                 )
                 continue
@@ -122,14 +125,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     engine = Engine(config)
     lines: Counter[str] = Counter()
     decisions: Counter[str] = Counter()
-    out: TextIO = open(args.out, "w") if args.out else sys.stdout
-    try:
+    with open(args.out, "w") if args.out else contextlib.nullcontext(sys.stdout) as out:
         for record in run_settled(engine, read_events(args.events, sys.stderr, counts=lines)):
             decisions[record["type"]] += 1
             out.write(json.dumps(record, separators=(",", ":")) + "\n")
-    finally:
-        if args.out:
-            out.close()
     if args.state_out:
         Path(args.state_out).write_text(
             json.dumps(engine.state_json(), indent=2, sort_keys=True) + "\n"
@@ -264,7 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument(
         "--json",
         action="store_true",
-        help="print a summary (events, decisions, skipped lines, dead letters, shadow counts) as JSON",
+        help="print a summary (events, decisions, skipped lines, dead letters, shadow counts) "
+        "as JSON",
     )
     sim.set_defaults(func=cmd_simulate)
 
@@ -329,7 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
         "decisions", help="a decisions JSONL file, a file-output directory, or a topic dump"
     )
     aud.add_argument(
-        "--report", default="audit-report", help="where the Data Docs report is rendered"
+        "--report",
+        metavar="DIR",
+        help="render the Data Docs report here (default: a new temporary directory, named in "
+        "the output)",
     )
     aud.add_argument(
         "--json",
