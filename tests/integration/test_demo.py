@@ -1,7 +1,7 @@
 """The README's first command, as a user runs it: `shadow-controller demo` starts the
 embedded broker and the job, feeds a cluster story and prints each decision as it arrives
-on the decisions topic. A short story keeps it under a minute; the default one is the same
-code path with more events."""
+on the decisions topic, and nothing of Spark's. A short story keeps it under a minute; the
+default one is the same code path with more events."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli.test_quiet_output import spark_lines
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.slow]
 
@@ -37,6 +39,9 @@ def test_the_demo_prints_each_decision_under_its_event(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
     assert "Traceback" not in out + proc.stderr
+    # only the story: Spark's lines went to its log file, named once (test_quiet_output.py)
+    assert spark_lines(out + proc.stderr) == [], out + proc.stderr
+    assert proc.stderr.count("Spark's log: ") == 1, proc.stderr
     created = out.split("#3 create:")[1].split("#4")[0]
     assert (
         "orders-0     LeaderAndIsr leader=1 epoch=0 isr=[1, 2] pe=0 (initial election) -> brokers [1, 2]"
@@ -77,6 +82,7 @@ def test_the_demo_under_kraft_rules_prints_the_metadata_records(tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
     assert "Traceback" not in out + proc.stderr
+    assert spark_lines(out + proc.stderr) == [], out + proc.stderr
     created = out.split("#3 create:")[1].split("#4")[0]
     assert "orders-0     PartitionRecord leader=1 epoch=0 isr=[1, 2] pe=0" in created
     crashed = out.split("#4 b1-crash:")[1]
