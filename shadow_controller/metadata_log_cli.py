@@ -34,7 +34,12 @@ from streaming.metadata_log import (
     log_files,
     read_batches,
 )
-from streaming.metadata_log.batches import SEGMENT, SNAPSHOT
+from streaming.metadata_log.batches import (
+    DELETE_HORIZON_FLAG,
+    LOG_APPEND_TIME_FLAG,
+    SEGMENT,
+    SNAPSHOT,
+)
 from streaming.metadata_log.schemas import CONTROL, METADATA_BY_NAME, Field
 
 from .metadata_log_verify import add_parser as add_verify_parser
@@ -179,7 +184,9 @@ class _Dump:
         if not self.as_json:
             print(f"Dumping {path}", file=self.out)
             segment, snapshot = SEGMENT.match(path.name), SNAPSHOT.match(path.name)
-            if segment:
+            if path.name == "bootstrap.checkpoint":  # BootstrapDirectory's binary file
+                print("KRaft bootstrap snapshot", file=self.out)
+            elif segment:
                 print(f"Log starting offset: {int(segment.group(1))}", file=self.out)
             elif snapshot:
                 print(
@@ -210,7 +217,7 @@ class _Dump:
                 f"producerEpoch: {batch.producer_epoch} "
                 f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
                 f"isTransactional: {_bool(batch.is_transactional)} "
-                f"isControl: {_bool(batch.is_control)} deleteHorizonMs: OptionalLong.empty "
+                f"isControl: {_bool(batch.is_control)} deleteHorizonMs: {_delete_horizon(batch)} "
                 f"position: {batch.position} {_timestamp_type(batch)}: {batch.max_timestamp} "
                 f"size: {batch.size} magic: {batch.magic} compresscodec: {batch.compression} "
                 f"crc: {batch.crc} isvalid: true",
@@ -268,8 +275,15 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
+def _delete_horizon(batch: RecordBatch) -> str:
+    # DefaultRecordBatch.deleteHorizonMs: the base timestamp, when attribute bit 6 says so
+    if batch.attributes & DELETE_HORIZON_FLAG:
+        return f"OptionalLong[{batch.first_timestamp}]"
+    return "OptionalLong.empty"
+
+
 def _timestamp_type(batch: RecordBatch) -> str:
-    return "LogAppendTime" if batch.attributes & 0x08 else "CreateTime"
+    return "LogAppendTime" if batch.attributes & LOG_APPEND_TIME_FLAG else "CreateTime"
 
 
 def _last_sequence(batch: RecordBatch) -> int:

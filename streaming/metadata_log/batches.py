@@ -41,6 +41,8 @@ LOG_OVERHEAD = 12  # Records.LOG_OVERHEAD: baseOffset and batchLength
 HEADER_SIZE_UP_TO_MAGIC = 17  # Records.HEADER_SIZE_UP_TO_MAGIC
 CRC_START = 21  # DefaultRecordBatch.ATTRIBUTES_OFFSET
 CONTROL_FLAG = 0x20
+LOG_APPEND_TIME_FLAG = 0x08
+DELETE_HORIZON_FLAG = 0x40
 TRANSACTIONAL_FLAG = 0x10
 
 SEGMENT = re.compile(r"^(\d{20})\.log$")
@@ -231,6 +233,10 @@ def parse_batch(path: str, position: int, data: bytes) -> RecordBatch:
         ) from None
     except UnicodeDecodeError:
         raise RecordDecodeError("a header key that is not UTF-8") from None
+    if attributes & LOG_APPEND_TIME_FLAG:
+        # DefaultRecordBatch: under LogAppendTime every record's timestamp is the batch's
+        # max timestamp (KRaft writes CreateTime; a copied log could hold either)
+        records = tuple(r._replace(timestamp=max_ts) for r in records)
     return RecordBatch(
         path,
         position,
@@ -312,6 +318,9 @@ def log_files(paths: Iterable[str | Path]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
+            inner = path / "__cluster_metadata-0"
+            if inner.is_dir() and not any(SEGMENT.match(f.name) for f in path.iterdir()):
+                path = inner  # metadata.log.dir itself: its one partition directory
             found = [f for f in path.iterdir() if SEGMENT.match(f.name) or SNAPSHOT.match(f.name)]
             found.sort(key=lambda f: (not f.name.endswith(".checkpoint"), file_base_offset(f)))
             if not found:

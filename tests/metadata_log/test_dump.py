@@ -188,3 +188,11 @@ def test_torn_tail_is_reported_as_kafka_does(
         out.splitlines()[-1]
         == f"Found {len(whole) - 10 - 84} invalid bytes at the end of {path.name}"
     )
+
+
+def test_metadata_log_dir_itself_is_read_through_its_partition_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _log(tmp_path)  # tmp_path is metadata.log.dir: __cluster_metadata-0 is inside
+    code, out, _ = _run(capsys, str(tmp_path), "--json")
+    assert code == 0 and len(out.splitlines()) == 9  # 4 snapshot records, 5 log records

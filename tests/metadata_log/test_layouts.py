@@ -176,10 +176,11 @@ assert len(RECORD) == 30
 
 
 def hand_batch(
-    base_offset: int, attributes: int, count: int, last_delta: int, body: bytes
+    base_offset: int, attributes: int, count: int, last_delta: int, body: bytes, max_ts: int = TS
 ) -> bytes:
     """DefaultRecordBatch.writeHeader by hand: the CRC-32C covers attributes..end."""
-    after_crc = struct.pack(">hiqqqhii", attributes, last_delta, TS, TS, -1, -1, -1, count) + body
+    after_crc = struct.pack(">hiqqqhii", attributes, last_delta, TS, max_ts, -1, -1, -1, count)
+    after_crc += body
     head = struct.pack(">qiib", base_offset, 49 + len(body), 3, 2)  # epoch 3, magic 2
     return head + struct.pack(">I", crc32c(after_crc)) + after_crc
 
@@ -328,3 +329,10 @@ def test_snapshot_file(tmp_path: Path) -> None:
     assert decode_control(last.key, last.value) == ControlRecord(
         "SnapshotFooter", 0, {"version": 0}
     )
+
+
+def test_log_append_time_gives_every_record_the_max_timestamp(tmp_path: Path) -> None:
+    # attributes bit 3: LogAppendTime; DefaultRecordBatch's records then carry maxTimestamp
+    batch = _one_batch(tmp_path, hand_batch(5, 0x08, 1, 0, RECORD, max_ts=TS + 500))
+    assert batch.records[0].timestamp == TS + 500
+    assert _one_batch(tmp_path, hand_batch(5, 0, 1, 0, RECORD, TS + 500)).records[0].timestamp == TS
