@@ -79,6 +79,16 @@ def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continua
     leader_balance.schedule_at_failover(d)
     # UpdateMetadata to every broker before the state machines start (onControllerFailover)
     d.update_metadata(site=0)
+    if c.active:
+        # A controller move: onControllerResignation -> resetContext clears
+        # topicsWithDeletionStarted and topicsIneligibleForDeletion; the new controller's
+        # TopicDeletionManager.init marks ineligible again only the queued topics with an
+        # offline replica or a reassignment (topic_deletion.after_reports, failover_init), and
+        # its first resumeDeletions treats every queued topic as unseen (onTopicDeletion).
+        for t in sorted(c.queued_topics):
+            rec = d.topic(t)
+            if rec is not None and (rec.started or rec.ineligible):
+                d.put(topic_key(t), replace(rec, started=False, ineligible=False))
     if not d.config.delete_topic_enable:
         # TopicDeletionManager.init with deletion disabled drops the pending deletions
         for t in sorted(c.queued_topics):
