@@ -92,6 +92,11 @@ def _read_field(w: _Writer, indent: int, f: Field, version: int, var: str) -> No
         w.emit(indent + 1, "n -= 1")
         inner = indent + 1
         if t == "string":
+            # the generated read's "string field X had invalid length"
+            w.emit(
+                inner,
+                f"if n > 0x7FFF: raise _E('string field {f.name} had invalid length ' + str(n))",
+            )
             w.emit(inner, f"{var} = str(b[p:p + n], 'utf-8')")
             w.emit(inner, "p += n")
         elif t == "bytes":

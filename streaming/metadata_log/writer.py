@@ -36,6 +36,8 @@ def _value(f: Field, version: int, value: Any, where: str) -> bytes:
         return b"\x00"
     if t == "string":
         data = str(value).encode("utf-8")
+        if len(data) > 0x7FFF:
+            raise ValueError(f"{where}: '{f.name}' field is too long to be serialized")
         return uvarint(len(data) + 1) + data
     if t == "bytes":
         return uvarint(len(value) + 1) + bytes(value)

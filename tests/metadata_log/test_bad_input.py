@@ -97,6 +97,8 @@ def test_not_a_log_file(tmp_path: Path) -> None:
         (FENCE + b"\x00", "1 byte(s) of garbage after FenceBrokerRecord v0"),
         (bytes.fromhex("01020000"), "non-nullable field Name was serialized as null"),
         (b"", "truncated record"),
+        # a TopicRecord's Name of 32768 bytes (length+1 = 0x8001 as 81 80 02)
+        (bytes.fromhex("010200818002"), "string field Name had invalid length 32768"),
     ],
 )
 def test_undecodable_values(value: bytes, reason: str) -> None:
