@@ -9,8 +9,11 @@ source's start for batch 0) to its own, so for the events source the batch's eve
 stable whatever order the plan lists them in.
 
 The state is the state *after* batch N, read with Spark's state data source readers through
-`streaming/state_reader.py` (the only module that touches them). `inspect()` returns plain
-data; `render_table()` and `--json` are two views of it.
+`streaming/state_reader.py` (the only module that touches them). It reflects the events
+before the events source's end offset, less any the sequencer still holds (a cause waiting
+for its partitions' reports and the events read behind it): `reflects` says which.
+`inspect()` returns plain data; `render_table()` and `--json` are two views of it, and the
+text never shows a Python or JSON value (`None`, `null`) for something unknown.
 """
 
 from __future__ import annotations
@@ -103,7 +106,9 @@ def describe_source(index: int, start: Any, end: Any, first_batch: bool = False)
             kind="file",
             reads="no feedback"
             if lo is not None and hi <= lo
-            else f"feedback of batches {'?' if lo is None else lo + 1}..{hi}",
+            else f"feedback of batches up to {hi}"
+            if lo is None
+            else f"feedback of batches {lo + 1}..{hi}",
         )
     elif _is_kafka_offsets(shape):
         ranges = {}
@@ -133,8 +138,66 @@ def batch_sources(checkpoint: str, batch: int) -> list[dict[str, Any]]:
         starts = [None] * len(ends)
     return [
         describe_source(i, s, e, first_batch=batch == 0)
-        for i, (s, e) in enumerate(zip(starts, ends))
+        for i, (s, e) in enumerate(zip(starts, ends, strict=False))
     ]
+
+
+def reflected_input(
+    sources: list[dict[str, Any]], held_cause: int | None, held_events: list[int]
+) -> dict[str, Any]:
+    """Which input the state after the batch reflects: `next_offset` (the events source's
+    end: the offset of the next event it reads; for a Kafka source, per partition),
+    `applied_through` (the last offset applied: the one before, or before the held cause),
+    and the cause and events the sequencer holds, read but not applied."""
+    events = next((s for s in sources if s.get("name") == "events"), None)
+    next_offset: int | dict[str, int] | None = None
+    if events is not None and events["kind"] == "file":
+        next_offset = events["cause_offsets"][1]
+    elif events is not None and events["kind"] == "kafka":
+        next_offset = {tp: hi for tp, (_, hi) in events["cause_offsets"].items()}
+    first_held = min(
+        [*([held_cause] if held_cause is not None else []), *held_events], default=None
+    )
+    applied: int | None = None
+    if isinstance(next_offset, int):
+        applied = (next_offset if first_held is None else first_held) - 1
+    elif isinstance(next_offset, dict) and len(next_offset) == 1:
+        [end] = next_offset.values()
+        applied = (end if first_held is None else first_held) - 1
+    return {
+        "next_offset": next_offset,
+        "applied_through": applied,
+        "held_cause": held_cause,
+        "held_events": held_events,
+    }
+
+
+def reflects_line(reflects: dict[str, Any]) -> str:
+    """`state after this batch: every event up to offset 13 applied; the next is 14`."""
+    nxt, applied = reflects["next_offset"], reflects["applied_through"]
+    if nxt is None:
+        return "state after this batch; its events source's offsets are not in the log"
+    if isinstance(nxt, dict):
+        where = ", ".join(f"{tp} next offset {o}" for tp, o in nxt.items())
+        head = (
+            f"state after this batch: every event up to offset {applied} applied ({where})"
+            if applied is not None
+            else f"state after this batch: the events before {where}"
+        )
+    elif applied is None or applied < 0:
+        head = f"state after this batch: no event applied yet; the next is offset {nxt}"
+    else:
+        head = (
+            f"state after this batch: every event up to offset {applied} applied; the next is {nxt}"
+        )
+    held = []
+    if reflects["held_cause"] is not None:
+        held.append(f"cause {reflects['held_cause']}")
+    if reflects["held_events"]:
+        held.append(f"events {_ids(reflects['held_events'])}")
+    if held:
+        head += f" (the job still holds {' and '.join(held)}, read but not applied)"
+    return head
 
 
 # --- the state --------------------------------------------------------------------------
@@ -182,7 +245,8 @@ def refuse_kraft(checkpoint: str, mode: str) -> None:
     holds KRaft registrations (README, "KRaft mode": not built yet)."""
     if mode == "kraft":
         raise InspectError(
-            f"{checkpoint} runs controller.mode kraft; this tool reads zk-mode state only (not built "
+            f"{checkpoint} runs controller.mode kraft; this tool reads zk-mode state only (not "
+            "built "
             f"for kraft mode yet)"
         )
 
@@ -242,11 +306,17 @@ def inspect(
     )
     if broker is not None:
         brokers = [b for b in brokers if b["id"] == broker]
+    sources = batch_sources(checkpoint, batch)
+    pending = state_reader.sequencer_pending(spark, checkpoint, batch, meta)
+    held = [e.offset for e in state_reader.sequencer_buffer(spark, checkpoint, batch, meta)]
     return {
         "checkpoint": checkpoint,
         "batch": batch,
         "latest_committed": latest,
-        "sources": batch_sources(checkpoint, batch),
+        "reflects": reflected_input(
+            sources, pending.cause_offset if pending is not None else None, held
+        ),
+        "sources": sources,
         "partitions": rows,
         "brokers": brokers,
         "missing_partitions": [f"{t}-{p}" for t, p in wanted if (t, p) not in records],
@@ -274,13 +344,15 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_table(result: dict[str, Any]) -> str:
-    out = [
-        f"batch {result['batch']} (latest committed: {result['latest_committed']}); state after this batch"
-    ]
+    out = [f"batch {result['batch']} (latest committed: {result['latest_committed']})"]
+    if "reflects" in result:
+        out.append(reflects_line(result["reflects"]))
     for s in result["sources"]:
+        start = "its start" if s["start"] is None else json.dumps(s["start"])
+        end = "no offset" if s["end"] is None else json.dumps(s["end"])
         out.append(
-            f"  source {s['index']} {s['name']} ({s['kind']}): {json.dumps(s['start'])} -> "
-            f"{json.dumps(s['end'])}: {s['reads']}"
+            f"  source {s['index']} {s['name']} ({s['kind']}): {start} -> {end}: "
+            f"{s['reads'] or 'offsets of an unknown shape'}"
         )
     out.append("")
     rows = []
@@ -396,7 +468,10 @@ def _keep_topic(result: dict[str, Any], topic: str) -> None:
 
 
 def _not_found(what: str, result: dict[str, Any]) -> str:
-    return f"{what}: not in the checkpoint {result['checkpoint']} (no state after batch {result['batch']})"
+    return (
+        f"{what}: not in the checkpoint {result['checkpoint']} (no state after batch "
+        f"{result['batch']})"
+    )
 
 
 def add_parser(subparsers: Any) -> None:
