@@ -670,6 +670,50 @@ ROWS = [
         f"cluster {UNREACHABLE} unreachable",
         logged=True,
     ),
+    Row(
+        "bridge: neither a cluster nor a ZooKeeper",
+        ("bridge", "--once"),
+        exits.USAGE,
+        "bridge needs --bootstrap-servers (a live cluster) or --zookeeper",
+    ),
+    Row(
+        "bridge --zookeeper: nowhere to put the events",
+        ("bridge", "--zookeeper", UNREACHABLE),
+        exits.USAGE,
+        "--events-bootstrap-servers (the events topic) or --events-file",
+    ),
+    Row(
+        "bridge --zookeeper: an admin-API bridge's state file",
+        (
+            "bridge",
+            "--zookeeper",
+            UNREACHABLE,
+            "--events-file",
+            "{tmp}/e.jsonl",
+            "--state",
+            "{tmp}/admin-bridge-state.json",
+        ),
+        exits.USAGE,
+        "is not a ZooKeeper bridge's state file",
+        no_file="{tmp}/e.jsonl",
+    ),
+    Row(
+        "bridge --zookeeper: unreachable",
+        (
+            "bridge",
+            "--zookeeper",
+            UNREACHABLE,
+            "--events-file",
+            "{tmp}/e.jsonl",
+            "--timeout",
+            "2",
+            "--state",
+            "{tmp}/zk-bridge.json",
+        ),
+        exits.UNREACHABLE,
+        f"ZooKeeper {UNREACHABLE} did not answer within 2 s",
+        no_file="{tmp}/zk-bridge.json",
+    ),
 ]
 
 
@@ -750,6 +794,8 @@ def _scratch(tmp: Path) -> None:
     (tmp / "bad-mv.toml").write_text(
         '[controller]\nmode = "kraft"\n"metadata.version" = "3.9-IV9"\n'
     )
+    # the admin-API bridge's position, which the ZooKeeper bridge must not take for its own
+    (tmp / "admin-bridge-state.json").write_text('{"version": 1, "view": {}}')
     # a checkpoint with batches 0 and 1 committed
     done = tmp / "done"
     save_settings(
