@@ -49,7 +49,9 @@ def decompress(codec: int, data: bytes) -> bytes:
     except CodecError:
         raise
     except (zlib.error, cramjam.DecompressionError, ValueError) as exc:
-        raise CodecError(f"{CODECS[codec]}: {exc}".splitlines()[0]) from None
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        name = CODECS[codec]
+        raise CodecError(text if text.startswith(name) else f"{name}: {text}") from None
     raise CodecError(f"unknown compression codec {codec}")
 
 
