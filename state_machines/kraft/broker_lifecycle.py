@@ -3,9 +3,11 @@ controller handles them (QuorumController.java, ClusterControlManager.registerBr
 ReplicationControlManager.processBrokerHeartbeat and the session timeout,
 `maybeFenceOneStaleBroker`; apache/kafka 3.9.0).
 
-* `BrokerStartup`: `registerBroker` (a new incarnation writes a fenced RegisterBrokerRecord;
-  with ELR its previous incarnation's unclean shutdown comes first), then the heartbeat that
-  finds it caught up and unfences it: `handleBrokerUnfenced` over `partitionsWithNoLeader`.
+* `BrokerStartup`: `registerBroker` (a new incarnation, a `broker_epoch` other than the
+  registration's, writes a fenced RegisterBrokerRecord; an unfenced broker's old session
+  must expire first, so it is fenced before; with ELR its previous incarnation's unclean
+  shutdown comes first), then the heartbeat that finds it caught up and unfences it:
+  `handleBrokerUnfenced` over `partitionsWithNoLeader`.
 * `BrokerFailure`: the session timeout fences it: `handleBrokerFenced` over the partitions
   with the broker in their ISR, then its fence record.
 * `ControlledShutdown`: a heartbeat asking to shut down, through
@@ -36,6 +38,12 @@ def broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
     unclean: list[tuple[str, int]] = []
     if reg is None or (e.broker_epoch is not None and e.broker_epoch != reg.epoch):
         epoch = d.offset if e.broker_epoch is None else e.broker_epoch
+        if reg is not None and not reg.fenced:
+            # registerBroker refuses a new incarnation while the old one holds a valid
+            # session (BrokerHeartbeatManager.hasValidSession: unfenced): the broker retries
+            # until the session expires and maybeFenceOneStaleBroker fences it
+            _fence(d, reg)
+            reg = d.registration(b)
         if reg is not None and d.mv.is_elr_supported:
             # registerBroker: a new incarnation's previous one shut down uncleanly (KIP-966)
             unclean = d.hosted(b)

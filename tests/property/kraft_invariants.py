@@ -170,7 +170,7 @@ class KraftInvariantChecker:
                 new = replay_record(reg, r)
                 self.check_change_record(key, event, reg, r, new, where)
                 self.check_new_leader(key, event, before, after, reg, r, new, where)
-                self.check_leader_kept(key, event, after, reg, r, new, where)
+                self.check_leader_kept(key, event, before, after, reg, r, new, where)
                 reg = new
             self.check_registration(key, reg, before, after, where)
         if after["active"] and before["active"]:
@@ -362,6 +362,7 @@ class KraftInvariantChecker:
         self,
         key: str,
         event: dict[str, Any],
+        before: State,
         after: State,
         reg: dict[str, Any],
         r: Rec,
@@ -374,7 +375,8 @@ class KraftInvariantChecker:
         before it. So a leader P >= 0 is replaced only when it left the ISR (the record's
         ISR, or a completed reassignment's) or is no longer active, or by a PREFERRED
         election of the first replica: an admin's, or `maybeBalancePartitionLeaders`', which
-        runs before any event whose `ts` reaches its deadline (kraft/periodic_tasks.py)."""
+        runs before any event whose `ts` reaches its deadline (kraft/periodic_tasks.py). A
+        new incarnation of an unfenced broker is fenced first (`_fenced_before_registering`)."""
         p = reg["leader"]
         if "leader" not in r or r["leader"] == p or p < 0:
             return
@@ -383,6 +385,8 @@ class KraftInvariantChecker:
         )
         by_balance = event.get("ts") is not None
         preferred = (by_admin or by_balance) and r["leader"] == new["replicas"][0]
+        if _fenced_before_registering(event, before, p):
+            return
         assert p not in new["isr"] or not _active(after["brokers"], p) or preferred, (
             f"[leader-kept] {key}: leader {p} is still valid (ISR {new['isr']}, active) but moved to {r['leader']}{where}"
         )
@@ -495,6 +499,20 @@ class KraftInvariantChecker:
             assert kept or unclean, (
                 f"[last-isr-member-stays] {key}: ISR [{x}] became {a['isr']}, leader {a['leader']}{ctx}"
             )
+
+
+def _fenced_before_registering(event: dict[str, Any], before: State, broker: int) -> bool:
+    """A new incarnation of an unfenced broker (a BrokerStartup with another broker_epoch, or
+    none): `registerBroker` refuses it while the old session is valid, so the session's
+    expiry fences the broker (`handleBrokerFenced`) before it registers again."""
+    if event["type"] != "BrokerStartup" or event["broker_id"] != broker:
+        return False
+    fact = before["brokers"].get(str(broker))
+    return (
+        fact is not None
+        and not fact["fenced"]
+        and event.get("broker_epoch") != fact["broker_epoch"]
+    )
 
 
 def _active(brokers: dict[str, Any], broker: int) -> bool:

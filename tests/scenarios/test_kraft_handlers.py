@@ -174,3 +174,30 @@ def test_unclean_leader_election_enable_is_read_untrimmed() -> None:
             configs,
             dynamic,
         )
+
+
+def test_a_new_incarnation_of_an_unfenced_broker_is_fenced_first() -> None:
+    """K6. `ClusterControlManager.registerBroker` refuses a new incarnation while the old one
+    holds a valid session (`BrokerHeartbeatManager.hasValidSession`: unfenced and heard
+    from) with DUPLICATE_BROKER_REGISTRATION. The session then expires
+    (`maybeFenceOneStaleBroker` -> `handleBrokerFenced`: the partitions, then the fence
+    record) and the retried registration succeeds (RegisterBrokerRecord, fenced), then the
+    heartbeat unfences it. So the leader moves and its epoch rises."""
+    c = Cluster()
+    c.start(1, 2)
+    c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
+    out = c("b1-new", "BrokerStartup", broker_id=1, broker_epoch=300)
+    (change,) = of_type(out, "PartitionChangeRecord")
+    assert (change["leader"], change["isr"]) == (2, [2])
+    broker = [
+        (r["type"], r["broker_epoch"], r["fenced"])
+        for r in out
+        if r["type"] != "PartitionChangeRecord"
+    ]
+    assert broker == [
+        ("BrokerRegistrationChangeRecord", 101, 1),
+        ("RegisterBrokerRecord", 300, True),
+        ("BrokerRegistrationChangeRecord", 300, -1),
+    ]
+    assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_epoch"]) == (2, 1)
+    assert c.broker(1)["broker_epoch"] == 300 and not c.broker(1)["fenced"]

@@ -73,13 +73,21 @@ def epochs(p: dict[str, Any]) -> tuple[int, list[int], int, int]:
 
 def test_registration_and_unfencing_write_the_broker_records_and_a_standby_writes_nothing() -> None:
     """BrokerStartup before the failover: a standby replays, it appends nothing. Then a new
-    incarnation: registerBroker (RegisterBrokerRecord v3, fenced, with its directory) and
-    the unfencing heartbeat (BrokerRegistrationChangeRecord fenced=-1, 3.3-IV2+)."""
+    incarnation: the old one is unfenced, so its session expires first (the fence record,
+    BrokerRegistrationChangeRecord fenced=1; registerBroker refuses a new incarnation while
+    the old holds a session), then registerBroker (RegisterBrokerRecord v3, fenced, with its
+    directory) and the unfencing heartbeat (BrokerRegistrationChangeRecord fenced=-1,
+    3.3-IV2+)."""
     c = Cluster()
     assert c("b1-up", "BrokerStartup", broker_id=1, broker_epoch=101) == []
     c("elected", "ControllerFailover", controller_id=3000, controller_epoch=1)
     out = c("b1-new", "BrokerStartup", broker_id=1, broker_epoch=205)
-    register, change = out
+    fence, register, change = out
+    assert (fence["type"], fence["fenced"], fence["broker_epoch"]) == (
+        "BrokerRegistrationChangeRecord",
+        1,
+        101,
+    )
     assert (
         register["type"],
         register["version"],

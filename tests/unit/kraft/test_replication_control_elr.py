@@ -196,16 +196,21 @@ def test_eligible_leader_replicas_unclean_shutdown_through_the_engine() -> None:
     ]
     assert elr_fields(foo0(c)) == (0, [0], [2], [])
 
+    # 0 is unfenced: its old session must expire before the new incarnation registers
+    # (issue 43 K6), so 0 is fenced first and goes to the ELR; then its unclean shutdown
+    # takes it out of the ELR. The end is Kafka's: the ELR [2], 0 the last known leader.
     out = c("b0-new", "BrokerStartup", broker_id=0, broker_epoch=200)
-    (change,) = of_type(out, "PartitionChangeRecord")
-    assert (change["isr"], change["leader"], change["last_known_elr"]) == ([], -1, [0])
+    fenced, unclean = of_type(out, "PartitionChangeRecord")
+    assert (fenced["isr"], fenced["leader"], fenced["last_known_elr"]) == ([], -1, [0])
+    assert unclean["eligible_leader_replicas"] == [2]
     assert elr_fields(foo0(c)) == (-1, [], [2], [0])
 
 
 def test_unfencing_after_an_unclean_shutdown_elects_the_last_known_leader() -> None:
     """Beyond Kafka's tests, its code: testEligibleLeaderReplicas_UncleanShutdown's step with
-    nothing left in the ELR. bar on [0] alone; a new incarnation of 0 (never fenced: a fast
-    restart) leaves the ISR empty with 0 as the last known leader. Kafka's unfencing
+    nothing left in the ELR. bar on [0] alone; a new incarnation of 0 (a fast restart: its
+    old session expires first, `handleBrokerFenced`) leaves the ISR empty with 0 as the last
+    known leader. Kafka's unfencing
     heartbeat comes after those records are replayed, so bar-0 is in
     `partitionsWithNoLeader` and `handleBrokerUnfenced` elects 0 as the last known leader
     (`canElectLastKnownLeader`: ISR and ELR empty), uncleanly: ISR [0], RECOVERING, the last
@@ -214,11 +219,11 @@ def test_unfencing_after_an_unclean_shutdown_elects_the_last_known_leader() -> N
     c.start(0, 1)
     c("create", "TopicCreation", topic="bar", partitions={"0": [0]})
     out = c("b0-new", "BrokerStartup", broker_id=0, broker_epoch=200)
-    unclean_shutdown, unfenced = of_type(out, "PartitionChangeRecord")
+    fenced, unfenced = of_type(out, "PartitionChangeRecord")
     assert (
-        unclean_shutdown["isr"],
-        unclean_shutdown["leader"],
-        unclean_shutdown["last_known_elr"],
+        fenced["isr"],
+        fenced["leader"],
+        fenced["last_known_elr"],
     ) == ([], -1, [0])
     assert (
         unfenced["isr"],
