@@ -250,9 +250,15 @@ class ZkReader:
             if nodes.get(p) != n:
                 result[p] = n
         deleted_at = {}
+        listed = {path for kind, path in touched if kind == "children" or path in z.PARENTS}
         for path, node in result.items():
             if node is None:
                 parent = path.rsplit("/", 1)[0]
+                if parent in z.PARENTS and parent not in listed:
+                    # a data watch told of the deletion before the parent's child watch:
+                    # list the parent, for its pzxid (the deletion's zxid, or later)
+                    self._children(parent)
+                    listed.add(parent)
                 deleted_at[path] = self.pzxid.get(parent, self.last_zxid)
                 if parent in z.PARENTS:
                     continue
