@@ -3,7 +3,7 @@ controller handles them (QuorumController.java, ClusterControlManager.registerBr
 ReplicationControlManager.processBrokerHeartbeat and the session timeout,
 `maybeFenceOneStaleBroker`; apache/kafka 3.9.0).
 
-* `BrokerStartup`: `registerBroker` (a new incarnation, a `broker_epoch` other than the
+* `BrokerStartup`: `registerBroker` (a new incarnation, unless `broker_epoch` is the
   registration's, writes a fenced RegisterBrokerRecord; an unfenced broker's old session
   must expire first, so it is fenced before; with ELR its previous incarnation's unclean
   shutdown comes first), then the heartbeat that finds it caught up and unfences it:
@@ -31,12 +31,14 @@ from .schedule import HEARTBEATS_KEY, HeartbeatStates
 
 
 def broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
+    """A broker process starting (docs/contract.md, *What BrokerStartup means*): a new
+    incarnation unless `broker_epoch` is the current registration's."""
     b = e.broker_id
     reg = d.registration(b)
     if reg is not None and e.broker_epoch is not None and e.broker_epoch < reg.epoch:
         return  # an older incarnation's registration
     unclean: list[tuple[str, int]] = []
-    if reg is None or (e.broker_epoch is not None and e.broker_epoch != reg.epoch):
+    if reg is None or e.broker_epoch != reg.epoch:
         epoch = d.offset if e.broker_epoch is None else e.broker_epoch
         if reg is not None and not reg.fenced:
             # registerBroker refuses a new incarnation while the old one holds a valid

@@ -201,3 +201,42 @@ def test_a_new_incarnation_of_an_unfenced_broker_is_fenced_first() -> None:
     ]
     assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_epoch"]) == (2, 1)
     assert c.broker(1)["broker_epoch"] == 300 and not c.broker(1)["fenced"]
+
+
+def test_a_startup_without_broker_epoch_is_a_new_incarnation() -> None:
+    """K7. A BrokerStartup is a broker process starting: a registration with a new
+    incarnation (`registerBroker`: RegisterBrokerRecord, fenced and not in controlled
+    shutdown) unless its broker_epoch is the current registration's. After a controlled
+    shutdown and a session timeout, the restarted broker is active again, so the leader's
+    AlterPartition adding it back is accepted (`validateAlterPartitionData`,
+    `ineligibleReplicasForIsr`)."""
+    c = Cluster()
+    c.start(0, 1)
+    c("create", "TopicCreation", topic="t", partitions={"0": [1, 0]})
+    c("b1-shutdown", "ControlledShutdown", broker_id=1, broker_epoch=101)
+    c("b1-down", "BrokerFailure", broker_id=1)
+    out = c("b1-up", "BrokerStartup", broker_id=1)
+    assert [(r["type"], r["fenced"]) for r in out] == [
+        ("RegisterBrokerRecord", True),
+        ("BrokerRegistrationChangeRecord", -1),
+    ]
+    assert out[0]["in_controlled_shutdown"] is False
+    assert c.broker(1)["in_controlled_shutdown"] is False
+    out = c(
+        "expand-isr",
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=0,
+        leader_epoch=1,
+        partition_epoch=1,
+        isr=[0, 1],
+    )
+    (answer,) = of_type(out, "AlterPartitionResult")
+    assert (answer["error"], answer["isr"]) == (None, [0, 1])
+    assert of_type(out, "PartitionChangeRecord")[0]["isr"] == [0, 1]
+    # the same incarnation again: nothing new
+    assert (
+        c("b1-up-again", "BrokerStartup", broker_id=1, broker_epoch=c.broker(1)["broker_epoch"])
+        == []
+    )
