@@ -103,7 +103,9 @@ _INT_ONLY = frozenset((int,))
 _GOOD_LISTS: set[tuple[int, ...]] = set()
 
 
-def _broker_list(value: Any, name: str, *, allow_empty: bool = False) -> tuple[int, ...]:
+def _broker_list(
+    value: Any, name: str, *, allow_empty: bool = False, allow_duplicates: bool = False
+) -> tuple[int, ...]:
     if not isinstance(value, list):
         raise InvalidEvent(f"field '{name}' must be a list of broker ids")
     ids = tuple(value)
@@ -121,7 +123,7 @@ def _broker_list(value: Any, name: str, *, allow_empty: bool = False) -> tuple[i
     ids = tuple(_broker_id(v, name) for v in value)
     if not ids and not allow_empty:
         raise InvalidEvent(f"field '{name}' must not be empty")
-    if len(set(ids)) != len(ids):
+    if len(set(ids)) != len(ids) and not allow_duplicates:
         raise InvalidEvent(f"field '{name}' has duplicate broker ids: {_shown(list(ids))}")
     return ids
 
@@ -151,7 +153,7 @@ def _partition_map(value: Any) -> tuple[tuple[int, tuple[int, ...]], ...]:
     if len({number for number, _ in out}) != len(out):
         # "1" and "01": two keys of the object, one partition (`out` is in the keys' order)
         keys: dict[int, list[str]] = {}
-        for key, (number, _) in zip(value, out):
+        for key, (number, _) in zip(value, out, strict=True):
             keys.setdefault(number, []).append(key)
         number = min(n for n, named in keys.items() if len(named) > 1)
         raise InvalidEvent(
@@ -237,7 +239,10 @@ def _parse_body(kind: str, obj: dict[str, Any]) -> Event:
             # INVALID_UPDATE_VERSION; a stale -1 is a request to refuse, not bad input.
             _int(_req(obj, "leader_epoch"), "leader_epoch"),
             _int(_req(obj, "partition_epoch"), "partition_epoch"),
-            _broker_list(_req(obj, "isr"), "isr"),
+            # an empty or repeating ISR is a request the controller answers, not bad input:
+            # KRaft's validateAlterPartitionData says INVALID_REQUEST, ZK's
+            # processAlterPartition (3.9) writes it
+            _broker_list(_req(obj, "isr"), "isr", allow_empty=True, allow_duplicates=True),
             _recovery(obj.get("leader_recovery_state"), "leader_recovery_state"),
         )
     if kind == "ReplicaLeaderElection":

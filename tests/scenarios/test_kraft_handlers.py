@@ -240,3 +240,53 @@ def test_a_startup_without_broker_epoch_is_a_new_incarnation() -> None:
         c("b1-up-again", "BrokerStartup", broker_id=1, broker_epoch=c.broker(1)["broker_epoch"])
         == []
     )
+
+
+def _alter(c: Cluster, name: str, isr: list[int]) -> list[dict[str, Any]]:
+    p = c.partition("t-0")
+    return c(
+        name,
+        "AlterPartition",
+        topic="t",
+        partition=0,
+        broker_id=1,
+        leader_epoch=p["leader_epoch"],
+        partition_epoch=p["partition_epoch"],
+        isr=isr,
+    )
+
+
+def test_an_empty_or_repeating_isr_is_answered_invalid_request_under_kraft() -> None:
+    """Issue 43, AlterPartition. `ReplicationControlManager.validateAlterPartitionData`:
+    `Replicas.validateIsr` refuses a repeated broker, and an empty ISR lacks the leader
+    ("The ISR must always include the current leader"): both INVALID_REQUEST, nothing
+    written. They are requests Kafka answers, not malformed events."""
+    c = Cluster()
+    c.start(1, 2)
+    c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
+    for name, isr in (("empty", []), ("twice", [1, 1]), ("twice-2", [1, 2, 2])):
+        out = _alter(c, name, isr)
+        assert [(r["type"], r["error"]) for r in out] == [
+            ("AlterPartitionResult", "INVALID_REQUEST")
+        ]
+    assert c.engine.errors == []
+    assert (c.partition("t-0")["isr"], c.partition("t-0")["partition_epoch"]) == ([1, 2], 0)
+
+
+def test_an_empty_or_repeating_isr_is_written_under_zk() -> None:
+    """The ZooKeeper rules answer differently: `KafkaController.processAlterPartition` (3.9)
+    checks the epochs, the recovery state and that every ISR member is live
+    (`newLeaderAndIsr.isr.toSet -- liveBrokerIds`), not that the ISR holds the leader or
+    repeats no broker, so it writes the ISR as asked (zkClient.updateLeaderAndIsr) and
+    answers with it."""
+    c = Cluster(ControllerConfig(emit_update_metadata=False))
+    c.start(1, 2)
+    c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
+    out = _alter(c, "twice", [1, 1])
+    (answer,) = of_type(out, "AlterPartitionResult")
+    assert (answer["error"], answer["isr"], answer["partition_epoch"]) == (None, [1, 1], 1)
+    out = _alter(c, "empty", [])
+    (answer,) = of_type(out, "AlterPartitionResult")
+    assert (answer["error"], answer["isr"], answer["leader"]) == (None, [], 1)
+    assert (c.partition("t-0")["isr"], c.partition("t-0")["leader"]) == ([], 1)
+    assert c.engine.errors == []
