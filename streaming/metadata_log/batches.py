@@ -282,6 +282,8 @@ def read_batches(
                 (length,) = struct.unpack_from(">i", mm, p + 8)
                 total = LOG_OVERHEAD + length
                 reason = ""
+                if length == 0 and _zeros_to_end(mm, p, size):
+                    return  # a preallocated segment (log.preallocate): zeros after the data
                 if length < HEADER_SIZE - LOG_OVERHEAD:
                     reason = f"batch length {length} is below the v2 header's 49 bytes"
                 elif mm[p + 16] != 2:
@@ -302,6 +304,14 @@ def read_batches(
                         raise MetadataLogError(name, p, exc.reason) from None
                     yield CorruptBatch(name, p, exc.reason)
                 p += total
+
+
+def _zeros_to_end(mm: mmap.mmap, p: int, size: int) -> bool:
+    """Whether the file holds nothing but zero bytes from `p` on: what follows the last
+    batch of an active segment Kafka preallocated (`log.preallocate`, LogSegment's
+    FileRecords.open with preallocate; trimmed when the segment rolls)."""
+    chunk = 1 << 20
+    return all(not mm[q : min(q + chunk, size)].strip(b"\0") for q in range(p, size, chunk))
 
 
 def file_base_offset(path: Path) -> int | None:

@@ -71,8 +71,9 @@ def test_truncated_batch_inside_its_stated_length(tmp_path: Path) -> None:
 
 
 def test_bad_length_stops_the_file(tmp_path: Path) -> None:
-    path = write_segment(tmp_path, 0, [encode_batch([FENCE], 0), bytes(30)])
-    with pytest.raises(MetadataLogError, match=r"byte \d+: batch length 0 is below"):
+    short = bytes(8) + (5).to_bytes(4, "big") + bytes(18)  # a batch length of 5
+    path = write_segment(tmp_path, 0, [encode_batch([FENCE], 0), short])
+    with pytest.raises(MetadataLogError, match=r"byte \d+: batch length 5 is below"):
         list(read_batches(path))
     items = list(read_batches(path, skip_corrupt=True))
     assert isinstance(items[-1], CorruptBatch)
@@ -122,3 +123,14 @@ def test_every_control_and_metadata_name_is_kafkas() -> None:
         "KRaftVersion",
         "KRaftVoters",
     }
+
+
+def test_a_preallocated_segment_ends_at_its_zeros(tmp_path: Path) -> None:
+    # log.preallocate: the active segment's file is longer than its data, zeros after it
+    path = write_segment(tmp_path, 0, [encode_batch([FENCE], 0), encode_batch([FENCE], 1)])
+    path.write_bytes(path.read_bytes() + bytes(5000))
+    assert [b.base_offset for b in read_batches(path) if isinstance(b, RecordBatch)] == [0, 1]
+    # zeros followed by data are not a preallocated tail: corrupt
+    path.write_bytes(path.read_bytes() + encode_batch([FENCE], 2))
+    with pytest.raises(MetadataLogError, match="batch length 0 is below"):
+        list(read_batches(path))
