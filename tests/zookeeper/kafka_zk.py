@@ -296,6 +296,14 @@ class KafkaZkCluster:
             f"/brokers/topics/{topic}", topic_znode(self.topic_ids[topic], self.assignments[topic])
         )
 
+    def add_partitions(self, topic: str, assignment: dict[int, list[int]]) -> None:
+        """`AdminZkClient.addPartitions`: the topic znode with the new partitions too."""
+        for p, replicas in sorted(assignment.items()):
+            self.assignments[topic][p] = (list(replicas), [], [])
+        self.admin.set(
+            f"/brokers/topics/{topic}", topic_znode(self.topic_ids[topic], self.assignments[topic])
+        )
+
     def request_deletion(self, topic: str) -> None:  # AdminZkClient.deleteTopic
         self.admin.create(f"/admin/delete_topics/{topic}")
 

@@ -145,6 +145,12 @@ def isr_expansion(w: Writer) -> None:
     w.state(0, 1, 0, [1, 2, 3])
 
 
+def partition_expansion(w: Writer) -> None:
+    w.cluster.add_partitions(T, {3: [4, 1, 2]})
+    # processPartitionModifications -> onNewPartitionCreation: the new partition's election
+    w.initial(3, 4, [4, 1, 2])
+
+
 def controller_failover(w: Writer) -> None:
     c = w.cluster
     c.fail_broker(1)  # the controller's session ends: /brokers/ids/1 and /controller go
@@ -176,6 +182,7 @@ SCENARIOS = {
     "reassignment": reassignment,
     "topic deletion": topic_deletion,
     "ISR expansion": isr_expansion,
+    "partition expansion": partition_expansion,
     "controller failover": controller_failover,
     "last ISR member fails": last_isr_member_fails,
 }
