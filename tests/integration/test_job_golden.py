@@ -26,7 +26,7 @@ from tests.golden.test_golden_decisions import ALL, GOLDEN, simulate
 from tests.integration.kafka_helpers import consume_all
 from tests.streaming.spark_helpers import run_to_end, write_input
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.spark
 
 LOGS = ["examples/three-brokers.jsonl", "bench-10k"]
 KEYINGS = [pytest.param(0, id="per-partition"), pytest.param(16, id="buckets-16")]

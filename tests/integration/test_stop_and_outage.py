@@ -12,7 +12,10 @@ process on a broker of its own (an embedded Tansu that the tests freeze with SIG
 - the connector's read waits out an outage longer than its `pollTimeoutMs`, and the
   checked producer gives up a wait when told to.
 
-Each stop's duration is printed (`-s` shows them) and bounded by the assertions.
+Each stop's duration is printed (`-s` shows them) and bounded by the assertions. The
+tests that run the job as a process are marked `serial`: their bounds (an exit within
+`STOP_TIMEOUT_S` + `EXIT_SLACK_S`, an outage noticed within a minute) are measured with the
+machine to themselves, in bin/test's last pass.
 """
 
 from __future__ import annotations
@@ -201,7 +204,7 @@ def report(what: str, seconds: float) -> None:
 
 @pytest.mark.spark
 @pytest.mark.broker
-@pytest.mark.slow
+@pytest.mark.serial
 def test_frozen_broker_during_the_decisions_write_then_sigterm(broker, tmp_path, jobs) -> None:
     bootstrap = broker.bootstrap_servers
     names = topics(bootstrap)
@@ -264,7 +267,7 @@ def deletion_backlog(topics_deleted: int) -> list[bytes]:
 
 @pytest.mark.spark
 @pytest.mark.broker
-@pytest.mark.slow
+@pytest.mark.serial
 def test_sigterm_with_a_backlog_behind_topic_deletions(broker, tmp_path, jobs) -> None:
     bootstrap = broker.bootstrap_servers
     names = topics(bootstrap)
@@ -310,7 +313,7 @@ def running(pid: int) -> bool:
 
 @pytest.mark.spark
 @pytest.mark.broker
-@pytest.mark.slow
+@pytest.mark.serial
 def test_sigterm_to_the_process_group_stops_like_one_to_the_driver(broker, tmp_path, jobs) -> None:
     bootstrap = broker.bootstrap_servers
     names = topics(bootstrap)
@@ -357,7 +360,7 @@ def test_sigterm_to_the_process_group_stops_like_one_to_the_driver(broker, tmp_p
 
 @pytest.mark.spark
 @pytest.mark.broker
-@pytest.mark.slow
+@pytest.mark.serial
 def test_an_outage_is_waited_out_and_the_job_resumes_by_itself(broker, tmp_path, jobs) -> None:
     """Frozen while the job plans its next batch: the old job failed there within 10 s
     (a Metadata request without an answer), and only a restart brought it back."""
@@ -401,7 +404,7 @@ def test_an_outage_is_waited_out_and_the_job_resumes_by_itself(broker, tmp_path,
 
 @pytest.mark.spark
 @pytest.mark.broker
-@pytest.mark.slow
+@pytest.mark.serial
 def test_with_on_broker_outage_exit_the_job_exits_with_code_5_and_one_line(
     broker, tmp_path, jobs
 ) -> None:
