@@ -117,10 +117,11 @@ class KraftView(DirectoryView):
             self.outputs.append(output)  # type: ignore[arg-type]
 
     def min_insync_replicas(self, configs: Iterable[tuple[str, str]]) -> int:
-        value = dict(configs).get(MIN_INSYNC_REPLICAS) or dict(self.controller.dynamic_configs).get(
-            MIN_INSYNC_REPLICAS
-        )
-        return int(value) if value is not None else self.config.min_insync_replicas
+        """The topic's min.insync.replicas: its own, the cluster's, the static setting. A
+        topic's value Kafka cannot parse is refused before it is stored; the cluster's is
+        not validated by Kafka (its `getTopicEffectiveMinIsr` would then throw), and is
+        passed over here (`ControllerConfig.min_isr_for`)."""
+        return self.config.min_isr_for(tuple(configs), self.controller.dynamic_configs)[0]
 
     def topic_context(self, topic: str) -> TopicContext:
         rec = self.topic(topic)

@@ -66,7 +66,7 @@ from ..directory import (
     topic_key,
 )
 from ..event_types import KraftTask
-from ..model import ControllerConfig
+from ..model import ControllerConfig, config_int
 from ..outputs import (
     AlterPartitionResultRecord,
     DivergenceRecord,
@@ -176,6 +176,23 @@ def _colliding_topic(d: KraftView, topic: str) -> str | None:
     )
 
 
+def _invalid_topic_config(configs: Iterable[tuple[str, str]]) -> str | None:
+    """`incrementalAlterConfig`'s validation of a topic's configs that the rules read
+    (ControllerConfigurationValidator -> LogConfig.validate, ConfigDef.parse):
+    min.insync.replicas is an INT (`Integer.parseInt` of the trimmed text), atLeast(1). The
+    ConfigException's message, or None."""
+    value = dict(configs).get(MIN_INSYNC_REPLICAS)
+    if value is None:
+        return None
+    number = config_int(value)
+    prefix = "Invalid value {} for configuration " + MIN_INSYNC_REPLICAS
+    if number is None:
+        return prefix.format(value) + ": Not a number of type INT"
+    if number < 1:
+        return prefix.format(number) + ": Value must be at least 1"
+    return None
+
+
 def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
     if d.topic(e.topic) is not None:
         return  # TOPIC_ALREADY_EXISTS: nothing is written
@@ -188,6 +205,10 @@ def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
             "INVALID_TOPIC_EXCEPTION",
             f"Topic '{e.topic}' collides with existing topic: {colliding}",
         )
+        return
+    invalid = _invalid_topic_config(e.configs)
+    if invalid is not None:  # createTopics: the configs, then the assignment
+        _refuse_partitions(d, e.topic, e.partitions[0][0], "INVALID_CONFIG", invalid)
         return
     if not _validate_assignments(d, e.topic, e.partitions, None):
         return
@@ -294,6 +315,20 @@ def _config_changes(
 def _topic_config_change(d: KraftView, e: ev.TopicConfigChange) -> None:
     rec = d.topic(e.topic)
     if rec is None:
+        return
+    invalid = _invalid_topic_config(e.configs)
+    if invalid is not None:
+        # incrementalAlterConfigs answers INVALID_CONFIG and writes nothing: answered on the
+        # topic's first partition
+        d.emit(
+            StateChangeFailedRecord(
+                e.topic,
+                min(rec.partition_ids(), default=0),
+                None,
+                "TopicConfigChange",
+                f"INVALID_CONFIG: {invalid}",
+            )
+        )
         return
     _write_configs(
         d,

@@ -290,3 +290,43 @@ def test_an_empty_or_repeating_isr_is_written_under_zk() -> None:
     assert (answer["error"], answer["isr"], answer["leader"]) == (None, [], 1)
     assert (c.partition("t-0")["isr"], c.partition("t-0")["leader"]) == ([], 1)
     assert c.engine.errors == []
+
+
+def test_a_topic_min_insync_replicas_kafka_cannot_parse_is_refused() -> None:
+    """Found sweeping for issue 43's slips: ConfigurationControlManager.incrementalAlterConfig
+    validates a topic's configs (ControllerConfigurationValidator -> LogConfig.validate,
+    ConfigDef: min.insync.replicas is an INT, atLeast(1)) and refuses the whole CreateTopics
+    or IncrementalAlterConfigs with INVALID_CONFIG: nothing is written. The kraft rules
+    created the topic with "0", and "abc" stopped the directory step with a ValueError."""
+    c = Cluster()
+    c.start(1, 2)
+    for name, value, message in (
+        (
+            "zero",
+            "0",
+            "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1",
+        ),
+        (
+            "abc",
+            "abc",
+            "Invalid value abc for configuration min.insync.replicas: Not a number of type INT",
+        ),
+    ):
+        out = c(
+            name,
+            "TopicCreation",
+            topic=name,
+            partitions={"0": [1, 2]},
+            configs={"min.insync.replicas": value},
+        )
+        assert [(r["type"], r["reason"]) for r in out] == [
+            ("StateChangeFailed", f"INVALID_CONFIG: {message}")
+        ]
+    assert c.engine.state_json()["topics"] == {} and c.engine.errors == []
+    c("create", "TopicCreation", topic="t", partitions={"0": [1, 2]})
+    out = c("alter", "TopicConfigChange", topic="t", configs={"min.insync.replicas": "x"})
+    assert [(r["type"], r["target_state"]) for r in out] == [
+        ("StateChangeFailed", "TopicConfigChange")
+    ]
+    assert c.engine.state_json()["topics"]["t"]["configs"] == {}
+    assert c.engine.errors == []
