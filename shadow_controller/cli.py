@@ -110,9 +110,29 @@ def read_events(
             yield envelope
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
-    from streaming.settings.schema import read_controller_config
+def simulate_settings(
+    config_path: str | None, overrides: list[str]
+) -> tuple[ControllerConfig, InputLimits]:
+    """simulate's controller settings and input bounds: the `--config` TOML's [controller]
+    (default: Kafka's defaults), then `--set SECTION.KEY=VALUE` as `run` reads it (the same
+    names, checks and aliases). Only [controller] and [input] settings mean anything to a
+    run in process; any other is refused rather than ignored."""
+    from streaming.settings import schema
 
+    config = schema.read_controller_config(config_path) if config_path else ControllerConfig()
+    values = schema.check_all(schema.parse_override(item) for item in overrides)
+    other = sorted(n for n in values if not n.startswith(("controller.", "input.")))
+    if other:
+        raise UsageError(
+            f"--set {other[0]}: simulate runs in process and reads only [controller] and "
+            "[input] settings"
+        )
+    base = schema.JobSettings(input="", output="", checkpoint="", controller=config)
+    applied = schema.apply(base, values)
+    return applied.controller, applied.limits
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
     check_readable_file(args.events, "events file")
     for path, flag in ((args.out, "--out"), (args.state_out, "--state-out")):
         if path:
@@ -121,12 +141,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise UsageError(
             "--json prints the summary on stdout: write the decisions elsewhere with --out"
         )
-    config = read_controller_config(args.config) if args.config else ControllerConfig()
+    config, limits = simulate_settings(args.config, args.set or [])
     engine = Engine(config)
     lines: Counter[str] = Counter()
     decisions: Counter[str] = Counter()
     with open(args.out, "w") if args.out else contextlib.nullcontext(sys.stdout) as out:
-        for record in run_settled(engine, read_events(args.events, sys.stderr, counts=lines)):
+        events = read_events(args.events, sys.stderr, limits, counts=lines)
+        for record in run_settled(engine, events):
             decisions[record["type"]] += 1
             out.write(json.dumps(record, separators=(",", ":")) + "\n")
     if args.state_out:
@@ -258,6 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="run the controller in process over an events file")
     sim.add_argument("events", help="contract events, one JSON object a line")
     sim.add_argument("--config", help="TOML file with cluster-level controller settings")
+    sim.add_argument(
+        "--set",
+        action="append",
+        metavar="SECTION.KEY=VALUE",
+        help="override one [controller] or [input] setting, as run's --set "
+        "(e.g. controller.mode=kraft)",
+    )
     sim.add_argument("--out", help="write decisions here (default: stdout)")
     sim.add_argument("--state-out", help="write the final controller state as JSON here")
     sim.add_argument(
