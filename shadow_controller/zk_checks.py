@@ -30,11 +30,11 @@ A `StateWrite` (the znode as read, its version) is then:
 A difference is a divergence, classed as the shadow classes it (`state_machines.shadow.compare`:
 safety when the leader is not a live replica, outside its own ISR, an unclean election
 while unclean election is off, or an epoch going backwards), plus what only a ZooKeeper
-write can show (`zk_safety`): a leader epoch that skips, an ISR keeping a broker without
-a registration that the rules take out, an ISR member that is no replica, a write under
-another controller epoch than `/controller_epoch`. Then the engine adopts the written
-state (shadow.follow) and forgets its other predictions for that partition, so one
-divergence is reported once.
+write can show (`zk_safety`): a leader epoch that skips, an ISR keeping or taking in a
+broker without a registration where the rules have none, an ISR member that is no
+replica, a write under another controller epoch than `/controller_epoch`. Then the
+engine adopts the written state (shadow.follow) and forgets its other predictions for that
+partition, so one divergence is reported once.
 """
 
 from __future__ import annotations
@@ -149,6 +149,8 @@ class Checker:
         default_factory=lambda: defaultdict(set)
     )
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # partition -> why the rules refused the request inferred for its last write
+    refused: dict[TopicPartition, str] = field(default_factory=dict)
     # /controller is gone: inputs wait for the next controller (see `_failover`)
     no_controller: bool = False
 
@@ -183,6 +185,10 @@ class Checker:
             if kind == "LeaderAndIsr":
                 method = ELECTION_METHODS.get(d["election"] or "") or self._plain_method(d)
                 self._predict(d, method)
+            elif kind == "AlterPartitionResult" and d["error"] is not None:
+                self.refused[(d["topic"], d["partition"])] = (
+                    f"{ALTER_PARTITION} refuses it: {d['error']}"
+                )
             elif kind == "AlterPartitionResult" and d["error"] is None:
                 self._predict(
                     {**d, "controller_epoch": self._controller().controller_epoch}, ALTER_PARTITION
@@ -394,7 +400,7 @@ class Checker:
         else:
             current = rec.leadership if isinstance(rec, PartitionRecord) else None
             predicted = None
-            method = "no rule decides a write here from the inputs seen"
+            method = self.refused.pop(tp, "no rule decides a write here from the inputs seen")
         outputs, severity = compare(
             w.topic,
             w.partition,
@@ -407,8 +413,9 @@ class Checker:
         reasons = [o.reason for o in outputs if isinstance(o, DivergenceRecord)]
         if pred is None:
             reasons.insert(0, "the rules predict no write at this version")
+        expected_isr = pred.isr if pred is not None else current.isr if current else ()
         extra = zk_safety(
-            s, before, pred, replicas, self.is_live, self._controller().controller_epoch
+            s, before, expected_isr, replicas, self.is_live, self._controller().controller_epoch
         )
         if extra:
             severity = "safety"
@@ -443,22 +450,26 @@ class Checker:
 def zk_safety(
     s: PartitionStateZnode,
     before: PartitionStateZnode | None,
-    pred: Predicted | None,
+    expected_isr: tuple[int, ...],
     replicas: tuple[int, ...],
     is_live: Any,
     controller_epoch: int,
 ) -> list[str]:
-    """What only a ZooKeeper write shows, beyond `shadow.compare`'s safety rules."""
+    """What only a ZooKeeper write shows, beyond `shadow.compare`'s safety rules.
+    `expected_isr`: the predicted write's ISR, or the rules' current one."""
     out = []
     if before is not None and s.leader_epoch > before.leader_epoch + 1:
         out.append(
             f"leader epoch skipped from {before.leader_epoch} to {s.leader_epoch} "
             "(a write moves it by at most one)"
         )
-    kept = [b for b in s.isr if not is_live(b) and (pred is None or b not in pred.isr)]
-    if kept and (before is None or any(b in before.isr for b in kept)):
+    # a broker without a registration in the ISR where the rules have none: kept there
+    # (removeReplicasFromIsr skipped) or let in (processAlterPartition's INELIGIBLE_REPLICA)
+    fenced = [b for b in s.isr if not is_live(b) and b not in expected_isr]
+    if fenced:
+        how = "keeps" if before is not None and set(fenced) <= set(before.isr) else "takes in"
         out.append(
-            f"ISR keeps broker {kept} without a registration (fenced), which the rules remove"
+            f"ISR {how} broker {fenced} without a registration (fenced), which the rules do not"
         )
     strangers = [b for b in s.isr if replicas and b not in replicas]
     if strangers:

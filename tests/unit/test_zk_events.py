@@ -201,3 +201,15 @@ def test_a_version_that_jumps_is_a_gap_reported_not_filled() -> None:
     _, verdicts = checker.handle(write(1, 0, [1, 2], 3), nodes)
     assert verdicts[0].verdict == "gap" and "versions 1..2" in verdicts[0].reason
     assert all(v.verdict != "inferred" for v in verdicts)
+
+
+def test_an_alter_partition_taking_in_a_broker_without_registration_is_refused_and_safety() -> None:
+    checker, nodes = primed()
+    checker.handle(Emit({"v": 1, "type": "BrokerFailure", "broker_id": 2}, 0, 0), nodes)
+    checker.handle(write(1, 1, [1], 1), nodes)
+    _, verdicts = checker.handle(write(1, 1, [1, 2], 2), nodes)
+    assert [v.verdict for v in verdicts] == ["inferred", "safety"]
+    assert "takes in broker [2] without a registration" in verdicts[1].reason
+    assert verdicts[1].kafka_method == (
+        "KafkaController.processAlterPartition refuses it: INELIGIBLE_REPLICA"
+    )
