@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.record import RESULTS_DIR, commit, machine
-from shadow_controller.zk_bridge import states_of
+from shadow_controller.zk_bridge import save_state, states_of
 from shadow_controller.zk_checks import Checker
 from shadow_controller.zk_events import bootstrap
 from shadow_controller.zk_reader import ZkReader
@@ -88,6 +88,13 @@ def main() -> None:
             events = checker.prime(bootstrap(nodes), states_of(nodes))
             t3 = time.perf_counter()
             reader.stop()
+            t4 = time.perf_counter()
+            save_state(f"{root}/state.json", server.connect, nodes)
+            save_s = time.perf_counter() - t4
+            print(
+                f"state file: {Path(root, 'state.json').stat().st_size / 2**20:.1f} MiB "
+                f"written in {save_s:.2f} s (after every batch)"
+            )
             print(f"read_all: {len(nodes):,} znodes in {t2 - t1:.2f} s (with watches)")
             print(f"bootstrap: {len(events):,} events through the engine in {t3 - t2:.2f} s")
             print(f"start-up total: {t3 - t1:.2f} s")
@@ -97,6 +104,7 @@ def main() -> None:
                 bootstrap_events=len(events),
                 bootstrap_s=round(t3 - t2, 2),
                 startup_s=round(t3 - t1, 2),
+                state_file_s=round(save_s, 2),
             )
             cluster.close()
         finally:
