@@ -292,7 +292,12 @@ def _shadow_settings(path: str | None, overrides: list[str]) -> tuple[Controller
             raise SettingError(f"--job-set expects SECTION.KEY=VALUE, got {item!r}")
     values = schema.load(path, [schema.parse_override(item) for item in overrides])
     source = " ".join(
-        [path or "conf/shadow-controller.toml", *(f"--job-set {item}" for item in overrides)]
+        [
+            path or str(schema.DEFAULT_FILE)
+            if path or schema.DEFAULT_FILE.is_file()
+            else "the built-in defaults",
+            *(f"--job-set {item}" for item in overrides),
+        ]
     )
     return schema.apply_controller(ControllerConfig(), values), source
 

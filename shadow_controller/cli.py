@@ -204,6 +204,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if flag
     ]
     job, spark_conf, master = settings.job_settings(settings.load(args.config, pairs))
+    note = settings.default_file_note(args.config)
+    if note:
+        print(f"{PROG} run: {note}", file=sys.stderr)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -297,7 +300,14 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=cmd_simulate)
 
     run = sub.add_parser("run", help="run the Spark Structured Streaming job")
-    run.add_argument("--config", help="settings TOML (default: conf/shadow-controller.toml)")
+    from streaming.settings.schema import DEFAULT_FILE
+
+    run.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"settings TOML (default: {DEFAULT_FILE}, wherever the command runs; the built-in "
+        "defaults when it is missing)",
+    )
     run.add_argument("--input", help="kafka, or file:DIR")
     run.add_argument("--output", help="kafka, or file:DIR")
     run.add_argument("--checkpoint", help="checkpoint directory")

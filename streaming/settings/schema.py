@@ -43,6 +43,10 @@ from .kinds import (
     text,
 )
 
+# The default settings file, found beside the package (never in the working directory), so a
+# command reads the same defaults wherever it is run from. An installation without it (a
+# wheel carries no conf/) runs on the built-in defaults, the SCHEMA's, and says so
+# (`default_file_note`).
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "conf" / "shadow-controller.toml"
 DEFAULT_MASTER = "local[2]"
 SECTIONS = ("job", "input", "kafka", "spark", "controller")
@@ -301,9 +305,22 @@ def read_file(path: str | Path) -> dict[str, Any]:
 
 
 def load(path: str | Path | None, overrides: Iterable[tuple[str, Any]] = ()) -> dict[str, Any]:
-    """The file's settings (default: conf/shadow-controller.toml), then the overrides, as
-    {canonical name: checked value}."""
+    """The file's settings (default: `DEFAULT_FILE`, or none when it is missing: the
+    built-in defaults), then the overrides, as {canonical name: checked value}."""
+    if path is None and not DEFAULT_FILE.is_file():
+        return check_all(overrides)
     return {**read_file(path or DEFAULT_FILE), **check_all(overrides)}
+
+
+def default_file_note(path: str | Path | None) -> str | None:
+    """What to tell the user when `load(path)` falls back to the built-in defaults, or None
+    when a settings file is read."""
+    if path is not None or DEFAULT_FILE.is_file():
+        return None
+    return (
+        f"no settings file at {DEFAULT_FILE} (the default); using the built-in defaults "
+        "(give --config FILE to read one)"
+    )
 
 
 def read_controller_config(path: str | Path) -> ControllerConfig:
