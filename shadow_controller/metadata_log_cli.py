@@ -18,6 +18,7 @@ import base64
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -103,18 +104,30 @@ def _camel(name: str) -> str:
     return name[:1].lower() + name[1:]
 
 
-def _json_value(f: Field, value: Any, version: int) -> Any:
-    if value is None:
-        return None
-    if f.type == "bytes":
-        return base64.b64encode(value).decode("ascii")
-    if f.type == "[]":
-        return [_json_fields(f.fields, item, version) for item in value]
-    if f.type == "{}":
-        return _json_fields(f.fields, value, version)
-    if isinstance(value, tuple):
-        return list(value)
-    return value
+# how each field is shown: as is, a tuple as a list, bytes as base64, a struct (array)
+_PLAIN, _LIST, _BYTES, _STRUCTS, _STRUCT = range(5)
+_Plan = tuple[tuple[str, str, Field, int], ...]
+_PLANS: dict[tuple[int, int], _Plan] = {}
+
+
+def _plan(fields: tuple[Field, ...], version: int) -> _Plan:
+    """The fields of a version in order, each with its key, JSON name and kind; computed
+    once per schema and version."""
+    plan = _PLANS.get((id(fields), version))
+    if plan is None:
+        kinds = {"bytes": _BYTES, "[]": _STRUCTS, "{}": _STRUCT}
+        plan = tuple(
+            (
+                f.key,
+                _camel(f.name),
+                f,
+                kinds.get(f.type, _LIST if f.type.startswith("[]") else _PLAIN),
+            )
+            for f in fields
+            if f.present(version)
+        )
+        _PLANS[(id(fields), version)] = plan
+    return plan
 
 
 def _json_fields(
@@ -123,16 +136,24 @@ def _json_fields(
     """A record's data as `<Name>JsonConverter.write` shows it: the fields of the version,
     camelCase names; a tagged field only when it differs from its default."""
     out: dict[str, Any] = {}
-    for f in fields:
-        if not f.present(version):
-            continue
-        value = values.get(f.key, f.default)
+    for key, name, f, kind in _plan(fields, version):
+        value = values.get(key, f.default)
         if f.tag is not None and f.is_default(value):
             continue
-        out[_camel(f.name)] = _json_value(f, value, version)
+        if value is None or kind == _PLAIN:
+            out[name] = value
+        elif kind == _LIST:
+            out[name] = list(value)
+        elif kind == _BYTES:
+            out[name] = base64.b64encode(value).decode("ascii")
+        elif kind == _STRUCTS:
+            out[name] = [_json_fields(f.fields, item, version) for item in value]
+        else:
+            out[name] = _json_fields(f.fields, value, version)
     return out
 
 
+@cache
 def _enum_name(name: str) -> str:
     """MetadataRecordType's constant: RegisterBrokerRecord -> REGISTER_BROKER_RECORD."""
     out = []
