@@ -2,7 +2,9 @@
 own form: one table per record, read once at import into `Schema` values.
 
 Source: apache/kafka's `metadata/src/main/resources/common/metadata/*.json` (branch 3.9, trunk
-of October 2024, and the 4.x additions: ClearElrRecord) and, for the control records,
+of October 2024, and the 4.x additions: ClearElrRecord, UnregisterControllerRecord; the
+pre-3.0 names there, e.g. RemoveFeatureLevelRecord as key 16, are left out as Kafka 3.9
+and 4.x leave them out of MetadataRecordType) and, for the control records,
 `clients/src/main/resources/common/message/{LeaderChangeMessage,SnapshotHeaderRecord,
 SnapshotFooterRecord,KRaftVersionRecord,VotersRecord}.json`. Every record here is
 flexible in every version ("flexibleVersions": "0+"), so every body and every struct ends
@@ -458,6 +460,15 @@ METADATA: tuple[Schema, ...] = (
         "0",
         """
     TopicName  string  0+
+    """,
+    ),
+    # Kafka 4.x: a controller removed from the registrations (ClusterControlManager)
+    _schema(
+        29,
+        "UnregisterControllerRecord",
+        "0",
+        """
+    ControllerId  int32  0+
     """,
     ),
 )

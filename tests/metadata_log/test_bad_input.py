@@ -114,7 +114,7 @@ def test_every_control_and_metadata_name_is_kafkas() -> None:
 
     # MetadataRecordType's ids (metadata/*.json apiKey): 6, 13 and 16 are retired
     assert sorted(METADATA_BY_KEY) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 14, 15] + [
-        *range(17, 29)
+        *range(17, 30)
     ]
     assert set(CONTROL) == {
         "LeaderChange",

@@ -109,9 +109,9 @@ def test_every_schema_and_version_is_covered() -> None:
     pairs = {(s.name, v) for s in METADATA for v in _versions(s)}
     assert ("PartitionRecord", 2) in pairs and ("PartitionChangeRecord", 2) in pairs
     assert ("RegisterBrokerRecord", 3) in pairs and ("ClearElrRecord", 0) in pairs
-    # 26 record types; RegisterBrokerRecord 0-3, Partition(Change)Record and
+    # 27 record types; RegisterBrokerRecord 0-3, Partition(Change)Record and
     # BrokerRegistrationChangeRecord 0-2
-    assert len(pairs) == 26 + 3 + 2 * 3
+    assert len(pairs) == 27 + 3 + 2 * 3
 
 
 @settings(max_examples=60, deadline=None)
