@@ -53,8 +53,8 @@ HELP = {
     "UnderReplicatedPartitions": "led partitions whose ISR is smaller than their replication factor, all brokers",
     "UnderMinIsrPartitionCount": "led partitions whose ISR is smaller than their effective min.insync.replicas, all brokers",
     "AtMinIsrPartitionCount": "led partitions whose ISR is their effective min.insync.replicas, all brokers",
-    "FencedBrokerCount": "registered brokers that are fenced (kraft mode)",
-    "ActiveBrokerCount": "registered brokers that are not fenced (kraft mode)",
+    "FencedBrokerCount": "registered brokers that are fenced (always 0 under the ZK controller)",
+    "ActiveBrokerCount": "registered brokers that are not fenced, shutting-down ones included",
     "MigratingZkBrokerCount": "registered brokers migrating from ZooKeeper (kraft mode)",
 }
 

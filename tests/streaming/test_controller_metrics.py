@@ -84,6 +84,8 @@ EXPECTED = {
     "TopicsIneligibleToDeleteCount": 2,  # d (a dead replica), e (a failed StopReplica)
     "ReplicasIneligibleToDeleteCount": 1,  # d's 3 (e's 2 went back to OfflineReplica)
     "ControllerState": 0,  # Idle: nothing held
+    "ActiveBrokerCount": 1,  # liveOrShuttingDownBrokerIds: 2 (1 and 3 failed)
+    "FencedBrokerCount": 0,  # a constant 0 in the ZK controller
     # the brokers' (Partition.scala on each leader): a-0, a-1 and u-0 are led by 2 with ISR [2]
     # of 2 replicas; a-2 has no leader; d-0 and e-0 are being deleted (no broker leads them)
     "UnderReplicatedPartitions": 3,

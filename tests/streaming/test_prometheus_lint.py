@@ -64,7 +64,7 @@ def test_the_endpoint_passes_promtool_check_metrics(tmp_path: Path) -> None:
     assert {metric_name(k): samples[metric_name(k)] for k in EXPECTED} == {
         metric_name(k): v for k, v in EXPECTED.items()
     }
-    # zk mode serves no KRaft gauge
+    # zk mode serves no gauge of KRaft's alone (MigratingZkBrokerCount)
     assert not {metric_name(k) for k in ALL if k not in EXPECTED} & set(samples)
     assert (
         samples["kafka_controller_controllerstats_uncleanleaderelections_total"]
