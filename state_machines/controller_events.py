@@ -54,7 +54,7 @@ from .outputs import (
     ObservationOutcome,
     StateChangeFailedRecord,
 )
-from .partition_summaries import offline_partitions
+from .partition_summaries import offline_partitions, partitions_with_offline_leader
 from .scala_hash import CallHints
 from .states import LeaderRecoveryState
 from .topic_deletion import on_stop_replica_response, on_topic_deletion
@@ -169,20 +169,25 @@ def _broker_failure(d: DirectoryView, e: ev.BrokerFailure) -> Continuation | Non
     if not d.controller.active:
         return None
     targets = d.hosted(e.broker_id)
-    # onReplicasBecomeOffline: partitionsWithOfflineLeader is cluster-wide (leaders on
-    # shutting-down brokers are offline too), then triggerOnlinePartitionStateChange elects
-    # every New or Offline partition of the cluster.
-    for b in sorted(d.controller.brokers):
-        if d.fact(b).registered and d.fact(b).shutting_down:
-            targets.extend(d.hosted(b))
+    # onReplicasBecomeOffline: partitionsWithOfflineLeader is cluster-wide (a leader that is
+    # not online anywhere: -1, dead, shutting down, on a failed dir), then
+    # triggerOnlinePartitionStateChange elects every New or Offline partition of the cluster.
+    leaders = _offline_leaders(d)
     failed = BrokersFailed((e.broker_id,))
-    for t, p in _with_retries(d, targets):
-        d.send(t, p, failed, (e.broker_id,))
+    for t, p in _with_retries(d, [*targets, *leaders]):
+        leader = leaders.get((t, p), -1)
+        d.send(t, p, failed, (e.broker_id, leader) if leader >= 0 else (e.broker_id,))
     # onReplicasBecomeOffline: when no partition changed leader or ISR (every election failed
     # and no replica outside a queued topic went offline), UpdateMetadata on its own
     d.update_metadata(site=5, unless_sites=(2, 3))
     queued = frozenset(t for t, p in d.hosted(e.broker_id) if t in d.controller.queued_topics)
     return Continuation(mark_topics=queued, resume=True) if queued else None
+
+
+def _offline_leaders(d: DirectoryView) -> dict[tuple[str, int], int]:
+    """`partitionsWithOfflineLeader` (partition_summaries.py): each partition's leader, whose
+    fact its command carries (the partition may not have heard of that broker lately)."""
+    return {(t, p): leader for t, p, leader in partitions_with_offline_leader(d)}
 
 
 def _partitions_with_leaders(d: DirectoryView) -> list[tuple[str, int]]:
@@ -387,15 +392,20 @@ def _replica_dir_failure(d: DirectoryView, e: ev.ReplicaDirFailure) -> Continuat
             e.broker_id, replace(brec, offline_dirs=tuple(sorted({*brec.offline_dirs, *new})))
         )
     targets = list(hosted)
+    leaders: dict[tuple[str, int], int] = {}
     if new:
-        # onReplicasBecomeOffline: partitionsWithOfflineLeader is cluster-wide (leaders on
-        # shutting-down brokers), then every New or Offline partition is elected
-        for b in sorted(d.controller.brokers):
-            if d.fact(b).registered and d.fact(b).shutting_down:
-                targets.extend(d.hosted(b))
-        targets = _with_retries(d, targets)
+        # onReplicasBecomeOffline: partitionsWithOfflineLeader is cluster-wide (a leader that
+        # is not online anywhere), then every New or Offline partition is elected
+        leaders = _offline_leaders(d)
+        targets = _with_retries(d, [*targets, *leaders])
     for t, p in targets:
-        d.send(t, p, LogDirFailure(e.broker_id, (t, p) in new, bool(new)), (e.broker_id,))
+        leader = leaders.get((t, p), -1)
+        d.send(
+            t,
+            p,
+            LogDirFailure(e.broker_id, (t, p) in new, bool(new)),
+            (e.broker_id, leader) if leader >= 0 else (e.broker_id,),
+        )
     if new:
         # onReplicasBecomeOffline's own UpdateMetadata (see _broker_failure)
         d.update_metadata(site=6, unless_sites=(3, 4))

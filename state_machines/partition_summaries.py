@@ -40,6 +40,7 @@ __all__ = [
     "apply_summaries",
     "interned_summary",
     "offline_partitions",
+    "partitions_with_offline_leader",
     "replica_count",
     "same_summary",
     "summary_of",
@@ -180,4 +181,31 @@ def offline_partitions(d: DirectoryView) -> list[tuple[str, int]]:
             continue
         # `s.offline` written out (a property, and a hashed enum, for every partition)
         out.extend((topic, p) for p, s in rec.summaries if s.state is _NEW or s.state is _OFFLINE)
+    return out
+
+
+def partitions_with_offline_leader(d: DirectoryView) -> list[tuple[str, int, int]]:
+    """`ControllerContext.partitionsWithOfflineLeader`, as the summaries say: (topic,
+    partition, leader) of every partition with a stored leader that is not online
+    (`isReplicaOnline(leader, partition)`: leader -1 never is, nor a broker that is not
+    live, shutting down included, nor one holding the partition on a failed log dir), of
+    topics not queued for deletion. `onReplicasBecomeOffline` moves each to OfflinePartition,
+    wherever it is: a partition the failed broker never hosted among them."""
+    out: list[tuple[str, int, int]] = []
+    # each leader's liveness and failed dirs, looked up once
+    status: dict[int, tuple[bool, frozenset[tuple[str, int]]]] = {}
+    for topic in sorted(d.controller.topics):
+        rec = d.topic(topic)
+        if rec is None or rec.queued:
+            continue
+        for p, s in rec.summaries:
+            leader = s.leader
+            if leader is None:
+                continue
+            known = status.get(leader)
+            if known is None:
+                brec = d.broker(leader)
+                known = status[leader] = (brec.fact.live, frozenset(brec.offline_dirs))
+            if not known[0] or (topic, p) in known[1]:
+                out.append((topic, p, leader))
     return out
