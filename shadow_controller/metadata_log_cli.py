@@ -224,7 +224,10 @@ class _Dump:
             if from_offset is not None and item.last_offset < from_offset:
                 continue
             self.batch(item, from_offset)
-        trailing = path.stat().st_size - end
+        try:
+            trailing = path.stat().st_size - end
+        except OSError:  # removed while it was read (a segment deleted by retention)
+            trailing = 0
         if trailing > 0 and not self.as_json and not self.skipped:
             # DumpLogSegments.dumpLog: a batch still being written, or a torn tail
             print(f"Found {trailing} invalid bytes at the end of {path.name}", file=self.out)

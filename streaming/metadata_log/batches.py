@@ -327,19 +327,26 @@ def log_files(paths: Iterable[str | Path]) -> list[Path]:
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            inner = path / "__cluster_metadata-0"
-            if inner.is_dir() and not any(SEGMENT.match(f.name) for f in path.iterdir()):
-                path = inner  # metadata.log.dir itself: its one partition directory
-            found = [f for f in path.iterdir() if SEGMENT.match(f.name) or SNAPSHOT.match(f.name)]
-            found.sort(key=lambda f: (not f.name.endswith(".checkpoint"), file_base_offset(f)))
-            if not found:
-                raise MetadataLogError(
-                    str(path), None, "no segment (.log) or snapshot (.checkpoint) files in it"
-                )
-            out += found
-        elif path.exists():
-            out.append(path)
-        else:
-            raise MetadataLogError(str(path), None, "no such file or directory")
+        try:
+            out += _expand(path)
+        except OSError as exc:
+            raise MetadataLogError(str(path), None, (exc.strerror or str(exc)).lower()) from None
     return out
+
+
+def _expand(path: Path) -> list[Path]:
+    """One path: a file as it is, a directory as its snapshots and segments."""
+    if not path.is_dir():
+        if not path.exists():
+            raise MetadataLogError(str(path), None, "no such file or directory")
+        return [path]
+    inner = path / "__cluster_metadata-0"
+    if inner.is_dir() and not any(SEGMENT.match(f.name) for f in path.iterdir()):
+        path = inner  # metadata.log.dir itself: its one partition directory
+    found = [f for f in path.iterdir() if SEGMENT.match(f.name) or SNAPSHOT.match(f.name)]
+    if not found:
+        raise MetadataLogError(
+            str(path), None, "no segment (.log) or snapshot (.checkpoint) files in it"
+        )
+    found.sort(key=lambda f: (not f.name.endswith(".checkpoint"), file_base_offset(f)))
+    return found
