@@ -50,11 +50,12 @@ HANDLERS: dict[str, tuple[str, Handler]] = {
         "ClusterControlManager.registerBroker)",
         rc.handle_broker_fenced,
     ),
-    "BrokerRegistration": (
+    "BrokerUncleanShutdown": (
         "ReplicationControlManager.handleBrokerUncleanShutdown (from ClusterControlManager"
         ".registerBroker)",
         rc.handle_broker_unclean_shutdown,
     ),
+    "BrokerRegistration": ("ClusterControlManager.registerBroker", lambda *_: None),
 }
 
 
@@ -63,7 +64,7 @@ def handler_targets(state: LogState, kind: str, broker_id: int) -> list[TopicPar
     if kind == "BrokerUnfenced":
         return state.without_leader()  # partitionsWithNoLeader
     targets = state.with_broker_in_isr(broker_id)  # partitionsWithBrokerInIsr
-    if kind in ("BrokerUnregistered", "BrokerRegistration"):
+    if kind in ("BrokerUnregistered", "BrokerUncleanShutdown"):
         targets += state.with_broker_in_elr(broker_id)  # partitionsWithBrokerInElr
     return targets
 

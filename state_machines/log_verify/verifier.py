@@ -747,14 +747,15 @@ class Verifier:
         without ELR, removes the broker from the ISRs as a fence does (`handleBrokerShutdown`).
         Whether it was clean is the request's `previousBrokerEpoch`, not in the log: the
         reading that writes the log's records is taken, else the unclean one with ELR."""
+        if not claimed:
+            return "BrokerRegistration", {}  # 3.9 writes none (no ELR), 4.0 often none
         log = {(r.topic_id, r.partition_id): r for _, r in claimed}
-        readings = []
+        readings: list[tuple[str, dict[TopicPartition, PartitionChange]]] = []
         if self.state.mv.is_elr_supported:
             readings.append(
-                ("BrokerRegistration", self._predicted("BrokerRegistration", broker_id))
+                ("BrokerUncleanShutdown", self._predicted("BrokerUncleanShutdown", broker_id))
             )
         readings.append(("BrokerShutdown", self._predicted("BrokerFenced", broker_id)))
-        readings.append(("BrokerRegistration", {}))
         for kind, predicted in readings:
             if set(predicted) == set(log) and all(
                 predict.same_change(log[tp], c) for tp, c in predicted.items()
@@ -803,7 +804,7 @@ class Verifier:
     def _broker_event(self, claim: _Claim, ambiguous: str | None, replay_anchor: bool) -> None:
         kind = claim.kind
         method, _ = predict.HANDLERS[kind]
-        if kind == "BrokerShutdown":
+        if kind in ("BrokerShutdown", "BrokerUncleanShutdown"):
             kind = "BrokerRegistration"
         anchor = claim.anchor
         offsets = [x.offset for x, _ in claim.claimed] + ([anchor.offset] if anchor else [])
