@@ -19,7 +19,7 @@ A `StateWrite` (the znode as read, its version) is then:
 * otherwise, a request that never appears in ZooKeeper, taken as given where only the
   requester could have asked for it (`infer_request`): an ISR change keeping leader and
   leader epoch is the leader's AlterPartition; a leader moved off a live broker, or a live
-  broker taken out of the ISR, with the leader epoch + 1, is that broker's
+  broker taken out of the ISR, with a new leader epoch, is that broker's
   ControlledShutdown; a leader moved to the preferred replica is an ElectLeaders
   PREFERRED, an out-of-ISR leader of a leaderless partition an ElectLeaders UNCLEAN. The
   request goes to the engine (and out as an event), which answers it by Kafka's checks
@@ -515,8 +515,10 @@ def infer_request(
             f"AlterPartition from broker {s.leader}, the leader of {tp}: ISR {list(before.isr)} "
             f"-> {list(s.isr)} (KafkaController.processAlterPartition)"
         )
-    if s.leader_epoch != before.leader_epoch + 1:
+    if s.leader_epoch <= before.leader_epoch:
         return None
+    # a request's write bumps the leader epoch by one; one that skips is still that
+    # request's (its shape says whose), and the check then says it skipped
     removed = set(before.isr) - set(s.isr)
     if len(removed) == 1:
         (broker,) = removed
@@ -528,8 +530,8 @@ def infer_request(
             if epoch is not None:
                 event["broker_epoch"] = epoch
             return event, (
-                f"ControlledShutdown from broker {broker}: it leaves the ISR of {tp} with the "
-                "leader epoch + 1 while registered (KafkaController.doControlledShutdown)"
+                f"ControlledShutdown from broker {broker}: it leaves the ISR of {tp} with a new "
+                "leader epoch while registered (KafkaController.doControlledShutdown)"
             )
     election = {
         "v": 1,
