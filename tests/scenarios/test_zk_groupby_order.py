@@ -58,3 +58,22 @@ def test_the_order_is_over_every_broker_of_the_call(tmp_path: Path) -> None:
     assert offline == [2, 24]
     p = run.partition("t-0")
     assert (p["leader"], p["isr"], p["leader_epoch"], p["partition_epoch"]) == (-1, [24], 2, 2)
+
+
+def test_a_new_controller_takes_offline_replicas_out_of_the_isr_in_hash_map_order(
+    tmp_path: Path,
+) -> None:
+    """ReplicaStateMachine.startup: `handleStateChanges(offlineReplicas.toSeq,
+    OfflineReplica)` over every partition at once. Loaded while inactive: t-0 on [24, 2, 0]
+    with ISR [24, 2] and u-0 on [25, 0]; only broker 0 is registered at the failover. The
+    call's brokers are {2, 24, 25}: Kafka visits 2, then 24 (24 and 25 share a root slot),
+    so t-0 keeps ISR [24], leader -1, after two writes (LE 3 -> 5, PE 5 -> 7)."""
+    run = simulate(tmp_path, "zkStartupOfflineReplicasInHashMapOrder")
+    offline = [
+        r["broker_id"]
+        for r in run.records("elected", "ReplicaStateChange")
+        if r["topic"] == "t" and r["to_state"] == "OfflineReplica"
+    ]
+    assert offline == [2, 24]
+    p = run.partition("t-0")
+    assert (p["leader"], p["isr"], p["leader_epoch"], p["partition_epoch"]) == (-1, [24], 5, 7)
