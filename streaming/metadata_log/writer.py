@@ -18,6 +18,10 @@ from .schemas import Field
 from .wire import uuid_bytes, uvarint
 
 _FIXED = {"int8": ">b", "int16": ">h", "uint16": ">H", "int32": ">i", "int64": ">q"}
+_UUIDS: dict[object, bytes] = {}
+_ELEMENTS: dict[int, Field] = {}  # by id: the tables live as long as the process
+_KEYS: dict[int, frozenset[str]] = {}
+_PLANS: dict[tuple[int, int], tuple[tuple[Field, bool, bool], ...]] = {}
 
 
 def _value(f: Field, version: int, value: Any, where: str) -> bytes:
@@ -29,7 +33,12 @@ def _value(f: Field, version: int, value: Any, where: str) -> bytes:
     if t == "bool":
         return b"\x01" if value else b"\x00"
     if t == "uuid":
-        return uuid_bytes(str(value))
+        raw = _UUIDS.get(value)
+        if raw is None:
+            raw = uuid_bytes(str(value))
+            if len(_UUIDS) < 65536:
+                _UUIDS[value] = raw
+        return raw
     if value is None:
         if t == "{}" or not f.is_nullable(version):
             raise ValueError(f"{where}: non-nullable field {f.name} is null")
@@ -45,13 +54,17 @@ def _value(f: Field, version: int, value: Any, where: str) -> bytes:
         return write_body(f.fields, version, value, where)
     if t.startswith("[]"):
         items: Sequence[Any] = value
-        out = [uvarint(len(items) + 1)]
+        head = uvarint(len(items) + 1)
+        if t == "[]int32":
+            return head + struct.pack(f">{len(items)}i", *items)
         if t == "[]":
-            out += [write_body(f.fields, version, item, where) for item in items]
-        else:
-            element = Field(f.name, f.key, t[2:], f.versions, f.nullable, None, None)
-            out += [_value(element, version, item, where) for item in items]
-        return b"".join(out)
+            return head + b"".join(write_body(f.fields, version, item, where) for item in items)
+        element = _ELEMENTS.get(id(f))
+        if element is None:
+            element = _ELEMENTS[id(f)] = Field(
+                f.name, f.key, t[2:], f.versions, f.nullable, None, None
+            )
+        return head + b"".join(_value(element, version, item, where) for item in items)
     raise ValueError(f"{where}: no encoder for type {t} of {f.name}")
 
 
@@ -60,20 +73,27 @@ def write_body(
 ) -> bytes:
     """A message body or struct at `version` from `values` by snake_case name (a missing
     key is the field's default)."""
-    unknown = set(values) - {f.key for f in fields}
-    if unknown:
-        raise ValueError(f"{where}: no field(s) {sorted(unknown)}")
+    keys = _KEYS.get(id(fields))
+    if keys is None:
+        keys = _KEYS[id(fields)] = frozenset(f.key for f in fields)
+    if not keys.issuperset(values):
+        raise ValueError(f"{where}: no field(s) {sorted(set(values) - keys)}")
     out: list[bytes] = []
     tagged: list[tuple[int, bytes]] = []
-    for f in fields:
+    plan = _PLANS.get((id(fields), version))
+    if plan is None:
+        plan = _PLANS[(id(fields), version)] = tuple(
+            (f, f.present(version), f.tagged(version)) for f in fields
+        )
+    for f, present, is_tagged in plan:
         value = values.get(f.key, f.default)
-        if not f.present(version):
+        if not present:
             if not f.is_default(value):
                 raise ValueError(
                     f"{where}: attempted to write a non-default {f.name} at version {version}"
                 )
             continue
-        if f.tagged(version):
+        if is_tagged:
             if not f.is_default(value):
                 assert f.tag is not None
                 tagged.append((f.tag, _value(f, version, value, where)))
