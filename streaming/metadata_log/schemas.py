@@ -12,7 +12,8 @@ with a tagged-field section.
 
 A table line is `Name type versions [tag=N] [null=V+] [default=X]`:
 - `versions` is the field's "versions" (`0+`, `2+`, `0-1`); a tagged field's
-  "taggedVersions" equal its "versions" in every schema here (checked at import);
+  "taggedVersions" equal its "versions" in every schema Kafka has here, so
+  the table has no column for them;
 - `null=V+` is "nullableVersions";
 - `default=` is the JSON "default" (`null`, a number, `true`/`false`); without it, Kafka's
   generator's default: 0, false, "", an empty array, the zero Uuid;
@@ -186,13 +187,10 @@ _FEATURE = """
         MaxSupportedVersion  int16   0+
 """
 
+# fmt: off
 METADATA: tuple[Schema, ...] = (
     # Version 1 adds InControlledShutdown, 2 IsMigratingZkBroker, 3 LogDirs (KIP-858)
-    _schema(
-        0,
-        "RegisterBrokerRecord",
-        "0-3",
-        f"""
+    _schema(0, "RegisterBrokerRecord", "0-3", f"""
     BrokerId              int32        0+
     IsMigratingZkBroker   bool         2+  default=false
     IncarnationId         uuid         0+
@@ -205,32 +203,17 @@ METADATA: tuple[Schema, ...] = (
     Fenced                bool         0+  default=true
     InControlledShutdown  bool         1+  default=false
     LogDirs               []uuid       3+  tag=0
-    """,
-    ),
-    _schema(
-        1,
-        "UnregisterBrokerRecord",
-        "0",
-        """
+    """),
+    _schema(1, "UnregisterBrokerRecord", "0", """
     BrokerId     int32  0+
     BrokerEpoch  int64  0+
-    """,
-    ),
-    _schema(
-        2,
-        "TopicRecord",
-        "0",
-        """
+    """),
+    _schema(2, "TopicRecord", "0", """
     Name     string  0+
     TopicId  uuid    0+
-    """,
-    ),
+    """),
     # Version 1 adds Directories (KIP-858), 2 EligibleLeaderReplicas, LastKnownElr (KIP-966)
-    _schema(
-        3,
-        "PartitionRecord",
-        "0-2",
-        """
+    _schema(3, "PartitionRecord", "0-2", """
     PartitionId             int32    0+  default=-1
     TopicId                 uuid     0+
     Replicas                []int32  0+
@@ -244,24 +227,14 @@ METADATA: tuple[Schema, ...] = (
     Directories             []uuid   1+
     EligibleLeaderReplicas  []int32  2+  tag=1 null=2+ default=null
     LastKnownElr            []int32  2+  tag=2 null=2+ default=null
-    """,
-    ),
-    _schema(
-        4,
-        "ConfigRecord",
-        "0",
-        """
+    """),
+    _schema(4, "ConfigRecord", "0", """
     ResourceType  int8    0+
     ResourceName  string  0+
     Name          string  0+
     Value         string  0+  null=0+
-    """,
-    ),
-    _schema(
-        5,
-        "PartitionChangeRecord",
-        "0-2",
-        """
+    """),
+    _schema(5, "PartitionChangeRecord", "0-2", """
     PartitionId             int32    0+  default=-1
     TopicId                 uuid     0+
     Isr                     []int32  0+  tag=0 null=0+ default=null
@@ -273,39 +246,19 @@ METADATA: tuple[Schema, ...] = (
     Directories             []uuid   1+  tag=8 null=1+ default=null
     EligibleLeaderReplicas  []int32  2+  tag=6 null=2+ default=null
     LastKnownElr            []int32  2+  tag=7 null=2+ default=null
-    """,
-    ),
-    _schema(
-        7,
-        "FenceBrokerRecord",
-        "0",
-        """
+    """),
+    _schema(7, "FenceBrokerRecord", "0", """
     Id     int32  0+
     Epoch  int64  0+
-    """,
-    ),
-    _schema(
-        8,
-        "UnfenceBrokerRecord",
-        "0",
-        """
+    """),
+    _schema(8, "UnfenceBrokerRecord", "0", """
     Id     int32  0+
     Epoch  int64  0+
-    """,
-    ),
-    _schema(
-        9,
-        "RemoveTopicRecord",
-        "0",
-        """
+    """),
+    _schema(9, "RemoveTopicRecord", "0", """
     TopicId  uuid  0+
-    """,
-    ),
-    _schema(
-        10,
-        "DelegationTokenRecord",
-        "0",
-        """
+    """),
+    _schema(10, "DelegationTokenRecord", "0", """
     Owner                string    0+
     Requester            string    0+
     Renewers             []string  0+
@@ -313,71 +266,41 @@ METADATA: tuple[Schema, ...] = (
     MaxTimestamp         int64     0+
     ExpirationTimestamp  int64     0+
     TokenId              string    0+
-    """,
-    ),
-    _schema(
-        11,
-        "UserScramCredentialRecord",
-        "0",
-        """
+    """),
+    _schema(11, "UserScramCredentialRecord", "0", """
     Name        string  0+
     Mechanism   int8    0+
     Salt        bytes   0+
     StoredKey   bytes   0+
     ServerKey   bytes   0+
     Iterations  int32   0+
-    """,
-    ),
-    _schema(
-        12,
-        "FeatureLevelRecord",
-        "0",
-        """
+    """),
+    _schema(12, "FeatureLevelRecord", "0", """
     Name          string  0+
     FeatureLevel  int16   0+
-    """,
-    ),
-    _schema(
-        14,
-        "ClientQuotaRecord",
-        "0",
-        """
+    """),
+    _schema(14, "ClientQuotaRecord", "0", """
     Entity      []EntityData  0+
         EntityType  string  0+
         EntityName  string  0+  null=0+
     Key         string   0+
     Value       float64  0+
     Remove      bool     0+
-    """,
-    ),
-    _schema(
-        15,
-        "ProducerIdsRecord",
-        "0",
-        """
+    """),
+    _schema(15, "ProducerIdsRecord", "0", """
     BrokerId        int32  0+
     BrokerEpoch     int64  0+  default=-1
     NextProducerId  int64  0+
-    """,
-    ),
+    """),
     # Version 1 adds InControlledShutdown, 2 LogDirs
-    _schema(
-        17,
-        "BrokerRegistrationChangeRecord",
-        "0-2",
-        """
+    _schema(17, "BrokerRegistrationChangeRecord", "0-2", """
     BrokerId              int32   0+
     BrokerEpoch           int64   0+
     Fenced                int8    0+  tag=0
     InControlledShutdown  int8    1+  tag=1
     LogDirs               []uuid  2+  tag=2
-    """,
-    ),
-    _schema(
-        18,
-        "AccessControlEntryRecord",
-        "0",
-        """
+    """),
+    _schema(18, "AccessControlEntryRecord", "0", """
     Id              uuid    0+
     ResourceType    int8    0+
     ResourceName    string  0+
@@ -386,64 +309,29 @@ METADATA: tuple[Schema, ...] = (
     Host            string  0+
     Operation       int8    0+
     PermissionType  int8    0+
-    """,
-    ),
-    _schema(
-        19,
-        "RemoveAccessControlEntryRecord",
-        "0",
-        """
+    """),
+    _schema(19, "RemoveAccessControlEntryRecord", "0", """
     Id  uuid  0+
-    """,
-    ),
+    """),
     _schema(20, "NoOpRecord", "0", ""),
-    _schema(
-        21,
-        "ZkMigrationStateRecord",
-        "0",
-        """
+    _schema(21, "ZkMigrationStateRecord", "0", """
     ZkMigrationState  int8  0+
-    """,
-    ),
-    _schema(
-        22,
-        "RemoveUserScramCredentialRecord",
-        "0",
-        """
+    """),
+    _schema(22, "RemoveUserScramCredentialRecord", "0", """
     Name       string  0+
     Mechanism  int8    0+
-    """,
-    ),
-    _schema(
-        23,
-        "BeginTransactionRecord",
-        "0",
-        """
+    """),
+    _schema(23, "BeginTransactionRecord", "0", """
     Name  string  0+  tag=0 null=0+ default=null
-    """,
-    ),
+    """),
     _schema(24, "EndTransactionRecord", "0", ""),
-    _schema(
-        25,
-        "AbortTransactionRecord",
-        "0",
-        """
+    _schema(25, "AbortTransactionRecord", "0", """
     Reason  string  0+  tag=0 null=0+ default=null
-    """,
-    ),
-    _schema(
-        26,
-        "RemoveDelegationTokenRecord",
-        "0",
-        """
+    """),
+    _schema(26, "RemoveDelegationTokenRecord", "0", """
     TokenId  string  0+
-    """,
-    ),
-    _schema(
-        27,
-        "RegisterControllerRecord",
-        "0",
-        f"""
+    """),
+    _schema(27, "RegisterControllerRecord", "0", f"""
     ControllerId      int32         0+
     IncarnationId     uuid          0+
     ZkMigrationReady  bool          0+
@@ -451,27 +339,18 @@ METADATA: tuple[Schema, ...] = (
 {_ENDPOINT}
     Features          []Feature     0+
 {_FEATURE}
-    """,
-    ),
+    """),
     # Kafka 4.0 (KIP-966): clears the ELR of one topic, or of all when TopicName is empty
-    _schema(
-        28,
-        "ClearElrRecord",
-        "0",
-        """
+    _schema(28, "ClearElrRecord", "0", """
     TopicName  string  0+
-    """,
-    ),
+    """),
     # Kafka 4.x: a controller removed from the registrations (ClusterControlManager)
-    _schema(
-        29,
-        "UnregisterControllerRecord",
-        "0",
-        """
+    _schema(29, "UnregisterControllerRecord", "0", """
     ControllerId  int32  0+
-    """,
-    ),
+    """),
 )
+
+# fmt: on
 
 METADATA_BY_KEY: dict[int, Schema] = {s.api_key: s for s in METADATA}
 METADATA_BY_NAME: dict[str, Schema] = {s.name: s for s in METADATA}
@@ -488,13 +367,10 @@ CONTROL_TYPES: dict[int, str] = {
     6: "KRaftVoters",
 }
 
+# fmt: off
 CONTROL: dict[str, Schema] = {
     # Version 1 adds VoterDirectoryId (KIP-853); Kafka reads it as LEADER_CHANGE_CURRENT_VERSION
-    "LeaderChange": _schema(
-        -1,
-        "LeaderChangeMessage",
-        "0-1",
-        """
+    "LeaderChange": _schema(-1, "LeaderChangeMessage", "0-1", """
     Version         int16     0+
     LeaderId        int32     0+
     Voters          []Voter   0+
@@ -503,39 +379,19 @@ CONTROL: dict[str, Schema] = {
     GrantingVoters  []Voter   0+
         VoterId           int32  0+
         VoterDirectoryId  uuid   1+
-    """,
-    ),
-    "SnapshotHeader": _schema(
-        -1,
-        "SnapshotHeaderRecord",
-        "0",
-        """
+    """),
+    "SnapshotHeader": _schema(-1, "SnapshotHeaderRecord", "0", """
     Version                    int16  0+
     LastContainedLogTimestamp  int64  0+
-    """,
-    ),
-    "SnapshotFooter": _schema(
-        -1,
-        "SnapshotFooterRecord",
-        "0",
-        """
+    """),
+    "SnapshotFooter": _schema(-1, "SnapshotFooterRecord", "0", """
     Version  int16  0+
-    """,
-    ),
-    "KRaftVersion": _schema(
-        -1,
-        "KRaftVersionRecord",
-        "0",
-        """
+    """),
+    "KRaftVersion": _schema(-1, "KRaftVersionRecord", "0", """
     Version       int16  0+
     KRaftVersion  int16  0+
-    """,
-    ),
-    "KRaftVoters": _schema(
-        -1,
-        "VotersRecord",
-        "0",
-        """
+    """),
+    "KRaftVoters": _schema(-1, "VotersRecord", "0", """
     Version  int16     0+
     Voters   []Voter   0+
         VoterId           int32       0+
@@ -547,6 +403,6 @@ CONTROL: dict[str, Schema] = {
         KRaftVersionFeature  {}KRaftVersionFeature  0+
             MinSupportedVersion  int16  0+
             MaxSupportedVersion  int16  0+
-    """,
-    ),
+    """),
 }
+# fmt: on
