@@ -25,7 +25,13 @@ from ..kraft.cluster_control import BrokerRegistry
 from ..kraft.messages import AlterPartitionPartitionData, ApiError, BrokerState
 from ..kraft.partition_change_builder import PartitionChange
 from ..kraft.partition_registration import PartitionRegistration
-from ..kraft.records import NO_LEADER_CHANGE, PartitionChangeRecord
+from ..kraft.records import (
+    LOST_DIRECTORY,
+    MIGRATING_DIRECTORY,
+    NO_LEADER_CHANGE,
+    UNASSIGNED_DIRECTORY,
+    PartitionChangeRecord,
+)
 from ..model import NO_LEADER
 from .log_state import LogState, TopicPartition
 
@@ -56,6 +62,10 @@ HANDLERS: dict[str, tuple[str, Handler]] = {
         rc.handle_broker_unclean_shutdown,
     ),
     "BrokerRegistration": ("ClusterControlManager.registerBroker", lambda *_: None),
+    "DirectoriesOffline": (
+        "ReplicationControlManager.handleDirectoriesOffline",
+        rc.handle_directories_offline,
+    ),
 }
 
 
@@ -67,6 +77,18 @@ def handler_targets(state: LogState, kind: str, broker_id: int) -> list[TopicPar
     if kind in ("BrokerUnregistered", "BrokerUncleanShutdown"):
         targets += state.with_broker_in_elr(broker_id)  # partitionsWithBrokerInElr
     return targets
+
+
+def partitions_in(state: LogState, directories: frozenset[str]) -> list[TopicPartition]:
+    """`directoriesToPartitions` for `directories`: the partitions with a replica in one."""
+    if not directories:
+        return []
+    return [
+        (topic_id, pid)
+        for topic_id, parts in sorted(state.partitions.items())
+        for pid, reg in sorted(parts.items())
+        if not directories.isdisjoint(reg.directories)
+    ]
 
 
 def broker_event(
@@ -100,6 +122,7 @@ class Explanation:
     admin_unclean: bool = False  # an admin asked for an unclean election (allowed anyway)
 
 
+RESERVED_DIRS = frozenset({UNASSIGNED_DIRECTORY, MIGRATING_DIRECTORY, LOST_DIRECTORY})
 ALTER_PARTITION = ("AlterPartition", "ReplicationControlManager.alterPartition")
 REASSIGNMENT = (
     "AlterPartitionReassignments",
@@ -202,6 +225,10 @@ def explanations(
     a divergence is reported against)."""
     new = old.merge(r)
     out: list[Explanation] = []
+    if r.directories is not None and r == PartitionChangeRecord(
+        r.topic_id, r.partition_id, directories=r.directories
+    ):
+        return [_assign_to_dirs(state, old, r)]
     assignment = (
         r.replicas is not None or r.adding_replicas is not None or r.removing_replicas is not None
     )
@@ -233,6 +260,30 @@ def explanations(
     # the ISR, ELR or recovery state only (or an epoch bump at the same leader): the leader
     out.append(_alter_partition(state, tp, old, new.isr, r.leader_recovery_state))
     return out
+
+
+def _assign_to_dirs(
+    state: LogState, old: PartitionRegistration, r: PartitionChangeRecord
+) -> Explanation:
+    """`handleAssignReplicasToDirs` (3.7-IV2, JBOD): a broker names the directory of its
+    replicas: an input. Kafka accepts a directory the broker registered (or a reserved one)
+    and writes only the directories."""
+    kind, method = "AssignReplicasToDirs", "ReplicationControlManager.handleAssignReplicasToDirs"
+    dirs = r.directories or ()
+    if len(dirs) != len(old.replicas):
+        return Explanation(
+            kind, method, None, ApiError("INVALID_REPLICA_DIRECTORIES", "one per replica")
+        )
+    for broker_id, d, before in zip(old.replicas, dirs, old.directories, strict=False):
+        reg = state.registry.registration(broker_id)
+        if d != before and d not in RESERVED_DIRS and (reg is None or d not in reg.directories):
+            return Explanation(
+                kind,
+                method,
+                None,
+                ApiError("INVALID_REQUEST", f"broker {broker_id} has no directory {d}"),
+            )
+    return Explanation(kind, method, PartitionChange(r, 1, old.merge(r)))
 
 
 def same_change(log: PartitionChangeRecord, change: PartitionChange | None) -> bool:

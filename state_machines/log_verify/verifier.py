@@ -258,6 +258,18 @@ def _fencing(e: LogEntry) -> int:
     return 0
 
 
+def _directories_offline(e: LogEntry) -> bool:
+    """A BrokerRegistrationChangeRecord (version 2) naming the directories left online:
+    the end of a heartbeat's `handleDirectoriesOffline`."""
+    f = e.fields
+    return (
+        e.name == "BrokerRegistrationChangeRecord"
+        and not int(f.get("fenced", 0))
+        and not int(f.get("in_controlled_shutdown", 0))
+        and bool(f.get("log_dirs"))
+    )
+
+
 def _broker_of(e: LogEntry) -> int:
     f = e.fields
     return int(f["id"] if "id" in f and "broker_id" not in f else f["broker_id"])
@@ -277,6 +289,7 @@ class Verifier:
         self._open: _Event | None = None  # a creation or config change taking more records
         self._batch: int | None = None
         self._group_batch: int | None = None
+        self._offline_dirs: frozenset[str] = frozenset()
         self._placements_for: tuple[object, object] | None = None
         self._placements: dict[
             tuple[tuple[int, ...], int | None],
@@ -430,7 +443,11 @@ class Verifier:
             and int(e.fields.get("in_controlled_shutdown", 0)) == 1
         ):
             self._after_anchor(e, "ControlledShutdown")
-        elif fencing == FENCING_CHANGE_FENCE or name == "UnregisterBrokerRecord":
+        elif (
+            fencing == FENCING_CHANGE_FENCE
+            or name == "UnregisterBrokerRecord"
+            or _directories_offline(e)
+        ):
             pass  # handled with its run (`_flush_run`)
         elif name in ("RemoveTopicRecord", "FeatureLevelRecord"):
             kind, method = (
@@ -697,12 +714,21 @@ class Verifier:
                 tail_kind = "BrokerUnregistered"
             elif nxt.name == "RegisterBrokerRecord":
                 tail_kind = "BrokerRegistration"
+            elif _directories_offline(nxt):
+                tail_kind = "DirectoriesOffline"
             if tail_kind is not None:
                 broker_id = _broker_of(nxt)
         if tail_kind is None:
             self._unanchored(run[i:])
             return
         assert nxt is not None
+        if tail_kind == "DirectoriesOffline":
+            # handleDirectoriesOffline: the broker's directories the record leaves out
+            reg = self.state.registry.registration(broker_id)
+            online = set(nxt.fields.get("log_dirs") or ())
+            self._offline_dirs = frozenset(
+                d for d in (reg.directories if reg is not None else ()) if d not in online
+            )
         rest = run[i:]
         unclaimed = len(rest)
         if tail_kind == "BrokerRegistration":
@@ -730,8 +756,13 @@ class Verifier:
             )
         self._broker_event(claim, ambiguous, replay_anchor=True)
 
+    def _targets(self, kind: str, broker_id: int) -> list[TopicPartition]:
+        if kind == "DirectoriesOffline":
+            return predict.partitions_in(self.state, self._offline_dirs)
+        return predict.handler_targets(self.state, kind, broker_id)
+
     def _predicted(self, kind: str, broker_id: int) -> dict[TopicPartition, PartitionChange]:
-        targets = predict.handler_targets(self.state, kind, broker_id)
+        targets = self._targets(kind, broker_id)
         return {
             tp: c
             for tp, c in predict.broker_event(self.state, kind, broker_id, targets).items()
@@ -792,7 +823,7 @@ class Verifier:
             start -= 1
         self._unanchored(rest[:start])
         del rest[:start]
-        candidates = set(predict.handler_targets(self.state, kind, broker_id))
+        candidates = set(self._targets(kind, broker_id))
         k = len(rest)
         while k > 0:
             r = rest[k - 1].fields

@@ -266,3 +266,48 @@ def test_the_engines_kraft_records_verify_as_a_log(
     code, doc, _ = _verify(capsys, str(directory))
     assert doc["summary"]["divergent"]["safety"] == 0, doc["events"]
     assert code == 0
+
+
+def test_jbod_directories_assigned_and_gone_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Broker 1 has two log directories (3.7-IV2, KIP-858): a new replica there is
+    UNASSIGNED until the broker assigns it (handleAssignReplicasToDirs, an input); when that
+    directory goes offline, the heartbeat's handleDirectoriesOffline moves t-0's leadership
+    (its records, then the BrokerRegistrationChangeRecord naming the directory left)."""
+    from .scenarios import DIRS, Rec, feature, topic
+
+    unassigned, d1a, d1b = (
+        "AAAAAAAAAAAAAAAAAAAAAQ",
+        "Dir1aaxxxxxxxxxxxxxxxA",
+        "Dir1bbxxxxxxxxxxxxxxxA",
+    )
+    log = KafkaLog()
+    log.batch(feature("metadata.version", 21))
+    for b in (1, 2, 3):
+        log.epochs[b] = log.next_offset
+        dirs = [d1a, d1b] if b == 1 else [DIRS[b]]
+        fields: dict[str, Any] = {"broker_id": b, "incarnation_id": f"Inc{b}".ljust(21, "x") + "Q"}
+        fields |= {"broker_epoch": log.next_offset, "fenced": True, "rack": None, "log_dirs": dirs}
+        log.batch(Rec("RegisterBrokerRecord", 3, fields))
+    for b in (1, 2, 3):
+        log.batch(log.change(b, fenced=-1))
+    t0 = {"topic_id": TOPIC_T, "partition_id": 0, "replicas": [1, 2, 3], "isr": [1, 2, 3]}
+    t0 |= {"leader": 1, "leader_epoch": 0, "partition_epoch": 0, "removing_replicas": []}
+    t0 |= {"adding_replicas": [], "directories": [unassigned, DIRS[2], DIRS[3]]}
+    log.batch(topic("t", TOPIC_T), Rec("PartitionRecord", 1, t0))
+    log.batch(change(TOPIC_T, 0, directories=[d1b, DIRS[2], DIRS[3]]))
+    log.batch(
+        change(TOPIC_T, 0, leader=2, isr=[2, 3]),
+        Rec(
+            "BrokerRegistrationChangeRecord",
+            2,
+            {"broker_id": 1, "broker_epoch": log.epochs[1], "log_dirs": [d1a]},
+        ),
+    )
+    code, doc, _ = _verify(capsys, str(log.write(tmp_path / "m")))
+    assert code == 0, doc["events"]
+    assert doc["summary"]["events_by_kind"]["AssignReplicasToDirs"] == 1
+    assert doc["summary"]["events_by_kind"]["DirectoriesOffline"] == 1
+    assert doc["summary"]["divergent"] == {"benign": 0, "safety": 0}
+    assert doc["summary"]["decisions_checked"] == doc["summary"]["matched"]
