@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.record import RESULTS_DIR, commit, machine
-from shadow_controller.zk_bridge import save_state, states_of
+from shadow_controller.zk_bridge import states_of
 from shadow_controller.zk_checks import Checker
 from shadow_controller.zk_events import bootstrap
 from shadow_controller.zk_reader import ZkReader
+from shadow_controller.zk_state import StateFile
 from state_machines.model import ControllerConfig
 from tests.zookeeper.kafka_zk import KafkaZkCluster, _topic_id, state_znode, topic_znode
 from tests.zookeeper.zk_server import ZooKeeperServer
@@ -89,7 +90,7 @@ def main() -> None:
             t3 = time.perf_counter()
             reader.stop()
             t4 = time.perf_counter()
-            save_state(f"{root}/state.json", server.connect, nodes)
+            StateFile(f"{root}/state.json", server.connect).save(nodes)
             save_s = time.perf_counter() - t4
             print(
                 f"state file: {Path(root, 'state.json').stat().st_size / 2**20:.1f} MiB "

@@ -12,8 +12,9 @@ over the same events). The events go out (the events topic, or `--events-file`);
 verdicts are printed, one line each, and appended to `--verdicts`.
 
 Position. The state file holds the view (every znode taken in, with its zxids and
-version), written atomically after a batch's events were delivered, so a restart emits
-nothing twice: it diffs the live ZooKeeper against that view. A restart primes the
+version), kept after a batch's events were delivered (whole, or the batch appended to its
+journal: zk_state), so a restart emits nothing twice: it diffs the live ZooKeeper against
+that view. A restart primes the
 checker from the saved view (what a new controller would read), without emitting it.
 
 Reading only: see `zk_reader`.
@@ -39,14 +40,12 @@ from streaming.exits import UsageError
 from . import zk_znodes as z
 from .errors import BridgeError
 from .zk_checks import Checker, Verdict
-from .zk_events import Translator, bootstrap, diff_nodes
+from .zk_events import Change, Translator, bootstrap, diff_nodes
 from .zk_reader import ZkReader
+from .zk_state import StateFile
 from .zk_znodes import Node
 
 log = logging.getLogger(__name__)
-
-STATE_KIND = "zookeeper"
-STATE_VERSION = 1
 
 
 class Writer(Protocol):
@@ -82,42 +81,6 @@ class ZkBridgeSettings:
     config: ControllerConfig | None = None
 
 
-def load_state(path: str) -> dict[str, Node] | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read the bridge state {path}: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("kind") != STATE_KIND:
-        raise UsageError(
-            f"{path} is not a ZooKeeper bridge's state file (an admin-API bridge's?); "
-            "give --state another file"
-        )
-    if doc.get("version") != STATE_VERSION:
-        raise UsageError(f"{path}: unsupported bridge state version {doc.get('version')!r}")
-    return {path: Node.from_json(v) for path, v in doc["nodes"].items()}
-
-
-def save_state(path: str, connect: str, nodes: dict[str, Node]) -> None:
-    """Write-then-rename, fsynced, so the file is always a whole view."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    tmp = f"{path}.tmp"
-    doc = {
-        "kind": STATE_KIND,
-        "version": STATE_VERSION,
-        "zookeeper": connect,
-        "nodes": {p: n.to_json() for p, n in sorted(nodes.items())},
-    }
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, separators=(",", ":"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def states_of(nodes: dict[str, Node]) -> dict[tuple[str, int], z.PartitionStateZnode]:
     out = {}
     for path, node in nodes.items():
@@ -143,7 +106,8 @@ class ZkBridge:
         self.writer = writer
         self.out = out
         self.checker = Checker(settings.config or ControllerConfig())
-        saved = load_state(settings.state)
+        self.state = StateFile(settings.state, settings.zookeeper)
+        saved = self.state.load()
         self.translator: Translator | None = None
         if saved is not None:
             self.translator = Translator(saved)
@@ -156,7 +120,7 @@ class ZkBridge:
             items = bootstrap(nodes)
             events = self.checker.prime(items, states_of(nodes))
             self.translator = Translator(nodes)
-            self._deliver(events, [], nodes)
+            self._deliver(events, [], None)
             return events
         return self._changes(diff_nodes(self.translator.nodes, nodes, deleted_at))
 
@@ -180,7 +144,7 @@ class ZkBridge:
                 new[path] = node
         return self._changes(diff_nodes(view, new, deleted_at))
 
-    def _changes(self, changes: list[Any]) -> list[dict[str, Any]]:
+    def _changes(self, changes: list[Change]) -> list[dict[str, Any]]:
         assert self.translator is not None
         events: list[dict[str, Any]] = []
         verdicts: list[Verdict] = []
@@ -189,15 +153,21 @@ class ZkBridge:
                 emitted, found = self.checker.handle(item, self.translator.nodes)
                 events.extend(emitted)
                 verdicts.extend(found)
-        self._deliver(events, verdicts, self.translator.nodes)
+        self._deliver(events, verdicts, changes)
         return events
 
     def _deliver(
-        self, events: list[dict[str, Any]], verdicts: list[Verdict], nodes: dict[str, Node]
+        self, events: list[dict[str, Any]], verdicts: list[Verdict], changes: list[Change] | None
     ) -> None:
+        """Deliver the events, then keep the position: the whole view (None: at the
+        bootstrap) or the batch's changes (zk_state)."""
+        assert self.translator is not None
         if events:
             self.writer.write(events, int(time.time() * 1000))
-        save_state(self.settings.state, self.settings.zookeeper, nodes)
+        if changes is None:
+            self.state.save(self.translator.nodes)
+        else:
+            self.state.append(changes, self.translator.nodes)
         if self.settings.verdicts and verdicts:
             with open(self.settings.verdicts, "a", encoding="utf-8") as fh:
                 for v in verdicts:

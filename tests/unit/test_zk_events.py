@@ -213,3 +213,29 @@ def test_an_alter_partition_taking_in_a_broker_without_registration_is_refused_a
     assert verdicts[1].kafka_method == (
         "KafkaController.processAlterPartition refuses it: INELIGIBLE_REPLICA"
     )
+
+
+def test_the_position_is_the_whole_view_and_a_journal_of_batches(tmp_path: Any) -> None:
+    from shadow_controller.zk_state import StateFile
+
+    path = str(tmp_path / "state.json")
+    view = cluster()
+    store = StateFile(path, "zk:2181")
+    store.save(view)
+    gone = "/brokers/ids/2"
+    moved = node({"brokerid": 2}, 70)
+    store.append([Change(gone, view[gone], None, 60), Change("/controller", None, moved, 70)], view)
+    assert (tmp_path / "state.json.journal").exists()
+    expected = {**{p: n for p, n in view.items() if p != gone}, "/controller": moved}
+    assert StateFile(path, "zk:2181").load() == expected
+    # a torn last line (a crash while appending) is not applied
+    with open(tmp_path / "state.json.journal", "a") as fh:
+        fh.write('{"generation":1,"set":{"/brokers/ids/9"')
+    assert StateFile(path, "zk:2181").load() == expected
+    # a journal left from before the whole view was written again is never applied to it
+    journal = (tmp_path / "state.json.journal").read_text()
+    again = StateFile(path, "zk:2181")
+    again.load()
+    again.save(view)
+    (tmp_path / "state.json.journal").write_text(journal)
+    assert StateFile(path, "zk:2181").load() == view
