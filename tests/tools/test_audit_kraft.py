@@ -179,7 +179,6 @@ def audit_cli(tmp_path: Path, records: list[Record]) -> subprocess.CompletedProc
     )
 
 
-@pytest.mark.serial  # great_expectations cannot be imported in an xdist worker (test_audit.py)
 def test_the_command_audits_kraft_output_and_catches_a_planted_violation(tmp_path: Path) -> None:
     run = audit_cli(tmp_path / "clean", story())
     assert run.returncode == OK, run.stdout + run.stderr
@@ -193,7 +192,6 @@ def test_the_command_audits_kraft_output_and_catches_a_planted_violation(tmp_pat
     assert "orders-0 at cause_offset 12" in line, line
 
 
-@pytest.mark.serial
 def test_the_command_refuses_records_it_cannot_check(tmp_path: Path) -> None:
     """Decisions with no partition state record (here: a KRaft run's broker, topic and
     result records alone) leave nothing to check: exit 2 and one line, no "ok"."""

@@ -11,14 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from streaming.exits import OK, USAGE
 from tests.tools.test_audit_kraft import story
 
 ROOT = Path(__file__).resolve().parents[2]
-
-pytestmark = pytest.mark.serial  # great_expectations cannot be imported in an xdist worker
 
 
 def run_audit(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
