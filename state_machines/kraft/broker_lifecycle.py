@@ -38,12 +38,15 @@ def broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
     if reg is not None and e.broker_epoch is not None and e.broker_epoch < reg.epoch:
         return  # an older incarnation's registration
     unclean: list[tuple[str, int]] = []
+    fenced: list[tuple[str, int]] = []
     if reg is None or e.broker_epoch != reg.epoch:
         epoch = d.offset if e.broker_epoch is None else e.broker_epoch
         if reg is not None and not reg.fenced:
             # registerBroker refuses a new incarnation while the old one holds a valid
             # session (BrokerHeartbeatManager.hasValidSession: unfenced): the broker retries
-            # until the session expires and maybeFenceOneStaleBroker fences it
+            # until the session expires and maybeFenceOneStaleBroker fences it; the
+            # partitions that fence leaves leaderless are the unfencing's to elect
+            fenced = d.hosted(b)
             _fence(d, reg)
             reg = d.registration(b)
         if reg is not None and d.mv.is_elr_supported:
@@ -69,7 +72,11 @@ def broker_startup(d: KraftView, e: ev.BrokerStartup) -> None:
     # (with an empty ISR and ELR, `canElectLastKnownLeader` elects the broker again; found
     # running testEligibleLeaderReplicas_UncleanShutdown through here). Each partition checks
     # that it is leaderless itself (partition_step._reached).
-    _fan_out(d, sorted({*_leaderless(d), *unclean}), BrokerLifecycle("handleBrokerUnfenced", b))
+    _fan_out(
+        d,
+        sorted({*_leaderless(d), *unclean, *fenced}),
+        BrokerLifecycle("handleBrokerUnfenced", b),
+    )
 
 
 def _leaderless(d: KraftView) -> list[tuple[str, int]]:

@@ -201,6 +201,15 @@ def test_a_new_incarnation_of_an_unfenced_broker_is_fenced_first() -> None:
     ]
     assert (c.partition("t-0")["leader"], c.partition("t-0")["leader_epoch"]) == (2, 1)
     assert c.broker(1)["broker_epoch"] == 300 and not c.broker(1)["fenced"]
+    # a partition the fence leaves leaderless is in `partitionsWithNoLeader` when the new
+    # incarnation's heartbeat unfences it (`handleBrokerUnfenced`): it leads again
+    c("solo", "TopicCreation", topic="solo", partitions={"0": [1]})
+    out = c("b1-newer", "BrokerStartup", broker_id=1, broker_epoch=400)
+    assert [r["leader"] for r in of_type(out, "PartitionChangeRecord") if r["topic"] == "solo"] == [
+        -1,
+        1,
+    ]
+    assert (c.partition("solo-0")["leader"], c.partition("solo-0")["leader_epoch"]) == (1, 2)
 
 
 def test_a_startup_without_broker_epoch_is_a_new_incarnation() -> None:
