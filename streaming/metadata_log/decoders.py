@@ -196,9 +196,9 @@ def _body(
         w.emit(1, "if p != len(b): _end(b, p)")
         if memo:
             w.emit(1, f"d = {{{items}}}")
-            w.emit(1, "if p0 == 3:")
+            w.emit(1, "if k is not None:")
             w.emit(2, "if len(_M) >= _MEMO_SIZE: _M.clear()")
-            w.emit(2, "_M[b[7:]] = d.copy()")
+            w.emit(2, "_M[k] = d.copy()")
             w.emit(1, f"return _new(_R, ({top}, d))")
         else:
             w.emit(1, f"return _new(_R, ({top}, {{{items}}}))")
@@ -211,20 +211,33 @@ def _body(
 # PartitionRecords, a fenced broker's PartitionChangeRecords differ in their partition id
 # alone. Those two records are memoised by the bytes after it (the frame is 3 bytes, the id
 # 4): the same bytes decode to the same fields, so a hit copies the fields and sets the id.
-# Bounded: cleared when full.
+# Bounded: cleared when full. A miss costs (the slice, the lookup, the copy kept), so after
+# _MISSES misses in a row (a log of unlike records) the memo rests for _REST records.
 MEMOISED = frozenset({"PartitionRecord", "PartitionChangeRecord"})
 _MEMO_SIZE = 4096
+_MISSES = 256
+_REST = 8192
 
 
 def _memo_head(top: str, first: str) -> list[str]:
+    # _S: [misses in a row, records left to rest]
     return [
-        "    p0 = p",
+        "    k = None",
         "    if p == 3:",
-        "        d = _M.get(b[7:])",
-        "        if d is not None:",
-        "            d = d.copy()",
-        f"            d[{first!r}] = _i32(b, 3)[0]",
-        f"            return _new(_R, ({top}, d))",
+        "        if _S[1]:",
+        "            _S[1] -= 1",
+        "        else:",
+        "            k = b[7:]",
+        "            d = _M.get(k)",
+        "            if d is not None:",
+        "                _S[0] = 0",
+        "                d = d.copy()",
+        f"                d[{first!r}] = _i32(b, 3)[0]",
+        f"                return _new(_R, ({top}, d))",
+        "            _S[0] += 1",
+        "            if _S[0] > _MISSES:",
+        "                _S[0] = 0",
+        "                _S[1] = _REST",
     ]
 
 
@@ -275,7 +288,10 @@ def _compile(
         "_R": result,
         "_new": tuple.__new__,
         "_M": {},  # this decoder's memo
+        "_S": [0, 0],  # and its state
         "_MEMO_SIZE": _MEMO_SIZE,
+        "_MISSES": _MISSES,
+        "_REST": _REST,
         "_i32": struct.Struct(">i").unpack_from,
         **w.names,
     }
