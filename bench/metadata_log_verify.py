@@ -39,7 +39,7 @@ from bench.record import RESULTS_DIR, commit, python_work, record
 from shadow_controller.metadata_log_verify import _Reader
 from state_machines.engine import Engine
 from state_machines.events import parse_event
-from state_machines.log_verify import Verifier
+from state_machines.log_verify.verifier import Verifier
 from state_machines.model import ControllerConfig
 from streaming.collector import collect_less, process_settled
 from streaming.metadata_log import control_value, encode_batch, metadata_value, write_segment

@@ -27,8 +27,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from state_machines.log_verify import EventVerdict, LogEntry, Verifier
+from state_machines.log_verify.entries import LogEntry
 from state_machines.log_verify.log_state import ReplayError, StaticConfig
+from state_machines.log_verify.verifier import EventVerdict, Verifier
 from streaming import exits
 from streaming.exits import UsageError
 from streaming.metadata_log import (
@@ -179,9 +180,11 @@ def verify(
     report: str | None = None,
     skip_corrupt: bool = False,
     static: StaticConfig | None = None,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
     snapshot, start, segments = _plan(paths)
     reader = _Reader(skip_corrupt, err)
     v = Verifier(static)

@@ -10,9 +10,7 @@ Pure: the records come in decoded (`LogEntry`), the verdicts go out as values. T
 * `predict.py`: what the rules write for each kind of controller event;
 * `severity.py`: how bad a difference between the log and the prediction is;
 * `verifier.py`: grouping the records into controller events, and the summary.
+
+The package imports none of its modules (a module's relative import runs this file): use
+`state_machines.log_verify.verifier` (Verifier, verify_entries) and `.entries` (LogEntry).
 """
-
-from .entries import LogEntry
-from .verifier import Divergence, EventVerdict, Summary, Verifier, verify_entries
-
-__all__ = ["Divergence", "EventVerdict", "LogEntry", "Summary", "Verifier", "verify_entries"]

@@ -34,7 +34,7 @@ ConfigRecord                incrementalAlterConfigs            4.0: ClearElrReco
 An anchored event claims the PartitionChangeRecords next to its anchor that the rules say it
 writes (each partition once); the rest of a run of PartitionChangeRecords are requests
 without a record of their own (AlterPartition, reassignments, elections and the periodic
-tasks): `predict.explanations` names the causes that could have written each one. When
+tasks): `explanations` names the causes that could have written each one. When
 records of such requests sit in the same batch right next to an anchored event's, where one
 ends and the other begins is not in the log: the verdict says the grouping is ambiguous.
 
@@ -63,7 +63,6 @@ from ..kraft.records import (
     PartitionChangeRecord,
 )
 from ..model import NO_LEADER
-from . import predict
 from .entries import (
     LogEntry,
     describe_change,
@@ -72,6 +71,14 @@ from .entries import (
     partition_record,
 )
 from .log_state import LogState, ReplayError, StaticConfig, TopicPartition
+from .predict import (
+    HANDLERS,
+    broker_event,
+    explanations,
+    handler_targets,
+    partitions_in,
+    same_change,
+)
 from .severity import BENIGN, SAFETY, classify
 
 MATCH = "match"
@@ -664,8 +671,8 @@ class Verifier:
                     (e.offset,),
                 )
             )
-        targets = predict.handler_targets(self.state, kind, broker_id)
-        predicted = predict.broker_event(self.state, kind, broker_id, targets)
+        targets = handler_targets(self.state, kind, broker_id)
+        predicted = broker_event(self.state, kind, broker_id, targets)
         claim.predicted = {tp: c for tp, c in predicted.items() if c is not None}
         if kind == "BrokerUnfenced" and was is not None and not was.fenced:
             claim.notes.append(
@@ -758,14 +765,14 @@ class Verifier:
 
     def _targets(self, kind: str, broker_id: int) -> list[TopicPartition]:
         if kind == "DirectoriesOffline":
-            return predict.partitions_in(self.state, self._offline_dirs)
-        return predict.handler_targets(self.state, kind, broker_id)
+            return partitions_in(self.state, self._offline_dirs)
+        return handler_targets(self.state, kind, broker_id)
 
     def _predicted(self, kind: str, broker_id: int) -> dict[TopicPartition, PartitionChange]:
         targets = self._targets(kind, broker_id)
         return {
             tp: c
-            for tp, c in predict.broker_event(self.state, kind, broker_id, targets).items()
+            for tp, c in broker_event(self.state, kind, broker_id, targets).items()
             if c is not None
         }
 
@@ -789,7 +796,7 @@ class Verifier:
         readings.append(("BrokerShutdown", self._predicted("BrokerFenced", broker_id)))
         for kind, predicted in readings:
             if set(predicted) == set(log) and all(
-                predict.same_change(log[tp], c) for tp, c in predicted.items()
+                same_change(log[tp], c) for tp, c in predicted.items()
             ):
                 return kind, predicted
         return readings[0]
@@ -834,7 +841,7 @@ class Verifier:
 
     def _broker_event(self, claim: _Claim, ambiguous: str | None, replay_anchor: bool) -> None:
         kind = claim.kind
-        method, _ = predict.HANDLERS[kind]
+        method, _ = HANDLERS[kind]
         if kind in ("BrokerShutdown", "BrokerUncleanShutdown"):
             kind = "BrokerRegistration"
         anchor = claim.anchor
@@ -864,7 +871,7 @@ class Verifier:
             ev.decisions += 1
             change = claim.predicted.get(tp)
             got = entries.get(tp)
-            if got is not None and predict.same_change(got[1], change):
+            if got is not None and same_change(got[1], change):
                 ev.matched += 1
                 continue
             old = before.get(tp, st.partition(*tp) if got is None else None)
@@ -979,7 +986,7 @@ class Verifier:
             self._replay(ev, x, r)
             return ev
         try:
-            candidates = predict.explanations(st, tp, old, r)
+            candidates = explanations(st, tp, old, r)
         except ShadowControllerError as exc:
             ev = _Event("PartitionChange", "QuorumController.replay", x.offset, x.offset)
             ev.add(x)
@@ -995,7 +1002,7 @@ class Verifier:
             )
             self._replay(ev, x, r)
             return ev
-        chosen = next((c for c in candidates if predict.same_change(r, c.change)), None)
+        chosen = next((c for c in candidates if same_change(r, c.change)), None)
         first = candidates[0]
         ev = _Event((chosen or first).kind, (chosen or first).method, x.offset, x.offset)
         ev.add(x)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from state_machines.log_verify import LogEntry
+from state_machines.log_verify.entries import LogEntry
 from state_machines.log_verify.log_state import LogState
 from streaming.metadata_log import (
     control_value,
