@@ -533,6 +533,7 @@ class Verifier:
             )
         elif predicted is not None and _body(predicted) == _body(r):
             ev.matched += 1
+            self._check_version(ev, e, st.mv.partition_record_version)
             # the registration the record replays to: the same for every partition placed
             # on these replicas (PartitionRegistration(PartitionRecord) reads no id)
             assert replayed is not None
@@ -565,6 +566,22 @@ class Verifier:
                 )
             )
         self._replay(ev, e, r)
+
+    def _check_version(self, ev: _Event, e: LogEntry, version: int) -> None:
+        """The record version Kafka writes at the log's metadata.version
+        (`MetadataVersion.partitionRecordVersion`, `partitionChangeRecordVersion`)."""
+        if e.version != version:
+            ev.divergences.append(
+                Divergence(
+                    BENIGN,
+                    (
+                        f"{e.name} version {e.version} where Kafka writes version {version} at "
+                        f"metadata.version {self.state.mv.value}",
+                    ),
+                    "MetadataVersion.partitionChangeRecordVersion / partitionRecordVersion",
+                    (e.offset,),
+                )
+            )
 
     def _placement(
         self, r: MetadataPartitionRecord, replication_factor: int | None
@@ -873,6 +890,8 @@ class Verifier:
             got = entries.get(tp)
             if got is not None and same_change(got[1], change):
                 ev.matched += 1
+                assert change is not None
+                self._check_version(ev, got[0], change.version)
                 continue
             old = before.get(tp, st.partition(*tp) if got is None else None)
             log_after = after_log.get(tp, old) if got is not None else old
@@ -1010,6 +1029,8 @@ class Verifier:
         ev.decisions += 1
         if chosen is not None:
             ev.matched += 1
+            if chosen.change is not None and chosen.kind != "AssignReplicasToDirs":
+                self._check_version(ev, x, chosen.change.version)
             if chosen.admin_unclean:
                 ev.note = (
                     "an unclean election while the topic does not allow one: only an admin's "
