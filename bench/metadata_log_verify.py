@@ -162,7 +162,7 @@ def write_log(
         fields: dict[str, Any] = {"isr": isr}
         if replicas[0] == 1:
             fields["leader"] = isr[0]  # the first ISR replica in replica order
-        values.append(_partition_value("PartitionChangeRecord", 0, topic_id, p, **fields))
+        values.append(_partition_value("PartitionChangeRecord", 1, topic_id, p, **fields))
     values.append(
         metadata_value(
             "BrokerRegistrationChangeRecord", 0, broker_id=1, broker_epoch=epochs[1], fenced=1
