@@ -150,12 +150,16 @@ def _body(
     run: list[tuple[int, Field]] = []
 
     def flush() -> None:
+        # one unpack for a run of fixed-size fields, a Uuid's 16 bytes among them
         if not run:
             return
-        fmt = ">" + "".join(_FIXED[f.type] for _, f in run)
+        fmt = ">" + "".join("16s" if f.type == "uuid" else _FIXED[f.type] for _, f in run)
         targets = ", ".join(f"v{i}" for i, _ in run) + ","
         w.emit(1, f"{targets} = {w.const(struct.Struct(fmt).unpack_from)}(b, p)")
         w.emit(1, f"p += {struct.calcsize(fmt)}")
+        for i, f in run:
+            if f.type == "uuid":
+                w.emit(1, f"v{i} = _UC.get(v{i}) or _uuid(v{i})")
         run.clear()
 
     tagged: list[tuple[int, Field]] = []
@@ -165,7 +169,7 @@ def _body(
         elif f.tagged(version):
             w.emit(1, f"v{i} = {w.const(f.default)}")
             tagged.append((i, f))
-        elif f.type in _FIXED:
+        elif f.type in _FIXED or f.type == "uuid":
             run.append((i, f))
         else:
             flush()
