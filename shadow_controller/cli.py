@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import json
 import os
+import select
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -420,6 +421,25 @@ def main(argv: list[str] | None = None) -> int:
         return report(args.command, exc)
     except KeyboardInterrupt:
         return report(args.command, Interrupted("interrupted"))
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise  # another pipe broke: a fault to see, not the user's `| head`
+        # stdout's reader went away (`simulate LOG | head`): stop quietly, as a filter does.
+        # stdout now points at /dev/null, so the interpreter's last flush cannot raise again
+        # (the recipe of the signal module's "Note on SIGPIPE").
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return exits.PIPE_CLOSED
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe nobody reads any more: poll reports POLLERR on a pipe's
+    write end once its read end is closed."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError):  # stdout closed or not a file
+        return False
 
 
 if __name__ == "__main__":

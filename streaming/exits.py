@@ -16,6 +16,7 @@ one place that turns these errors into the line and the code.
 | 6 | `health`: a partition is under its min ISR (none is offline) |
 | 7 | `health`: a partition is offline |
 | 130 | interrupted before anything was written (Ctrl-C in a one-shot tool) |
+| 141 | the reader of the command's output went away (`head` after `simulate LOG`) |
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ OUTAGE = 5
 UNDER_MIN_ISR = 6
 OFFLINE = 7
 INTERRUPTED = 130
+# stdout's reader closed the pipe: 128 + SIGPIPE, what a shell reports for a filter ended so
+PIPE_CLOSED = 141
 
 
 class CommandError(ShadowControllerError):
