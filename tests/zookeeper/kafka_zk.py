@@ -222,6 +222,7 @@ class KafkaZkCluster:
         self.brokers: dict[int, KazooClient] = {}
         self.controller_id: int | None = None
         self.controller_epoch = 0
+        self.epoch_zk_version = -1  # /controller_epoch's version once a controller is elected
         self.states: dict[tuple[str, int], State] = {}
         self.assignments: dict[str, dict[int, tuple[list[int], list[int], list[int]]]] = {}
         self.topic_ids: dict[str, str] = {}
@@ -282,8 +283,18 @@ class KafkaZkCluster:
         tx = self.brokers[broker].transaction()
         tx.create("/controller", controller_znode(broker, _now()), ephemeral=True)
         tx.set_data("/controller_epoch", str(epoch).encode(), version=stat.version)
-        assert all(r is True or isinstance(r, str | object) for r in tx.commit())
+        _committed(tx)
         self.controller_id, self.controller_epoch = broker, epoch
+        self.epoch_zk_version = self.admin.exists("/controller_epoch").version
+
+    def _fenced(self, op: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        """One controller write, fenced by the controller epoch's zkVersion
+        (`KafkaZkClient.wrapRequestWithControllerEpochCheck`: a multi-op of a CheckOp on
+        /controller_epoch and the write); the write's result."""
+        tx = self.admin.transaction()
+        tx.check("/controller_epoch", self.epoch_zk_version)
+        getattr(tx, op)(path, *args, **kwargs)
+        return _committed(tx)[1]
 
     # admin (AdminZkClient.createTopicWithAssignment)
     def create_topic(
@@ -304,15 +315,21 @@ class KafkaZkCluster:
             f"/brokers/topics/{topic}", topic_znode(self.topic_ids[topic], self.assignments[topic])
         )
 
-    def request_deletion(self, topic: str) -> None:  # AdminZkClient.deleteTopic
+    def request_deletion(self, topic: str) -> None:
+        """`AdminZkClient.deleteTopic` -> `createDeleteTopicPath`: no data."""
         self.admin.create(f"/admin/delete_topics/{topic}")
 
     # the controller's writes
     def write_initial(self, topic: str, partition: int, leader: int, isr: list[int]) -> None:
-        """`createTopicPartitionStatesRaw`: the state znode created, version 0."""
-        self.admin.ensure_path(f"/brokers/topics/{topic}/partitions/{partition}")
-        self.admin.create(
-            f"/brokers/topics/{topic}/partitions/{partition}/state",
+        """`createTopicPartitionStatesRaw`: `partitions`, `partitions/<p>` (no data) and the
+        state znode created, each fenced, version 0."""
+        base = f"/brokers/topics/{topic}/partitions"
+        for path in (base, f"{base}/{partition}"):
+            if not self.admin.exists(path):
+                self._fenced("create", path, b"")
+        self._fenced(
+            "create",
+            f"{base}/{partition}/state",
             state_znode(leader, 0, isr, self.controller_epoch),
         )
         self.states[topic, partition] = State(leader, 0, list(isr), 0)
@@ -328,7 +345,8 @@ class KafkaZkCluster:
     ) -> None:
         """`updateLeaderAndIsr`: setData with the version last read."""
         s = self.states[topic, partition]
-        stat = self.admin.set(
+        stat = self._fenced(
+            "set_data",
             f"/brokers/topics/{topic}/partitions/{partition}/state",
             state_znode(
                 leader,
@@ -350,17 +368,34 @@ class KafkaZkCluster:
     ) -> None:
         """`setTopicAssignment` (KafkaController.updateReplicaAssignmentForPartition)."""
         self.assignments[topic][partition] = (replicas, adding, removing)
-        self.admin.set(
-            f"/brokers/topics/{topic}", topic_znode(self.topic_ids[topic], self.assignments[topic])
+        self._fenced(
+            "set_data",
+            f"/brokers/topics/{topic}",
+            topic_znode(self.topic_ids[topic], self.assignments[topic]),
         )
 
     def delete_topic_znodes(self, topic: str) -> None:
-        """`TopicDeletionManager.completeDeleteTopic`: the topic, its configs, the request."""
-        self.admin.delete(f"/brokers/topics/{topic}", recursive=True)
-        self.admin.delete(f"/config/topics/{topic}")
-        self.admin.delete(f"/admin/delete_topics/{topic}")
+        """`TopicDeletionManager.completeDeleteTopic`: the topic (`deleteRecursive`, children
+        first), its configs, the request; each delete fenced."""
+
+        def delete_recursive(path: str) -> None:
+            for child in self.admin.get_children(path):
+                delete_recursive(f"{path}/{child}")
+            self._fenced("delete", path)
+
+        delete_recursive(f"/brokers/topics/{topic}")
+        self._fenced("delete", f"/config/topics/{topic}")
+        self._fenced("delete", f"/admin/delete_topics/{topic}")
         for tp in [tp for tp in self.states if tp[0] == topic]:
             del self.states[tp]
+
+
+def _committed(tx: Any) -> list[Any]:
+    results = tx.commit()
+    failed = [r for r in results if isinstance(r, Exception)]
+    if failed:
+        raise failed[0]
+    return list(results)
 
 
 def _now() -> int:
