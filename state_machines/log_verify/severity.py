@@ -12,8 +12,10 @@ registry as the event leaves it.
   while the topic does not allow unclean election;
 * a leader on a broker that is fenced, in controlled shutdown or unregistered, where the
   rules moved leadership away (`generateLeaderAndIsrUpdates` never keeps one);
-* an ISR or ELR member the rules did not keep that is not eligible (fenced, shutting down,
-  unregistered): `handleBrokerFenced` and the ISR checks of `alterPartition` keep them out;
+* an ISR member the rules did not keep that is not eligible (fenced, shutting down,
+  unregistered) while the partition has a leader (without one, KRaft keeps the last ISR
+  member whatever its state), or such an ELR member: `handleBrokerFenced` and the ISR
+  checks of `alterPartition` keep them out;
 * a leader epoch or partition epoch below the rules' (an epoch not bumped: a removed replica
   or an old leader is no longer fenced off);
 * a leader the rules marked RECOVERING (elected uncleanly) that the log says RECOVERED.
@@ -76,8 +78,10 @@ def classify(
                 f"leader {leader} is on a broker that is fenced, shutting down or unregistered "
                 f"(the rules: leader {predicted.leader})"
             )
+    # without a leader, KRaft keeps the last ISR member even when it is fenced (no empty ISR
+    # without ELR): only an ISR that a leader serves from must hold no ineligible member
     kept = [b for b in log.isr if b not in predicted.isr and not _eligible(registry, b)]
-    if kept:
+    if kept and log.leader != NO_LEADER:
         safety.append(
             f"ISR {list(log.isr)} keeps {kept}, fenced, shutting down or unregistered "
             f"(the rules: ISR {list(predicted.isr)})"

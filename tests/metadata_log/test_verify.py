@@ -312,3 +312,21 @@ def test_jbod_directories_assigned_and_gone_offline(
     assert doc["summary"]["events_by_kind"]["DirectoriesOffline"] == 1
     assert doc["summary"]["divergent"] == {"benign": 0, "safety": 0}
     assert doc["summary"]["decisions_checked"] == doc["summary"]["matched"]
+
+
+def test_the_controllers_static_config_is_the_users_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """unclean.leader.election.enable in the controllers' server.properties is not in the
+    log. Said to be true, the rules elect t-2's last replica standing uncleanly where the log
+    (written with it false) leaves t-2 without a leader: a benign divergence (availability)."""
+    directory = broker_failure(False).write(tmp_path / "m")
+    code, doc, _ = _verify(
+        capsys, str(directory), "--controller-config", "unclean.leader.election.enable=true"
+    )
+    assert code == 0
+    (event,) = [e for e in doc["events"] if e["kind"] == "BrokerFenced"]
+    (d,) = event["divergences"]
+    assert d["severity"] == "benign" and d["partition"] == "t-2"
+    assert d["log"] == {"leader": -1}
+    assert d["predicted"] == {"leader": 2, "isr": [2], "leader_recovery_state": 1}
