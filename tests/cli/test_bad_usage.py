@@ -443,7 +443,7 @@ ROWS = [
         "what-if: no event",
         ("what-if", "--checkpoint", "{tmp}/done"),
         exits.USAGE,
-        "one of the arguments --event --events is required",
+        "one of the arguments --event --events --restart-broker is required",
     ),
     Row(
         "what-if: unknown flag",
