@@ -293,10 +293,14 @@ def what_if(state: ControllerState, events: Sequence[Hypothesis]) -> dict[str, A
     state.next_offset = first + len(raws)
     after = health.report(state)
     by_type = Counter(d["type"] for d in fold.decisions)
+    # the brokers the events left shutting down: what happens when each one stops
+    still = {
+        b for b, r in health.brokers_of(state).items() if r.fact.registered and r.fact.shutting_down
+    }
     stopped = [
         when_stopped(state, d["broker_id"], after)
         for d in fold.decisions
-        if d["type"] == "ControlledShutdownResult" and not d["error"]
+        if d["type"] == "ControlledShutdownResult" and not d["error"] and d["broker_id"] in still
     ]
     code = max([health.exit_code(after), *(s["exit_code"] for s in stopped)])
     return {

@@ -433,3 +433,17 @@ def test_a_controlled_shutdown_says_what_goes_offline_when_the_broker_stops() ->
         "  controlled shutdown of broker 3: accepted; still leads 2: orders-1, orders-2\n"
         "    when broker 3 stops: would go offline: 2 (orders-1, orders-2); under min ISR: 0\n"
     ) in render(result, 3)
+
+
+def test_a_controlled_shutdown_followed_by_the_broker_stopping_is_not_stopped_twice() -> None:
+    _, state = engine_state(_three_brokers())
+    events = [
+        {"v": 1, "type": "ControlledShutdown", "broker_id": 3, "broker_epoch": 103},
+        {"v": 1, "type": "BrokerFailure", "broker_id": 3},
+    ]
+    result = what_if(
+        state, [Hypothesis(f"--event {i}", json.dumps(e).encode()) for i, e in enumerate(events)]
+    )
+    assert result["when_stopped"] == []
+    assert names(result["impact"]["newly_offline"]) == ["orders-1", "orders-2"]
+    assert result["exit_code"] == exits.OFFLINE
