@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Union, cast
+from typing import cast
 
 from . import event_types as ev
 from .commands import Command, Op, PartitionContext, PartitionSummary
@@ -117,9 +117,14 @@ class TopicRecord:
 # The key says which record it holds: `controller`, `broker-<id>` or `topic-<name>`. In
 # kraft mode a broker's record is its `BrokerRegistration` (kraft/cluster_control.py), and
 # `kraft-tasks` and `kraft-heartbeats` the quorum controller's in-memory state (kraft/schedule.py).
-DirectoryRecord = Union[
-    ControllerRecord, BrokerRecord, TopicRecord, BrokerRegistration, KraftTasks, HeartbeatStates
-]
+DirectoryRecord = (
+    ControllerRecord
+    | BrokerRecord
+    | TopicRecord
+    | BrokerRegistration
+    | KraftTasks
+    | HeartbeatStates
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +148,11 @@ class DirectoryResult:
     followups: tuple[ev.CauseStep, ...] = ()
     # the event cannot be applied under this rule set: it goes to the dead letters with this reason
     rejected: str | None = None
+    # kraft: each output's and each command's place in the step's production order (empty:
+    # their indexes), so that a cause's metadata records can be put in the order the quorum
+    # controller appends them (outputs.AppendedRecord.order)
+    output_order: tuple[int, ...] = ()
+    command_order: tuple[int, ...] = ()
 
 
 class DirectoryView:

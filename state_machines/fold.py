@@ -22,6 +22,7 @@ from .kraft.commands import KraftContext, KraftPartition
 from .loop import DeadLetter, Wake, Work
 from .model import ControllerConfig
 from .outputs import (
+    AppendedRecord,
     ControlledShutdownResultRecord,
     ObservationOutcome,
     Record,
@@ -109,10 +110,14 @@ def fold_partition(
             )
         if result.outputs:
             cause_id = cmd.cause_id
-            for o in result.outputs:
+            for k, o in enumerate(result.outputs):
                 # the internal outputs are final classes: told apart by identity
                 kind = type(o)
-                if kind is UpdateMetadataShare:
+                if kind is AppendedRecord:
+                    o = o.placed((w.round, w.idx, k))
+                    decision(cause, o.key(), seq_next, o, cause_id)
+                    seq_next += 1
+                elif kind is UpdateMetadataShare:
                     # Piece(...), without the named tuple's Python-level __new__
                     replies.metadata.append(_new_tuple(Piece, (cause, cause_id, w.round, o)))
                 elif kind is StillLeads:
@@ -175,6 +180,8 @@ def number_directory_records(work: Iterable[Work], replies: Replies) -> None:
         elif isinstance(item, UpdateMetadataSend):
             replies.metadata.append(Piece(w.cause_offset, w.cause_id, w.round, item))
         else:
+            if type(item) is AppendedRecord:
+                item = item.placed((w.round, w.idx, 0))
             key = item.key()  # type: ignore[union-attr]
             seq = counters.get((w.cause_offset, key), 0)
             counters[(w.cause_offset, key)] = seq + 1

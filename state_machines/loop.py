@@ -333,12 +333,16 @@ class Sequencer:
         followups: tuple[CauseStep, ...],
     ) -> Pending | None:
         while True:
-            for i, rec in enumerate(result.outputs):
+            # each item's index: its place in the step's production order where the rule set
+            # gives one (kraft: the metadata records' append order), else its index
+            output_order = result.output_order or range(len(result.outputs))
+            for i, rec in zip(output_order, result.outputs, strict=True):
                 self.work.append(Work(DIRECT, offset, round_, i, rec, cause_id))
             commands = result.commands
             touched, work = self._touched, self.work
             expected = 0
-            for i, cmd in enumerate(commands):
+            command_order = result.command_order or range(len(commands))
+            for i, cmd in zip(command_order, commands, strict=True):
                 tp = (cmd.topic, cmd.partition)
                 # Work(...) without the named tuple's Python-level __new__: a fan-out makes
                 # one per partition

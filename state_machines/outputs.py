@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache
-from typing import Any, ClassVar, NamedTuple, Union
+from typing import Any, ClassVar, NamedTuple
 
 from .kraft.records import (
     CONFIG_RESOURCE_TOPIC,
@@ -293,9 +293,21 @@ class AppendedRecord(_Record):
     # what KRaft's UncleanLeaderElectionsPerSec counts); written as `"election": "unclean"`,
     # the field ZK-mode's LeaderAndIsr records carry
     unclean: bool = False
+    # not Kafka's: the record's place in its cause's appends, (round, index, k) — the
+    # directory step's round, the place of the output or command that made it in the step's
+    # production order, and its index among that command's outputs (fold.py sets it). A
+    # cause's records sorted by it are in the order the quorum controller appends them;
+    # written as `append_order`
+    order: tuple[int, int, int] | None = None
 
     def key(self) -> str:
         return self.entity
+
+    def placed(self, order: tuple[int, int, int]) -> AppendedRecord:
+        """This record at `order` (a constructor call: a fan-out places one per partition)."""
+        return AppendedRecord(
+            self.entity, self.topic, self.partition, self.version, self.record, self.unclean, order
+        )
 
 
 # Kafka's record names, where this project's class is renamed
@@ -340,6 +352,8 @@ def _appended_writer(
         doc[name] = value
     if r.unclean:
         doc["election"] = "unclean"
+    if r.order is not None:
+        doc["append_order"] = list(r.order)
     return doc
 
 
@@ -351,20 +365,20 @@ class ObservationOutcome:
     outcome: str  # match | benign | safety
 
 
-Record = Union[
-    LeaderAndIsrRecord,
-    StopReplicaRecord,
-    PartitionStateChangeRecord,
-    ReplicaStateChangeRecord,
-    StateChangeFailedRecord,
-    ControlledShutdownResultRecord,
-    AlterPartitionResultRecord,
-    ElectionResultRecord,
-    DivergenceRecord,
-    UpdateMetadataRecord,
-    AppendedRecord,
-]
-Output = Union[Record, StillLeads, ObservationOutcome, UpdateMetadataShare]
+Record = (
+    LeaderAndIsrRecord
+    | StopReplicaRecord
+    | PartitionStateChangeRecord
+    | ReplicaStateChangeRecord
+    | StateChangeFailedRecord
+    | ControlledShutdownResultRecord
+    | AlterPartitionResultRecord
+    | ElectionResultRecord
+    | DivergenceRecord
+    | UpdateMetadataRecord
+    | AppendedRecord
+)
+Output = Record | StillLeads | ObservationOutcome | UpdateMetadataShare
 
 
 def contract_key(doc: dict[str, Any]) -> str:
@@ -394,7 +408,8 @@ def _appended_key(doc: dict[str, Any]) -> str:
         return "cluster" if doc["resource_name"] == "" else f"broker-{doc['resource_name']}"
     if kind == "ClearElrRecord":
         return f"topic/{doc['topic_name']}" if doc["topic_name"] else "cluster"
-    return f"broker-{doc['id'] if kind in ('FenceBrokerRecord', 'UnfenceBrokerRecord') else doc['broker_id']}"
+    broker = doc["id"] if kind in ("FenceBrokerRecord", "UnfenceBrokerRecord") else doc["broker_id"]
+    return f"broker-{broker}"
 
 
 def to_contract(
@@ -429,7 +444,8 @@ def _writer(cls: type) -> _Writer:
         parts.append(f"{f.name!r}: {read}")
     source = (
         "def write(r, cause_offset, cause_id, seq):\n"
-        f"    return {{'v': 1, 'type': {cls.TYPE!r}, 'cause_offset': cause_offset, 'cause_id': cause_id, "  # type: ignore[attr-defined]
+        f"    return {{'v': 1, 'type': {cls.TYPE!r}, "  # type: ignore[attr-defined]
+        "'cause_offset': cause_offset, 'cause_id': cause_id, "
         f"'seq': seq, {', '.join(parts)}}}\n"
     )
     env: dict[str, Any] = {"_list": _list, "list": list, "isinstance": isinstance, "tuple": tuple}

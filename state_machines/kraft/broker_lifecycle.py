@@ -27,6 +27,7 @@ from . import cluster_control as cc
 from .commands import BrokerLifecycle
 from .kraft_view import KraftView, directory_id
 from .kraft_view import fan_out as _fan_out
+from .outputs import broker_record
 from .schedule import HEARTBEATS_KEY, HeartbeatStates
 
 
@@ -130,10 +131,14 @@ def controlled_shutdown(d: KraftView, e: ev.ControlledShutdown) -> None:
     if handler == "handleBrokerFenced":
         _fence(d, reg)
     elif handler == "handleBrokerInControlledShutdown":
+        # the broker's record first, then its partitions (Kafka appends them in that order
+        # and replays them after: the partitions see the registration from before it)
         record = cc.controlled_shutdown_record(d.registry(), b, reg.epoch, d.mv)
+        if record is not None:
+            d.emit(broker_record(record))
         _fan_out(d, d.hosted(b), BrokerLifecycle("handleBrokerInControlledShutdown", b))
         if record is not None:
-            d.replay([record])
+            d.replay([record], emit=False)
 
 
 def _heartbeats(d: KraftView) -> HeartbeatStates:

@@ -83,6 +83,12 @@ class KraftView(DirectoryView):
         self.mv = MetadataVersion.from_version_string(config.metadata_version)
         self._kcontexts: dict[tuple[str, tuple[int, ...]], KraftContext] = {}
         self.rejected: str | None = None
+        # each output's and command's place in production order: Kafka appends a handler's
+        # records in the order it makes them (the broker's record before or after its
+        # partitions' changes), and the loop carries these places to the records
+        self._made = 0
+        self._output_order: list[int] = []
+        self._command_order: list[int] = []
 
     def put(self, key: str, record: DirectoryRecord | None) -> None:
         super().put(key, record)
@@ -96,8 +102,9 @@ class KraftView(DirectoryView):
         ids = sorted(self.controller.brokers) if brokers is None else brokers
         return cc.BrokerRegistry.of(r for r in (self.registration(b) for b in ids) if r is not None)
 
-    def replay(self, records: Iterable[ApiMessageAndVersion]) -> None:
-        """Write broker records out and replay them into the registry."""
+    def replay(self, records: Iterable[ApiMessageAndVersion], emit: bool = True) -> None:
+        """Write broker records out (unless already written: `emit` False) and replay them
+        into the registry."""
         for r in records:
             m = r.message
             broker_id = (
@@ -110,11 +117,18 @@ class KraftView(DirectoryView):
                 self.put(CONTROLLER_KEY, replace(c, brokers=c.brokers | {broker_id}))
             elif after is None:
                 self.put(CONTROLLER_KEY, replace(c, brokers=c.brokers - {broker_id}))
-            self.emit(broker_record(r))
+            if emit:
+                self.emit(broker_record(r))
 
     def emit(self, output: object) -> None:
+        """An output of the active controller (a standby replays and writes nothing)."""
         if self.controller.active:
-            self.outputs.append(output)  # type: ignore[arg-type]
+            self.append_output(output)
+
+    def append_output(self, output: object) -> None:
+        self.outputs.append(output)  # type: ignore[arg-type]
+        self._output_order.append(self._made)
+        self._made += 1
 
     def min_insync_replicas(self, configs: Iterable[tuple[str, str]]) -> int:
         """The topic's min.insync.replicas: its own, the cluster's, the static setting. A
@@ -159,12 +173,31 @@ class KraftView(DirectoryView):
         self.commands.append(
             Command(topic, partition, self.offset, self.cause_id, self.kctx(topic, partition), op)
         )
+        self._command_order.append(self._made)
+        self._made += 1
+
+    def sort_commands(self) -> None:
+        """The commands in (topic, partition) order, each keeping its place in production
+        order (a stable sort: one partition's commands stay in the order they were made)."""
+        commands, order = self.commands, self._command_order
+        by_partition = sorted(
+            range(len(commands)), key=lambda i: (commands[i].topic, commands[i].partition)
+        )
+        self.commands = [commands[i] for i in by_partition]
+        self._command_order = [order[i] for i in by_partition]
 
     def result(  # type: ignore[override]
         self, continuation: None = None, followups: tuple[ev.CauseStep, ...] = ()
     ) -> DirectoryResult:
         return DirectoryResult(
-            self.changes, tuple(self.commands), tuple(self.outputs), None, followups, self.rejected
+            self.changes,
+            tuple(self.commands),
+            tuple(self.outputs),
+            None,
+            followups,
+            self.rejected,
+            tuple(self._output_order),
+            tuple(self._command_order),
         )
 
 

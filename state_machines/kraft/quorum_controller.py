@@ -90,6 +90,7 @@ from .commands import (
     RegisterPartition,
     RemovePartition,
 )
+from .java_hash_set import string_hash_map_order
 from .kraft_view import (
     ALTER_PARTITION_VERSION,
     MIN_INSYNC_REPLICAS,
@@ -231,11 +232,12 @@ def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
             e.topic, ApiMessageAndVersion(MetadataTopicRecord(e.topic, topic_id(e.topic)), 0)
         )
     )
+    configs = dict(e.configs)
     _write_configs(
         d,
         [
-            ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, value)
-            for name, value in sorted(e.configs)
+            ConfigRecord(CONFIG_RESOURCE_TOPIC, e.topic, name, configs[name])
+            for name in _request_order(configs)
         ],
     )
     _register_partitions(d, e.topic, e.partitions)
@@ -305,11 +307,23 @@ def _topic_deletion(d: KraftView, e: ev.TopicDeletion) -> None:
     d.put(CONTROLLER_KEY, replace(c, topics=c.topics - {e.topic}))
 
 
+def _request_order(configs: Iterable[str]) -> tuple[str, ...]:
+    """The order Kafka walks a request's config names in, so the order of its ConfigRecords
+    (`incrementalAlterConfigResource` iterates the HashMap the request was read into:
+    `ReplicationControlManager.computeConfigChanges`, ControllerApis'
+    incrementalAlterConfigs). The request's own order, which decides only between names in
+    one bucket, is taken as sorted (the contract's configs are an object)."""
+    return string_hash_map_order(sorted(configs))
+
+
 def _config_changes(
     before: Iterable[tuple[str, str | None]], after: Iterable[tuple[str, str | None]]
 ) -> list[tuple[str, str | None]]:
+    """The topic's changed configs (a TopicConfigChange carries the whole set: Kafka writes
+    records only for values that change), in the request's order."""
     old, new = dict(before), dict(after)
-    return [(k, new.get(k)) for k in sorted({*old, *new}) if old.get(k) != new.get(k)]
+    changed = [k for k in {*old, *new} if old.get(k) != new.get(k)]
+    return [(k, new.get(k)) for k in _request_order(changed)]
 
 
 def _topic_config_change(d: KraftView, e: ev.TopicConfigChange) -> None:
@@ -358,11 +372,12 @@ def _broker_config_change(d: KraftView, e: ev.BrokerConfigChange) -> None:
     merged = tuple(sorted(configs.items()))
     # incrementalAlterConfigResource: a BROKER resource gets a record for every key of the
     # request, changed or not (KAFKA-14136: "to trigger reloads on the brokers")
+    requested = dict(e.configs)
     _write_configs(
         d,
         [
-            ConfigRecord(CONFIG_RESOURCE_BROKER, "", name, value)
-            for name, value in sorted(dict(e.configs).items())
+            ConfigRecord(CONFIG_RESOURCE_BROKER, "", name, requested[name])
+            for name in _request_order(requested)
         ],
     )
     d.put(CONTROLLER_KEY, replace(c, dynamic_configs=merged))
@@ -520,7 +535,7 @@ def _observed_partition_state(d: KraftView, e: ev.ObservedPartitionState) -> Non
         return
     if not _known(d, e.topic, e.partition):
         observed = {"leader": e.leader, "leader_epoch": e.leader_epoch, "isr": list(e.isr)}
-        d.outputs.append(
+        d.append_output(
             DivergenceRecord(
                 e.topic,
                 e.partition,
@@ -530,7 +545,7 @@ def _observed_partition_state(d: KraftView, e: ev.ObservedPartitionState) -> Non
                 "the shadow does not know this partition",
             )
         )
-        d.outputs.append(ObservationOutcome("benign"))
+        d.append_output(ObservationOutcome("benign"))
         return
     d.remember_brokers(e.topic, e.partition, (e.leader, *e.isr))
     d.ksend(
@@ -620,13 +635,13 @@ def kraft_directory_step(
         op: KraftOp = BalanceLeader() if event.task == periodic_tasks.BALANCE else ElectUnclean()
         fan_out(d, targets, op)
         if after is not None:
-            d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))
+            d.sort_commands()
             return d.result(followups=(after,))
     elif isinstance(event, (ev.ControllerTick, ev.RebalanceCheck)):
         pass  # time passed: what was due ran before this step
     else:  # pragma: no cover - programming error
         raise TypeError(f"unknown event {event!r}")
-    d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))
+    d.sort_commands()
     return d.result()
 
 

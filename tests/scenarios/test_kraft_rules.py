@@ -63,6 +63,7 @@ def change_fields(record: dict[str, Any]) -> dict[str, Any]:
         "version",
         "topic_id",
         "partition_id",
+        "append_order",
     }
     return {k: v for k, v in record.items() if k not in names}
 
