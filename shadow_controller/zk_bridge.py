@@ -264,6 +264,11 @@ def _writer(settings: ZkBridgeSettings) -> Writer:
 def cmd_zk_bridge(args: argparse.Namespace, config: ControllerConfig | None) -> int:
     if args.bootstrap_servers:
         raise UsageError("give either --zookeeper or --bootstrap-servers, not both")
+    if config is not None and config.mode != "zk":
+        raise UsageError(
+            f"a ZooKeeper-mode cluster runs the ZooKeeper controller, but the shadow runs "
+            f'controller.mode = "{config.mode}"; set [controller] mode = "zk"'
+        )
     settings = ZkBridgeSettings(
         zookeeper=args.zookeeper,
         state=args.state,
