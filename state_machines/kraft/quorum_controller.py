@@ -75,6 +75,7 @@ from ..outputs import (
     StateChangeFailedRecord,
 )
 from ..states import LeaderRecoveryState
+from . import cluster_control as cc
 from . import periodic_tasks
 from .alter_partition import unknown_topic_error
 from .broker_lifecycle import broker_failure, broker_startup, controlled_shutdown, forget_heartbeats
@@ -99,7 +100,7 @@ from .kraft_view import (
     partition_zero_replicas,
     topic_id,
 )
-from .outputs import clear_elr_record, config_record, topic_record
+from .outputs import broker_record, clear_elr_record, config_record, topic_record
 from .partition_registration import PartitionRegistration
 from .records import (
     CONFIG_RESOURCE_BROKER,
@@ -107,6 +108,7 @@ from .records import (
     ApiMessageAndVersion,
     ConfigRecord,
     MetadataTopicRecord,
+    RegisterBrokerRecord,
     RemoveTopicRecord,
 )
 from .replication_control import cluster_describer_default_dir, validate_manual_partition_assignment
@@ -565,9 +567,36 @@ def _controller_failover(d: KraftView, e: ev.ControllerFailover) -> None:
         CONTROLLER_KEY,
         replace(c, active=True, controller_id=e.controller_id, controller_epoch=e.controller_epoch),
     )
+    if c.controller_id is None:
+        _registrations_before_activation(d)
     forget_heartbeats(d)
     now = d.ts if d.ts is not None else c.event_time
     d.put(TASKS_KEY, periodic_tasks.maybe_schedule(periodic_tasks.current(d), d.config, now, True))
+
+
+def _registrations_before_activation(d: KraftView) -> None:
+    """The first activation: the brokers that registered before it (their BrokerStartups
+    loaded context, writing nothing) get the records their registrations made, so that the
+    output holds every broker's RegisterBrokerRecord: in the order they registered (broker
+    epochs), each a new incarnation's (fenced), then the unfence record if the broker is
+    unfenced and the controlled-shutdown change if it is in one. A later failover writes
+    nothing: the new leader already has the log."""
+    registrations = [r for b in sorted(d.controller.brokers) if (r := d.registration(b))]
+    for r in sorted(registrations, key=lambda r: (r.epoch, r.id)):
+        record = RegisterBrokerRecord(
+            r.id,
+            r.epoch,
+            r.incarnation_id,
+            is_migrating_zk_broker=r.is_migrating_zk_broker,
+            log_dirs=r.directories,
+        )
+        d.emit(broker_record(ApiMessageAndVersion(record, cc.register_broker_record_version(d.mv))))
+        if not r.fenced:
+            d.emit(broker_record(cc.unfence_broker_record(r.id, r.epoch, d.mv)))
+        if r.in_controlled_shutdown:
+            shutdown = cc.controlled_shutdown_record(cc.BrokerRegistry(), r.id, r.epoch, d.mv)
+            if shutdown is not None:
+                d.emit(broker_record(shutdown))
 
 
 _NOT_MAPPED = {

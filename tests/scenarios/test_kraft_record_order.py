@@ -165,6 +165,34 @@ def test_a_new_incarnation_appends_fence_registration_unfence_then_elections() -
     assert c.partition("t-0")["leader"] == 1
 
 
+def test_brokers_registered_before_the_first_failover_get_their_records_then() -> None:
+    """While inactive nothing is appended. Brokers that registered before the first
+    ControllerFailover get, at that failover, the records their registration made: each
+    broker's RegisterBrokerRecord, and the unfence record if it is unfenced, in the order
+    they registered (broker epochs). A later failover (a controller move) writes nothing:
+    the new leader already has the log."""
+    c = Cluster()
+    assert c("b2-up", "BrokerStartup", broker_id=2, broker_epoch=50) == []
+    assert c("b1-up", "BrokerStartup", broker_id=1, broker_epoch=60) == []
+    assert c("b3-up", "BrokerStartup", broker_id=3, broker_epoch=70) == []
+    assert c("b3-down", "BrokerFailure", broker_id=3) == []
+    out = c("elected", "ControllerFailover", controller_id=3000, controller_epoch=1)
+    assert described(out) == [
+        ("RegisterBrokerRecord", 2),
+        ("BrokerRegistrationChangeRecord", 2, -1, 0),
+        ("RegisterBrokerRecord", 1),
+        ("BrokerRegistrationChangeRecord", 1, -1, 0),
+        ("RegisterBrokerRecord", 3),
+    ]
+    register = [r for r in in_append_order(out) if r["type"] == "RegisterBrokerRecord"]
+    assert [(r["broker_epoch"], r["fenced"]) for r in register] == [
+        (50, True),
+        (60, True),
+        (70, True),
+    ]
+    assert c("moved", "ControllerFailover", controller_id=3001, controller_epoch=2) == []
+
+
 def test_a_cluster_config_change_appends_in_the_requests_hash_order() -> None:
     """`incrementalAlterConfigResource` for the default BROKER resource: a ConfigRecord for
     every key of the request, in the order of its HashMap."""
