@@ -334,6 +334,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="with --zookeeper: append the events to this JSON-lines file instead of a topic",
     )
     p.add_argument(
+        "--missing-after",
+        type=_non_negative,
+        default=60.0,
+        metavar="SECONDS",
+        help="with --zookeeper: after this long without a change, report the writes the rules "
+        "predict that ZooKeeper never showed (default 60; 0: never)",
+    )
+    p.add_argument(
         "--verdicts",
         metavar="FILE",
         help="with --zookeeper: append every checked write's verdict to this JSON-lines file",

@@ -79,6 +79,8 @@ class ZkBridgeSettings:
     timeout_s: float = 10.0
     auth: str | None = None
     config: ControllerConfig | None = None
+    # report the writes the rules predict that did not come after this long quiet; 0: never
+    missing_after_s: float = 60.0
 
 
 def states_of(nodes: dict[str, Node]) -> dict[tuple[str, int], z.PartitionStateZnode]:
@@ -113,6 +115,7 @@ class ZkBridge:
             self.translator = Translator(saved)
             self.checker.prime(bootstrap(saved), states_of(saved))
         self.verdicts: list[Verdict] = []
+        self.last_batch = time.monotonic()
 
     def take(self, nodes: dict[str, Node], deleted_at: dict[str, int]) -> list[dict[str, Any]]:
         """Take in a full read: the bootstrap, or the changes since the view."""
@@ -144,6 +147,12 @@ class ZkBridge:
                 new[path] = node
         return self._changes(diff_nodes(view, new, deleted_at))
 
+    def report_missing(self) -> None:
+        """After a quiet while: the writes the rules predict that never came."""
+        events, verdicts = self.checker.missing()
+        if events or verdicts:
+            self._deliver(events, verdicts, [])
+
     def _changes(self, changes: list[Change]) -> list[dict[str, Any]]:
         assert self.translator is not None
         events: list[dict[str, Any]] = []
@@ -162,6 +171,7 @@ class ZkBridge:
         """Deliver the events, then keep the position: the whole view (None: at the
         bootstrap) or the batch's changes (zk_state)."""
         assert self.translator is not None
+        self.last_batch = time.monotonic()
         if events:
             self.writer.write(events, int(time.time() * 1000))
         if changes is None:
@@ -226,6 +236,9 @@ def run(
                 continue
             touched = reader.wait_touched(1.0)
             touched.discard(("resync", ""))
+            quiet = time.monotonic() - bridge.last_batch
+            if not touched and settings.missing_after_s and quiet >= settings.missing_after_s:
+                bridge.report_missing()
             if not touched or reader.needs_resync:
                 continue
             assert bridge.translator is not None
@@ -280,6 +293,7 @@ def cmd_zk_bridge(args: argparse.Namespace, config: ControllerConfig | None) -> 
         timeout_s=args.timeout,
         auth=args.zookeeper_auth,
         config=config,
+        missing_after_s=args.missing_after,
     )
     try:
         return run(settings)

@@ -274,6 +274,53 @@ class Checker:
         self.prime(bootstrap(nodes), {})
         return {**item.event, "ts": item.ts} if item.ts else dict(item.event)
 
+    def missing(self) -> tuple[list[dict[str, Any]], list[Verdict]]:
+        """The writes the rules predict next that ZooKeeper never showed (the bridge asks
+        after a quiet while): one verdict each, then the engine adopts the znode as it is,
+        so the rules go on from what the cluster holds."""
+        events: list[dict[str, Any]] = []
+        verdicts: list[Verdict] = []
+        for tp in sorted(tp for tp, pending in self.predicted.items() if pending):
+            pending = self.predicted.pop(tp)
+            s = self.written.get(tp)
+            if s is None:
+                continue
+            version = min(pending)
+            pred = pending[version]
+            path = f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state"
+            fenced = [b for b in s.isr if not self.is_live(b) and b not in pred.isr]
+            dead_leader = s.leader != NO_LEADER and not self.is_live(s.leader)
+            reasons = [f"the rules predict a write at version {version}; ZooKeeper shows none"]
+            if fenced:
+                reasons.append(f"its ISR keeps broker {fenced} without a registration (fenced)")
+            if dead_leader:
+                reasons.append(f"its leader {s.leader} has no registration")
+            verdicts.append(
+                Verdict(
+                    "safety" if fenced else "benign",
+                    0,
+                    "; ".join(reasons),
+                    path,
+                    version,
+                    None,
+                    pred.fields(version),
+                    pred.method,
+                )
+            )
+            self.counts["safety" if fenced else "benign"] += 1
+            rec = self.engine.partitions.get(tp)
+            observed = {
+                "v": 1,
+                "type": "ObservedPartitionState",
+                "topic": tp[0],
+                "partition": tp[1],
+                **s.fields(),
+            }
+            if isinstance(rec, PartitionRecord):
+                observed["replicas"] = list(rec.assignment.replicas)
+            events.append(self.process(observed, 0))
+        return events, verdicts
+
     def _topic_gone(self, item: TopicGone) -> list[dict[str, Any]]:
         """The topic znode deleted: `TopicDeletionManager.completeDeleteTopic` ran, so every
         StopReplica(delete) it sent was answered without error."""

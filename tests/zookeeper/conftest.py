@@ -42,7 +42,13 @@ def cluster(zookeeper: ZooKeeperServer) -> Iterator[KafkaZkCluster]:
 class RunningBridge:
     """`shadow-controller bridge --zookeeper` in a thread, events and verdicts to files."""
 
-    def __init__(self, connect: str, root: Path, config: ControllerConfig = CONFIG) -> None:
+    def __init__(
+        self,
+        connect: str,
+        root: Path,
+        config: ControllerConfig = CONFIG,
+        missing_after_s: float = 60.0,
+    ) -> None:
         self.root = root
         self.settings = ZkBridgeSettings(
             zookeeper=connect,
@@ -51,6 +57,7 @@ class RunningBridge:
             verdicts=str(root / "verdicts.jsonl"),
             timeout_s=10.0,
             config=config,
+            missing_after_s=missing_after_s,
         )
         self.lines: list[str] = []
         self._stop = False
@@ -116,8 +123,8 @@ class RunningBridge:
 def bridge_at(tmp_path: Path) -> Iterator[Any]:
     started: list[RunningBridge] = []
 
-    def start(connect: str, config: ControllerConfig = CONFIG) -> RunningBridge:
-        b = RunningBridge(connect, tmp_path, config).start()
+    def start(connect: str, config: ControllerConfig = CONFIG, **kw: Any) -> RunningBridge:
+        b = RunningBridge(connect, tmp_path, config, **kw).start()
         started.append(b)
         return b
 

@@ -61,11 +61,13 @@ class Writer:
         return self.altered is not None
 
 
-def start(cluster: KafkaZkCluster, bridge_at: Callable[..., Any], alter: str | None) -> Writer:
+def start(
+    cluster: KafkaZkCluster, bridge_at: Callable[..., Any], alter: str | None, **bridge: Any
+) -> Writer:
     for b in (1, 2, 3, 4):
         cluster.start_broker(b)
     cluster.elect_controller(1)
-    bridge = bridge_at(cluster.connect)
+    bridge = bridge_at(cluster.connect, **bridge)
     bridge.wait_events(5)  # the bootstrap: 4 BrokerStartup, ControllerFailover
     w = Writer(cluster, bridge, alter)
     cluster.create_topic(T, {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]})

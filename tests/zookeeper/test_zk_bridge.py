@@ -4,6 +4,7 @@ correct history verifies clean, each altered controller write is a safety diverg
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +84,27 @@ def test_an_altered_controller_write_is_a_safety_divergence(
     assert [v for v in checked if v["verdict"] != "match"] == [hit]
     with Path("/tmp/zkbridge/altered.jsonl").open("a") as fh:
         fh.write(json.dumps({"alter": alter, **hit}) + "\n")
+
+
+def test_a_write_the_rules_predict_that_never_comes_is_reported(
+    cluster: Any, bridge_at: Any
+) -> None:
+    """A stuck controller: broker 2's registration is gone and the controller writes
+    nothing. After the quiet while, each partition's predicted write is reported missing,
+    as safety: every ISR still holds the dead broker, and p1 still names it leader."""
+    w = start(cluster, bridge_at, None, missing_after_s=2.0)
+    cluster.fail_broker(2)
+    deadline = time.monotonic() + 60
+    while len([v for v in w.bridge.verdicts() if v["version"] == 1]) < 3:
+        assert time.monotonic() < deadline, w.bridge.lines
+        time.sleep(0.05)
+    missing = {v["znode"].split("/")[5]: v for v in w.bridge.verdicts() if v["version"] == 1}
+    assert {p: v["verdict"] for p, v in missing.items()} == {
+        "0": "safety",
+        "1": "safety",
+        "2": "safety",
+    }
+    assert missing["1"]["predicted"]["leader"] == 3  # the election that never came
+    assert "its leader 2 has no registration" in missing["1"]["reason"]
+    assert missing["0"]["kafka_method"] == "ZkReplicaStateMachine.removeReplicasFromIsr"
+    assert all(v["written"] is None for v in missing.values())
