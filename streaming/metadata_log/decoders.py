@@ -76,7 +76,19 @@ def _read_field(w: _Writer, indent: int, f: Field, version: int, var: str) -> No
         w.emit(indent, "p += 16")
         w.emit(indent, f"{var} = _UC.get(s) or _uuid(s)")
     elif t in ("string", "bytes") or t.startswith("[]"):
-        w.uvar(indent, "n")
+        if t == "[]int32":
+            # the usual array: a one-byte length of 2-127 (1 to 126 elements)
+            w.emit(indent, "n = b[p]")
+            w.emit(indent, "if 1 < n < 128:")
+            w.emit(indent + 1, "n -= 1")
+            w.emit(indent + 1, f"{var} = _I32[n](b, p + 1)")
+            w.emit(indent + 1, "p += 1 + 4 * n")
+            w.emit(indent, "else:")
+            indent += 1
+            w.emit(indent, "p += 1")
+            w.emit(indent, "if n > 127: n, p = _uvar(b, p - 1)")
+        else:
+            w.uvar(indent, "n")
         if t.startswith("[]"):
             # an empty array (length byte 1) is common: no call, no allocation
             w.emit(indent, "if n == 1:")
