@@ -9,7 +9,10 @@ Pure: the records come in decoded (`LogEntry`), the verdicts go out as values. T
   it, with the indexes the handlers iterate (`BrokersToIsrs`, `BrokersToElrs`);
 * `predict.py`: what the rules write for each kind of controller event;
 * `severity.py`: how bad a difference between the log and the prediction is;
-* `verifier.py`: grouping the records into controller events, and the summary.
+* `verifier.py`: grouping the records into controller events (the theory), and the driver;
+  its parts: `topics.py` (creations, configs), `broker_events.py` (the runs around a broker
+  record), `requests.py` (records no anchor claims), on `base.py`; `verdicts.py` holds the
+  answers.
 
 The package imports none of its modules (a module's relative import runs this file): use
 `state_machines.log_verify.verifier` (Verifier, verify_entries) and `.entries` (LogEntry).
