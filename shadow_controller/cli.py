@@ -2,8 +2,8 @@
 
 The front door of both the shell (`run`, the streaming job) and the tools (`simulate`,
 `produce`, `demo`, `audit`, `bridge`, `replay`, `inspect`, `timeline`, `health`,
-`what-if`): each command's parser is registered here or by its own module, and `main`
-dispatches.
+`what-if`, `metadata-log`): each command's parser is registered here or by its own module,
+and `main` dispatches.
 
 A mistake is one line on stderr, `shadow-controller <command>: <what, and what to check>`,
 and an exit code from `streaming/exits.py`; `main` is where errors become that line
