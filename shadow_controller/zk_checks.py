@@ -212,9 +212,15 @@ class Checker:
         return -1 if w is None else w.version
 
     def _plain_method(self, d: dict[str, Any]) -> str:
-        before = self.written.get((d["topic"], d["partition"]))
+        """A write without an election: taking replicas out of the ISR, or a new leader
+        epoch alone (a reassignment's), judged against the write before it (the predicted
+        one, inside one event's sequence, or the last seen)."""
+        tp = (d["topic"], d["partition"])
+        prior = self.predicted.get(tp, {}).get(d["partition_epoch"] - 1)
+        seen = self.written.get(tp)
+        before = (prior.leader, prior.isr) if prior else (seen.leader, seen.isr) if seen else None
         if before is not None and (
-            set(d["isr"]) < set(before.isr) or d["leader"] == NO_LEADER != before.leader
+            set(d["isr"]) < set(before[1]) or d["leader"] == NO_LEADER != before[0]
         ):
             return REMOVE_FROM_ISR
         return UPDATE_LEADER_EPOCH

@@ -50,6 +50,14 @@ def test_a_correct_history_verifies_clean(name: str, cluster: Any, bridge_at: An
     report(name, w.bridge)
     assert [v for v in checked if v["verdict"] != "match"] == []
     assert len(checked) == w.writes
+    if name == "reassignment":  # each write named by the step of onPartitionReassignment
+        assert [v["kafka_method"] for v in checked[3:]] == [
+            "KafkaController.updateLeaderEpochAndSendRequest",
+            "KafkaController.processAlterPartition",
+            "KafkaController.moveReassignedPartitionLeaderIfRequired "
+            "(ReassignPartitionLeaderElectionStrategy)",
+            "ZkReplicaStateMachine.removeReplicasFromIsr",
+        ]
     assert [v for v in w.bridge.verdicts() if v["verdict"] == "gap"] == []
     # every event the bridge wrote is a contract event, and the job beside it, replaying
     # them (the in-process engine, as `simulate` runs it), finds every observed write as
