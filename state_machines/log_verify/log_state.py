@@ -33,6 +33,7 @@ from ..kraft.partition_registration import PartitionRegistration
 from ..kraft.records import (
     CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_TOPIC,
+    BrokerRegistrationChangeRecord,
     MetadataPartitionRecord,
     PartitionChangeRecord,
 )
@@ -210,6 +211,12 @@ class LogState:
                     self._contexts.clear()
             else:
                 record = broker_record(name, f)
+                if isinstance(record, BrokerRegistrationChangeRecord) and (
+                    record.fenced not in (-1, 0, 1) or record.in_controlled_shutdown not in (0, 1)
+                ):
+                    # ClusterControlManager.replay: BrokerRegistrationFencingChange.fromValue
+                    # and BrokerRegistrationInControlledShutdownChange.fromValue throw
+                    raise ReplayError(f"unknown value for fenced or inControlledShutdown: {record}")
                 if record is not None:
                     self.registry = self.registry.replay(record)
         except ReplayError:
