@@ -41,6 +41,7 @@ from streaming.metadata_log.batches import (
     SEGMENT,
     SNAPSHOT,
 )
+from streaming.metadata_log.records import control_type
 from streaming.metadata_log.schemas import CONTROL, METADATA_BY_NAME, Field
 
 from .metadata_log_verify import add_parser as add_verify_parser
@@ -257,9 +258,14 @@ class _Dump:
         body: Any
         try:
             if batch.is_control:
-                control = decode_control(record.key, record.value)
-                kind, body = control.type, control_json(control)
-                version = control.version
+                _, name = control_type(record.key)
+                if name not in CONTROL and name not in ("Abort", "Commit"):
+                    # DumpLogSegments.printControlRecord's default: named, not decoded
+                    kind, body, version = name, None, None  # name: "Unknown(<id>)"
+                else:
+                    control = decode_control(record.key, record.value)
+                    kind, body = control.type, control_json(control)
+                    version = control.version
             else:
                 if record.value is None:
                     raise RecordDecodeError("a metadata record without a value")
@@ -290,9 +296,22 @@ class _Dump:
             f"headerKeys: [{','.join(k for k, _ in record.headers)}]"
         )
         if batch.is_control:
-            print(f"{head} {kind} {_dumps(body)}", file=self.out)
+            print(f"{head} {_control_text(kind, body)}", file=self.out)
         else:
             print(f"{head} payload: {_dumps(body)}", file=self.out)
+
+
+def _control_text(kind: str, body: Any) -> str:
+    """DumpLogSegments.printControlRecord (Kafka 4.x): `LeaderChange: {json}` (3.9 named it
+    `controlType: LEADER_CHANGE(2)` only), `SnapshotHeader {json}` and the others without
+    the colon, a transaction marker as `endTxnMarker: COMMIT coordinatorEpoch: N`."""
+    if kind in ("Abort", "Commit"):
+        return f"endTxnMarker: {kind.upper()} coordinatorEpoch: {body['coordinator_epoch']}"
+    if kind == "LeaderChange":
+        return f"LeaderChange: {_dumps(body)}"
+    if kind.startswith("Unknown("):
+        return f"controlType: UNKNOWN{kind[len('Unknown') :]}"
+    return f"{kind} {_dumps(body)}"
 
 
 def _bool(value: bool) -> str:

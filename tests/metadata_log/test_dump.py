@@ -78,7 +78,7 @@ def test_dump_a_directory_like_kafka_dump_log(
     )
     assert lines[first_log + 1] == (
         f"| offset: 0 CreateTime: {TS} keySize: 4 valueSize: 14 sequence: -1 headerKeys: [] "
-        'LeaderChange {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[]}'
+        'LeaderChange: {"version":0,"leaderId":1,"voters":[{"voterId":1}],"grantingVoters":[]}'
     )
     assert (
         f"| offset: 2 CreateTime: {TS} keySize: -1 valueSize: 27 sequence: -1 headerKeys: [] "
@@ -196,3 +196,17 @@ def test_metadata_log_dir_itself_is_read_through_its_partition_directory(
     _log(tmp_path)  # tmp_path is metadata.log.dir: __cluster_metadata-0 is inside
     code, out, _ = _run(capsys, str(tmp_path), "--json")
     assert code == 0 and len(out.splitlines()) == 9  # 4 snapshot records, 5 log records
+
+
+def test_transaction_markers_and_unknown_control_types_as_kafka_prints_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # EndTransactionMarker: int16 version 0, int32 coordinator epoch; a type id 9 unknown
+    commit = (bytes.fromhex("00000001"), bytes.fromhex("0000 00000005".replace(" ", "")))
+    odd = (bytes.fromhex("00000009"), b"")
+    path = write_segment(tmp_path, 0, [encode_batch([commit, odd], 0, control=True)])
+    code, out, err = _run(capsys, str(path))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[-2].endswith(" endTxnMarker: COMMIT coordinatorEpoch: 5")
+    assert lines[-1].endswith(" controlType: UNKNOWN(9)")
