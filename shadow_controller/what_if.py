@@ -30,11 +30,9 @@ when the broker stops. So for each accepted controlled shutdown, the impact also
 that broker's failure into a copy of the state and says what would go offline or under
 its min ISR *when it stops*.
 
-`--restart-broker ID` asks whether a rolling restart may take broker ID now: its
-controlled shutdown, its failure (the broker going away) and its return (a new broker
-epoch), folded one after the other, each phase with what is offline or under its min ISR
-then that was not before. It ends with one verdict line naming those partitions and the
-phase (and offset) they go at.
+`--restart-broker ID` asks whether a rolling restart may take broker ID now
+(`what_if_restart.py`: its controlled shutdown, its going away and its return, and a
+verdict line).
 
 The exit code is health's (`health.exit_code`) for the worst state the events pass
 through: 7 when a partition is offline, 6 when one is under its min ISR, 0 otherwise
@@ -338,11 +336,11 @@ def _copy(state: ControllerState) -> ControllerState:
     )
 
 
-def _event(doc: dict[str, Any]) -> bytes:
+def event_bytes(doc: dict[str, Any]) -> bytes:
     return json.dumps({"v": CONTRACT_VERSION, **doc}, separators=(",", ":")).encode()
 
 
-def _newly(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+def newly(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """The partitions offline (under their min ISR) in `after` that were not in `before`;
     one already offline that goes under min ISR is not newly under."""
     was_offline = {r["partition"] for r in before["offline"]}
@@ -365,7 +363,7 @@ def when_stopped(state: ControllerState, broker: int, now: dict[str, Any]) -> di
         [
             RawEvent(
                 copy.next_offset,
-                _event({"type": "BrokerFailure", "broker_id": broker}),
+                event_bytes({"type": "BrokerFailure", "broker_id": broker}),
                 f"broker {broker} stops",
             )
         ],
@@ -373,111 +371,10 @@ def when_stopped(state: ControllerState, broker: int, now: dict[str, Any]) -> di
     then = health.report(copy)
     return {
         "broker": broker,
-        **_newly(now, then),
+        **newly(now, then),
         "status": then["status"],
         "exit_code": health.exit_code(then),
     }
-
-
-# -- is it safe to restart broker X now? ---------------------------------------------------
-
-PHASES = (
-    ("controlled shutdown", "during its controlled shutdown"),
-    ("down", "while it is down"),
-    ("back", "after it returns"),
-)
-
-
-def restart_broker(state: ControllerState, broker: int) -> dict[str, Any]:
-    """Settle `state`, then fold broker `broker`'s restart phase by phase: its
-    ControlledShutdown (at its broker epoch), its BrokerFailure, and its BrokerStartup at
-    a broker epoch above every one the controller knows (a new registration's czxid). The
-    state is changed."""
-    brokers = health.brokers_of(state)
-    fact = brokers[broker].fact if broker in brokers else None
-    if fact is None or not fact.live:
-        live = sorted(b for b, r in brokers.items() if r.fact.live)
-        why = "not known to the controller" if fact is None else "not live"
-        raise WhatIfError(
-            f"--restart-broker {broker}: broker {broker} is {why} at batch {state.batch} "
-            f"(live: {', '.join(map(str, live)) or 'none'})"
-        )
-    owed = advance(state)
-    before = health.report(state)
-    epochs = [r.fact.broker_epoch for r in brokers.values() if r.fact.broker_epoch is not None]
-    events = (
-        {"type": "ControlledShutdown", "broker_id": broker, "broker_epoch": fact.broker_epoch},
-        {"type": "BrokerFailure", "broker_id": broker},
-        {"type": "BrokerStartup", "broker_id": broker, "broker_epoch": max(epochs, default=0) + 1},
-    )
-    phases = []
-    codes = [health.exit_code(before)]
-    for (name, when), doc in zip(PHASES, events, strict=True):
-        offset = state.next_offset
-        fold = advance(state, [RawEvent(offset, _event(doc), f"--restart-broker {broker}: {name}")])
-        state.next_offset = offset + 1
-        now = health.report(state)
-        codes.append(health.exit_code(now))
-        phases.append(
-            {
-                "phase": name,
-                "when": when,
-                "offset": offset,
-                "event": doc,
-                "decisions": fold.decisions,
-                "decisions_by_type": dict(
-                    sorted(Counter(d["type"] for d in fold.decisions).items())
-                ),
-                **_newly(before, now),
-                "status": now["status"],
-            }
-        )
-    return {
-        "checkpoint": state.checkpoint,
-        "batch": state.batch,
-        "latest_committed": state.latest,
-        "broker": broker,
-        "owed_decisions": len(owed.decisions),
-        "already_offline": [r["partition"] for r in before["offline"]],
-        "already_under_min_isr": [r["partition"] for r in before["under_min_isr"]],
-        "phases": phases,
-        "verdict": verdict(broker, phases, before),
-        "exit_code": max(codes),
-    }
-
-
-def verdict(broker: int, phases: list[dict[str, Any]], before: dict[str, Any]) -> str:
-    """One line: whether restarting `broker` takes any partition offline or under its min
-    ISR, which, and in which phase (at which offset)."""
-    harms = []
-    last = phases[-1]
-    for p in phases:
-        for key, label in (("newly_offline", "offline"), ("newly_under_min_isr", "under min ISR")):
-            if p[key]:
-                names = [r["partition"] for r in p[key]]
-                back = p is not last and not {n for n in names} & {
-                    r["partition"] for r in last[key]
-                }
-                harms.append(
-                    f"{', '.join(names)} {label} {p['when']} (offset {p['offset']})"
-                    + (" until it returns" if back else "")
-                )
-    already = [
-        *(f"{r['partition']} offline" for r in before["offline"]),
-        *(f"{r['partition']} under min ISR" for r in before["under_min_isr"]),
-    ]
-    tail = f"; already before it: {', '.join(already)}" if already else ""
-    if harms:
-        return f"verdict: NOT SAFE to restart broker {broker}: {'; '.join(harms)}{tail}"
-    if already:
-        return (
-            f"verdict: NOT SAFE to restart broker {broker}: the restart itself takes no "
-            f"partition offline or under its min ISR{tail}"
-        )
-    return (
-        f"verdict: safe to restart broker {broker}: no partition goes offline or under its "
-        "min ISR during its controlled shutdown, while it is down, or after it returns"
-    )
 
 
 # -- rendering -------------------------------------------------------------------------------
@@ -593,12 +490,12 @@ def render(result: dict[str, Any], limit: int) -> str:
         )
         w = stopped.get(s["broker"])
         if w is not None:
-            out.append(f"    when broker {s['broker']} stops: {_harm(w)}")
+            out.append(f"    when broker {s['broker']} stops: {harm_line(w)}")
     out.append(f"  status: {result['status_before']} -> {result['status_after']}")
     return "\n".join(out) + "\n"
 
 
-def _harm(p: dict[str, Any]) -> str:
+def harm_line(p: dict[str, Any]) -> str:
     """`would go offline: 2 (orders-1, orders-2); under min ISR: 0`."""
     parts = []
     for key, label in (
@@ -608,33 +505,6 @@ def _harm(p: dict[str, Any]) -> str:
         names = [r["partition"] for r in p[key]]
         parts.append(f"{label}: {len(names)}" + (f" ({', '.join(names)})" if names else ""))
     return "; ".join(parts)
-
-
-def render_restart(result: dict[str, Any], limit: int) -> str:
-    out = [
-        f"what-if: restart broker {result['broker']} at batch {result['batch']} (latest committed: "
-        f"{result['latest_committed']}); the checkpoint is not changed"
-    ]
-    if result["owed_decisions"]:
-        out.append(
-            f"  first, {result['owed_decisions']} decisions the job still owes for what it has read"
-        )
-    for i, p in enumerate(result["phases"], 1):
-        counts = ", ".join(f"{n} {t}" for t, n in p["decisions_by_type"].items()) or "none"
-        out.append("")
-        out.append(
-            f"{i}. {p['phase']} (offset {p['offset']}: "
-            f"{json.dumps(p['event'], separators=(',', ':'))})"
-        )
-        out.append(f"  decisions: {len(p['decisions'])} ({counts})")
-        out += ["    " + decision_line(d) for d in p["decisions"][:limit]]
-        if len(p["decisions"]) > limit:
-            out.append(
-                f"    ... and {len(p['decisions']) - limit} more (--limit, or --json for all)"
-            )
-        out.append(f"  {_harm(p)}; status: {p['status']}")
-    out += ["", result["verdict"]]
-    return "\n".join(out) + "\n"
 
 
 # -- the command line ------------------------------------------------------------------------
@@ -651,6 +521,8 @@ def cmd_what_if(args: argparse.Namespace) -> int:
         raise WhatIfError(f"--limit {args.limit}: give a number of lines, 0 or more")
     state = load_with_spark(args.checkpoint, args.batch, "shadow-controller-what-if")
     if restart is not None:
+        from .what_if_restart import render_restart, restart_broker
+
         result = restart_broker(state, restart)
         text = render_restart(result, args.limit)
     else:

@@ -19,10 +19,9 @@ from shadow_controller.what_if import (
     check_events,
     hypotheses,
     render,
-    render_restart,
-    restart_broker,
     what_if,
 )
+from shadow_controller.what_if_restart import render_restart, restart_broker
 from state_machines.events import parse_event
 from state_machines.model import ControllerConfig
 from streaming import exits
