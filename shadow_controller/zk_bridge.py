@@ -39,10 +39,11 @@ from streaming.exits import UsageError
 
 from . import zk_znodes as z
 from .errors import BridgeError
-from .zk_checks import Checker, Verdict
+from .zk_checks import Checker
 from .zk_events import Change, Translator, bootstrap, diff_nodes
 from .zk_reader import ZkReader
 from .zk_state import StateFile
+from .zk_verdicts import Verdict
 from .zk_znodes import Node
 
 log = logging.getLogger(__name__)

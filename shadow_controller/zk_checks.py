@@ -17,7 +17,7 @@ A `StateWrite` (the znode as read, its version) is then:
   filled in);
 * compared with the prediction for its version, when there is one;
 * otherwise, a request that never appears in ZooKeeper, taken as given where only the
-  requester could have asked for it (`infer_request`): an ISR change keeping leader and
+  requester could have asked for it (`zk_inference`): an ISR change keeping leader and
   leader epoch is the leader's AlterPartition; a leader moved off a live broker, or a live
   broker taken out of the ISR, with a new leader epoch, is that broker's
   ControlledShutdown; a leader moved to the preferred replica is an ElectLeaders
@@ -27,10 +27,10 @@ A `StateWrite` (the znode as read, its version) is then:
   new ISR's brokers are live), and its answer is the prediction;
 * with no prediction still, compared with the engine's current state.
 
-A difference is a divergence, classed as the shadow classes it (`state_machines.shadow.compare`:
+A difference is a divergence, classed as the shadow classes it (`shadow.compare`:
 safety when the leader is not a live replica, outside its own ISR, an unclean election
 while unclean election is off, or an epoch going backwards), plus what only a ZooKeeper
-write can show (`zk_safety`): a leader epoch that skips, an ISR keeping or taking in a
+write can show (`zk_verdicts.zk_safety`): a leader epoch that skips, an ISR keeping or taking in a
 broker without a registration where the rules have none, an ISR member that is no
 replica, a write under another controller epoch than `/controller_epoch`. Then the
 engine adopts the written state (shadow.follow) and forgets its other predictions for that
@@ -53,82 +53,19 @@ from state_machines.partition import PartitionRecord
 from state_machines.shadow import compare
 
 from .zk_events import ControllerGone, Emit, Item, Note, StateWrite, TopicGone, bootstrap
+from .zk_inference import infer_request
+from .zk_verdicts import (
+    ALTER_PARTITION,
+    ELECTION_METHODS,
+    REMOVE_FROM_ISR,
+    UPDATE_LEADER_EPOCH,
+    Predicted,
+    Verdict,
+    zk_safety,
+)
 from .zk_znodes import Node, PartitionStateZnode
 
 TopicPartition = tuple[str, int]
-
-# the Kafka method behind a LeaderAndIsr's `election` (KafkaController.scala,
-# PartitionStateMachine.scala, 3.9)
-ELECTION_METHODS = {
-    "initial": "ZkPartitionStateMachine.initializeLeaderAndIsrForPartitions",
-    "offline": "ZkPartitionStateMachine.electLeaderForPartitions "
-    "(OfflinePartitionLeaderElectionStrategy)",
-    "unclean": "ZkPartitionStateMachine.electLeaderForPartitions "
-    "(OfflinePartitionLeaderElectionStrategy, unclean)",
-    "reassign": "KafkaController.moveReassignedPartitionLeaderIfRequired "
-    "(ReassignPartitionLeaderElectionStrategy)",
-    "preferred": "ZkPartitionStateMachine.electLeaderForPartitions "
-    "(PreferredReplicaPartitionLeaderElectionStrategy)",
-    "controlled_shutdown": "ZkPartitionStateMachine.electLeaderForPartitions "
-    "(ControlledShutdownPartitionLeaderElectionStrategy)",
-}
-REMOVE_FROM_ISR = "ZkReplicaStateMachine.removeReplicasFromIsr"
-UPDATE_LEADER_EPOCH = "KafkaController.updateLeaderEpochAndSendRequest"
-ALTER_PARTITION = "KafkaController.processAlterPartition"
-
-
-@dataclass(frozen=True, slots=True)
-class Predicted:
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    controller_epoch: int
-    method: str
-
-    def fields(self, version: int) -> dict[str, Any]:
-        return {
-            "leader": self.leader,
-            "leader_epoch": self.leader_epoch,
-            "isr": list(self.isr),
-            "partition_epoch": version,
-            "controller_epoch": self.controller_epoch,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """One finding: `match`, `benign`, `safety`, `gap`, `inferred` (a request taken as
-    given) or `note`."""
-
-    verdict: str
-    zxid: int
-    reason: str
-    znode: str | None = None
-    version: int | None = None
-    written: dict[str, Any] | None = None
-    predicted: dict[str, Any] | None = None
-    kafka_method: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}
-
-    def line(self) -> str:
-        where = f"{self.znode} v{self.version}" if self.znode else f"zxid {self.zxid:#x}"
-        if self.verdict in ("benign", "safety"):
-            return (
-                f"{self.verdict.upper()} {where}: {self.reason}; written {_short(self.written)}, "
-                f"rules predict {_short(self.predicted)} ({self.kafka_method})"
-            )
-        return f"{self.verdict.upper()} {where}: {self.reason}"
-
-
-def _short(fields: dict[str, Any] | None) -> str:
-    if fields is None:
-        return "no write"
-    return (
-        f"leader {fields['leader']} epoch {fields['leader_epoch']} isr {fields['isr']} "
-        f"controller_epoch {fields['controller_epoch']}"
-    )
 
 
 @dataclass
@@ -495,118 +432,10 @@ class Checker:
         rec = self._broker(broker)
         return None if rec is None else rec.fact.broker_epoch
 
+    def replicas(self, topic: str, partition: int) -> tuple[int, ...]:
+        rec = self.engine.partitions.get((topic, partition))
+        return rec.assignment.replicas if isinstance(rec, PartitionRecord) else ()
+
     def shutting_down(self, broker: int) -> bool:
         rec = self._broker(broker)
         return rec is not None and rec.fact.shutting_down
-
-
-def zk_safety(
-    s: PartitionStateZnode,
-    before: PartitionStateZnode | None,
-    expected_isr: tuple[int, ...],
-    replicas: tuple[int, ...],
-    is_live: Any,
-    controller_epoch: int,
-) -> list[str]:
-    """What only a ZooKeeper write shows, beyond `shadow.compare`'s safety rules.
-    `expected_isr`: the predicted write's ISR, or the rules' current one."""
-    out = []
-    if before is not None and s.leader_epoch > before.leader_epoch + 1:
-        out.append(
-            f"leader epoch skipped from {before.leader_epoch} to {s.leader_epoch} "
-            "(a write moves it by at most one)"
-        )
-    # a broker without a registration in the ISR where the rules have none: kept there
-    # (removeReplicasFromIsr skipped) or let in (processAlterPartition's INELIGIBLE_REPLICA)
-    fenced = [b for b in s.isr if not is_live(b) and b not in expected_isr]
-    if fenced:
-        how = "keeps" if before is not None and set(fenced) <= set(before.isr) else "takes in"
-        out.append(
-            f"ISR {how} broker {fenced} without a registration (fenced), which the rules do not"
-        )
-    strangers = [b for b in s.isr if replicas and b not in replicas]
-    if strangers:
-        out.append(f"ISR member {strangers} is not a replica of {list(replicas)}")
-    if controller_epoch and s.controller_epoch != controller_epoch:
-        out.append(
-            f"written under controller epoch {s.controller_epoch} while /controller_epoch is "
-            f"{controller_epoch}"
-        )
-    return out
-
-
-def infer_request(
-    w: StateWrite, before: PartitionStateZnode, checker: Checker
-) -> tuple[dict[str, Any], str] | None:
-    """The request only its sender could have made that explains an unpredicted write, as a
-    contract event, and why; None when no such request explains it."""
-    s = w.state
-    tp = f"{w.topic}-{w.partition}"
-    base = {"v": 1, "topic": w.topic, "partition": w.partition}
-    if (
-        s.leader == before.leader
-        and s.leader != NO_LEADER
-        and s.leader_epoch == before.leader_epoch
-        and (
-            set(s.isr) != set(before.isr) or s.leader_recovery_state != before.leader_recovery_state
-        )
-    ):
-        event = {
-            **base,
-            "type": "AlterPartition",
-            "broker_id": s.leader,
-            "leader_epoch": s.leader_epoch,
-            "partition_epoch": before.version,
-            "isr": list(s.isr),
-        }
-        epoch = checker.broker_epoch(s.leader)
-        if epoch is not None:
-            event["broker_epoch"] = epoch
-        if s.leader_recovery_state == 1:
-            event["leader_recovery_state"] = "RECOVERING"
-        return event, (
-            f"AlterPartition from broker {s.leader}, the leader of {tp}: ISR {list(before.isr)} "
-            f"-> {list(s.isr)} (KafkaController.processAlterPartition)"
-        )
-    if s.leader_epoch <= before.leader_epoch:
-        return None
-    # a request's write bumps the leader epoch by one; one that skips is still that
-    # request's (its shape says whose), and the check then says it skipped
-    removed = set(before.isr) - set(s.isr)
-    if len(removed) == 1:
-        (broker,) = removed
-        moved_off = before.leader == broker and s.leader != broker
-        dropped = s.leader == before.leader and set(s.isr) == set(before.isr) - {broker}
-        if (moved_off or dropped) and checker.is_live(broker) and not checker.shutting_down(broker):
-            event = {"v": 1, "type": "ControlledShutdown", "broker_id": broker}
-            epoch = checker.broker_epoch(broker)
-            if epoch is not None:
-                event["broker_epoch"] = epoch
-            return event, (
-                f"ControlledShutdown from broker {broker}: it leaves the ISR of {tp} with a new "
-                "leader epoch while registered (KafkaController.doControlledShutdown)"
-            )
-    election = {
-        "v": 1,
-        "type": "ReplicaLeaderElection",
-        "partitions": [{"topic": w.topic, "partition": w.partition}],
-    }
-    rec = checker.engine.partitions.get((w.topic, w.partition))
-    replicas = rec.assignment.replicas if isinstance(rec, PartitionRecord) else ()
-    if (
-        replicas
-        and s.leader == replicas[0]
-        and before.leader != s.leader
-        and s.leader in before.isr
-        and set(s.isr) == set(before.isr)
-    ):
-        return {**election, "election_type": "PREFERRED"}, (
-            f"ElectLeaders PREFERRED for {tp}: broker {s.leader}, its preferred replica, "
-            "leads (KafkaController.processReplicaLeaderElection)"
-        )
-    if before.leader == NO_LEADER and s.leader not in before.isr and s.isr == (s.leader,):
-        return {**election, "election_type": "UNCLEAN"}, (
-            f"ElectLeaders UNCLEAN for {tp}: broker {s.leader}, outside the ISR, leads "
-            "(KafkaController.processReplicaLeaderElection)"
-        )
-    return None
