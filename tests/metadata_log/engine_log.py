@@ -3,9 +3,10 @@
 Issue 47 item 5: the KRaft rules' record lists follow the quorum controller's append order,
 so that KRaft's sequential replay, and this verifier, can read them as Kafka's own log. This
 module writes each cause's records (the contract documents of docs/contract.md's kraft
-table) as one batch, in the order the engine gives them, with Kafka's field names at the
-record version the engine names; the offsets are the log's, and a LeaderChange control batch
-stands for the ControllerFailover.
+table) as one batch, sorted by their `append_order` (Kafka's append order within a cause),
+with Kafka's field names at the record version the engine names. The offsets are the log's;
+a LeaderChange control batch stands for a ControllerFailover, and the first one is followed by
+the bootstrap FeatureLevelRecords of the engine's metadata.version (and ELR).
 """
 
 from __future__ import annotations
@@ -18,10 +19,15 @@ from typing import Any
 
 from state_machines.engine import Engine
 from state_machines.events import parse_event
+from state_machines.kraft.metadata_version import MetadataVersion
 from state_machines.kraft.outputs import RECORD_TYPES
 from state_machines.model import ControllerConfig
 from streaming.metadata_log import control_value, encode_batch, metadata_value, write_segment
 from streaming.metadata_log.schemas import METADATA_BY_NAME
+
+
+def feature(name: str, level: int) -> bytes:
+    return metadata_value("FeatureLevelRecord", 0, name=name, feature_level=level)
 
 
 def record_value(doc: Mapping[str, Any]) -> bytes:
@@ -47,6 +53,7 @@ def write_engine_log(
 ) -> Path:
     """Run the engine (kraft rules) over contract `events`; write its records as a log."""
     engine = Engine(config or ControllerConfig(mode="kraft"))
+    mv = MetadataVersion.from_version_string(engine.config.metadata_version)
     batches: list[bytes] = []
     offset = 0
     for i, obj in enumerate(events):
@@ -54,11 +61,19 @@ def write_engine_log(
             leader = control_value("LeaderChange", 0, leader_id=int(obj["controller_id"]))
             batches.append(encode_batch([leader], offset, control=True))
             offset += 1
-        values = [
-            record_value(d)
-            for d in engine.process(parse_event(dict(obj), i))
-            if d["type"] in RECORD_TYPES
-        ]
+            if offset == 1:
+                # the first activation's bootstrap records (ActivationRecordsGenerator): the
+                # features the engine runs at, which the log carries and the engine does not
+                features = [feature("metadata.version", mv.feature_level)]
+                if engine.config.eligible_leader_replicas_version:
+                    level = engine.config.eligible_leader_replicas_version
+                    features.append(feature("eligible.leader.replicas.version", level))
+                batches.append(encode_batch(features, offset))
+                offset += len(features)
+        docs = [d for d in engine.process(parse_event(dict(obj), i)) if d["type"] in RECORD_TYPES]
+        # issue 47 item 5: a cause's records in the quorum controller's append order
+        docs.sort(key=lambda d: d["append_order"])
+        values = [record_value(d) for d in docs]
         if values:
             batches.append(encode_batch(values, offset))
             offset += len(values)
