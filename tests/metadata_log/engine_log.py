@@ -106,3 +106,36 @@ STORY: list[dict[str, Any]] = [
         "target_replicas": [3, 4, 1],
     },
 ]
+
+# A second story: an ISR shrink, a fence leaving a partition leaderless, an admin's unclean
+# election once the topic allows it, the RECOVERING leader's recovery and ISR expansion, a
+# preferred election and a reassignment that completes at once
+STORY_2: list[dict[str, Any]] = [
+    {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 11},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 12},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 13},
+    {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
+    {"v": 1, "type": "TopicCreation", "topic": "u", "partitions": {"0": [1, 2, 3], "1": [2, 1, 3]}},
+    {"v": 1, "type": "AlterPartition", "topic": "u", "partition": 0, "broker_id": 1}
+    | {"broker_epoch": 11, "leader_epoch": 0, "partition_epoch": 0, "isr": [1]},
+    {"v": 1, "type": "BrokerFailure", "broker_id": 1},
+    {"v": 1, "type": "TopicConfigChange", "topic": "u"}
+    | {"configs": {"unclean.leader.election.enable": "true"}},
+    {"v": 1, "type": "ReplicaLeaderElection", "election_type": "UNCLEAN"}
+    | {"partitions": [{"topic": "u", "partition": 0}]},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 21},
+    {"v": 1, "type": "AlterPartition", "topic": "u", "partition": 0, "broker_id": 2}
+    | {"broker_epoch": 12, "leader_epoch": 2, "partition_epoch": 3, "isr": [2]}
+    | {"leader_recovery_state": "RECOVERED"},
+    {"v": 1, "type": "AlterPartition", "topic": "u", "partition": 0, "broker_id": 2}
+    | {"broker_epoch": 12, "leader_epoch": 2, "partition_epoch": 4, "isr": [2, 1]},
+    {"v": 1, "type": "ReplicaLeaderElection", "election_type": "PREFERRED"}
+    | {"partitions": [{"topic": "u", "partition": 0}]},
+    {
+        "v": 1,
+        "type": "PartitionReassignment",
+        "topic": "u",
+        "partition": 1,
+        "target_replicas": [3, 2],
+    },
+]
