@@ -92,7 +92,8 @@ class KraftInvariantChecker:
         self.replayer.step(before, records)
         if self.replayer.partitions is not None:
             assert self.replayer.partitions == after["partitions"], (
-                f"[documents-replay] the decisions' documents replay to a different state than the engine's:"
+                f"[documents-replay] the decisions' documents replay to a different state than "
+                f"the engine's:"
                 f"{_diff(self.replayer.partitions, after['partitions'])}{ctx}"
             )
 
@@ -126,7 +127,8 @@ class KraftInvariantChecker:
                 replica in b["eligible_leader_replicas"] or b["last_known_elr"] == [replica]
             )
             assert asked and replica not in b["replicas"], (
-                f"[dead-letters] {reason}, but {replica} is not an ELR member or last known leader outside the "
+                f"[dead-letters] {reason}, but {replica} is not an ELR member or last known "
+                f"leader outside the "
                 f"replicas: {b}{ctx}"
             )
             assert after["partitions"].get(key) == b, (
@@ -159,7 +161,8 @@ class KraftInvariantChecker:
             where = f"{ctx}\nrecord: {json.dumps(r)}"
             if r["type"] == "PartitionRecord":
                 assert reg is None, (
-                    f"[partition-record-new] {key}: PartitionRecord for an existing partition{where}"
+                    f"[partition-record-new] {key}: PartitionRecord for an existing "
+                    f"partition{where}"
                 )
                 self.check_partition_record(key, r, after, where)
                 reg = replay_record(None, r)
@@ -242,7 +245,8 @@ class KraftInvariantChecker:
         loses_isr_member = "isr" in r and not _contains(r["isr"], reg["isr"])
         if r.get("leader") == reg["leader"]:
             assert loses_replica or (shrink_bumps and loses_isr_member), (
-                f"[same-leader-bump] {key}: leader set to the current leader {reg['leader']} without a replica "
+                f"[same-leader-bump] {key}: leader set to the current leader {reg['leader']} "
+                f"without a replica "
                 f"removed{' or an ISR shrink' if shrink_bumps else ''}{where}"
             )
         if loses_replica or (shrink_bumps and loses_isr_member):
@@ -253,15 +257,15 @@ class KraftInvariantChecker:
         assert new["leader_epoch"] == reg["leader_epoch"] + (1 if "leader" in r else 0), (
             f"[leader-epoch] {key}{where}"
         )
-        if event["type"] == "AlterPartition" and set(present) <= {
-            "isr",
-            "eligible_leader_replicas",
-            "last_known_elr",
-        }:
-            if not (shrink_bumps and loses_isr_member):
-                assert new["leader_epoch"] == reg["leader_epoch"], (
-                    f"[isr-change-alone] {key}: an ISR change alone moved the leader epoch{where}"
-                )
+        isr_alone = set(present) <= {"isr", "eligible_leader_replicas", "last_known_elr"}
+        if (
+            event["type"] == "AlterPartition"
+            and isr_alone
+            and not (shrink_bumps and loses_isr_member)
+        ):
+            assert new["leader_epoch"] == reg["leader_epoch"], (
+                f"[isr-change-alone] {key}: an ISR change alone moved the leader epoch{where}"
+            )
 
     def check_new_leader(
         self,
@@ -287,7 +291,8 @@ class KraftInvariantChecker:
         with ELR, the last known leader (`canElectLastKnownLeader`) is elected without that
         test in 3.9.0 and 4.0 (the test only logs; KAFKA-19522 fixed it on trunk after 4.0).
         [clean-election] L was in the ISR, or in the ELR (`isValidNewLeader`: with an empty
-        target ISR, which an unclean shutdown of the last ISR member makes empty), or in the ISR an AlterPartition asked for (a completed
+        target ISR, which an unclean shutdown of the last ISR member makes empty), or in the
+        ISR an AlterPartition asked for (a completed
         reassignment elects from the target ISR). Otherwise the election is unclean and needs
         `electAnyLeader`'s UNCLEAN type (the topic's unclean.leader.election.enable, cluster
         dynamic or static, or an admin UNCLEAN election), or, with ELR, is the last known
@@ -317,7 +322,8 @@ class KraftInvariantChecker:
             # acceptable (not active, and not the broker being unfenced)
             unfenced_now = event["type"] == "BrokerStartup" and event["broker_id"] == leader
             assert not _active(after["brokers"], leader) and not unfenced_now, (
-                f"[lkl-acceptor-throws] {key}: last known leader {leader} is acceptable and not a replica: "
+                f"[lkl-acceptor-throws] {key}: last known leader {leader} is acceptable and not a "
+                f"replica: "
                 f"Kafka's LeaderAcceptor throws here{where}"
             )
             self.lkl_outside_replicas.add(key)
@@ -337,7 +343,8 @@ class KraftInvariantChecker:
             return
         if in_elr:
             assert new["isr"] == [leader] and leader not in new["eligible_leader_replicas"], (
-                f"[elr-election] {key}: ELR leader {leader}, ISR {new['isr']}, ELR {new['eligible_leader_replicas']}{where}"
+                f"[elr-election] {key}: ELR leader {leader}, ISR {new['isr']}, ELR "
+                f"{new['eligible_leader_replicas']}{where}"
             )
             return
         admin_unclean = (
@@ -388,7 +395,8 @@ class KraftInvariantChecker:
         if _fenced_before_registering(event, before, p):
             return
         assert p not in new["isr"] or not _active(after["brokers"], p) or preferred, (
-            f"[leader-kept] {key}: leader {p} is still valid (ISR {new['isr']}, active) but moved to {r['leader']}{where}"
+            f"[leader-kept] {key}: leader {p} is still valid (ISR {new['isr']}, active) but moved "
+            f"to {r['leader']}{where}"
         )
 
     # -- registrations -------------------------------------------------------------------
@@ -465,7 +473,8 @@ class KraftInvariantChecker:
         for key, p in after["partitions"].items():
             if p["leader"] >= 0 and key not in self.inactive_leader_allowed:
                 assert _active(after["brokers"], p["leader"]), (
-                    f"[leader-active] {key}: leader {p['leader']} is {after['brokers'].get(str(p['leader']))}{ctx}"
+                    f"[leader-active] {key}: leader {p['leader']} is "
+                    f"{after['brokers'].get(str(p['leader']))}{ctx}"
                 )
 
     def check_last_isr_member_fenced(
@@ -497,7 +506,8 @@ class KraftInvariantChecker:
                 and a["isr"] == [a["leader"]]
             )
             assert kept or unclean, (
-                f"[last-isr-member-stays] {key}: ISR [{x}] became {a['isr']}, leader {a['leader']}{ctx}"
+                f"[last-isr-member-stays] {key}: ISR [{x}] became {a['isr']}, leader "
+                f"{a['leader']}{ctx}"
             )
 
 
@@ -530,6 +540,7 @@ def _diff(replayed: dict[str, Any], state: dict[str, Any]) -> str:
     for key in sorted(set(replayed) | set(state)):
         if replayed.get(key) != state.get(key):
             lines.append(
-                f"\n  {key}: documents {replayed.get(key)}\n  {' ' * len(key)}  state     {state.get(key)}"
+                f"\n  {key}: documents {replayed.get(key)}\n  {' ' * len(key)}  state     "
+                f"{state.get(key)}"
             )
     return "".join(lines)
