@@ -117,6 +117,14 @@ class BrokerEvents(VerifierBase):
         unclaimed = len(rest)
         if tail_kind == "BrokerRegistration":
             start = self._registration_start(nxt, rest)
+            if start is None:
+                # an epoch that is no offset of this run (a log written with other epochs):
+                # in the registration's own batch (it is atomic), the tail of partitions
+                # holding the broker in their ISR or ELR
+                earlier = next((k for k, x in enumerate(rest) if x.batch == nxt.batch), len(rest))
+                self._unanchored(rest[:earlier])
+                del rest[:earlier]
+                start = self._tail_start(rest, "BrokerUnregistered", broker_id)
         else:
             start = self._tail_start(rest, tail_kind, broker_id)  # explains a prefix itself
         # the request explained just before the event's records, if any
@@ -182,16 +190,19 @@ class BrokerEvents(VerifierBase):
         existing = self.state.registry.registration(broker_of(e))
         return existing is None or existing.incarnation_id != str(e.fields.get("incarnation_id"))
 
-    def _registration_start(self, e: LogEntry, rest: list[LogEntry]) -> int:
+    def _registration_start(self, e: LogEntry, rest: list[LogEntry]) -> int | None:
         """registerBroker's new broker epoch is `offsetControl.nextWriteOffset()` when the
-        event started: the offset of its first record."""
+        event started: the offset of its first record. None: the epoch names no record of
+        the run nor the registration itself (`_check_registration` reports it)."""
         if not self._new_incarnation(e):
             return len(rest)
         epoch = int(e.fields.get("broker_epoch", -1))
+        if epoch == e.offset:
+            return len(rest)
         for k, x in enumerate(rest):
             if x.offset == epoch:
                 return k
-        return len(rest)
+        return None
 
     def _tail_start(self, rest: list[LogEntry], kind: str, broker_id: int) -> int:
         """Where a fence's or unregistration's records start: the longest tail of distinct

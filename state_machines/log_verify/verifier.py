@@ -120,7 +120,7 @@ class Verifier(BrokerEvents, Requests, Topics):
         if (
             name == "ClearElrRecord"
             and self._open is not None
-            and self._open.kind == "IncrementalAlterConfigs"
+            and self._open.kind in ("IncrementalAlterConfigs", "CreateTopics")
         ):
             self._clear_elr(e)
             return

@@ -139,3 +139,25 @@ STORY_2: list[dict[str, Any]] = [
         "target_replicas": [3, 2],
     },
 ]
+
+# ELR at 4.0 (metadata.version 4.0-IV3, eligible.leader.replicas.version 1): min ISR 2, the
+# three brokers fail in turn, 2 and then 1 return (each unclean shutdown taking it out of
+# the ELR: 1, the last known leader, is then elected as Kafka 4.0 does, KAFKA-19522), and
+# min.insync.replicas changes (ClearElrRecord)
+STORY_ELR: list[dict[str, Any]] = [
+    {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 11},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 12},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 3, "broker_epoch": 13},
+    {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
+    {"v": 1, "type": "TopicCreation", "topic": "e", "partitions": {"0": [1, 2, 3]}}
+    | {"configs": {"min.insync.replicas": "2"}},
+    {"v": 1, "type": "BrokerFailure", "broker_id": 3},
+    {"v": 1, "type": "BrokerFailure", "broker_id": 2},
+    {"v": 1, "type": "BrokerFailure", "broker_id": 1},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 2, "broker_epoch": 22},
+    {"v": 1, "type": "BrokerStartup", "broker_id": 1, "broker_epoch": 21},
+    {"v": 1, "type": "TopicConfigChange", "topic": "e", "configs": {"min.insync.replicas": "1"}},
+]
+ELR_CONFIG = ControllerConfig(
+    mode="kraft", metadata_version="4.0-IV3", eligible_leader_replicas_version=1
+)

@@ -249,7 +249,7 @@ def test_mutated_logs_never_raise() -> None:
     assert outcomes == {"match", "benign", "safety"}
 
 
-@pytest.mark.parametrize("story", ["STORY", "STORY_2"])
+@pytest.mark.parametrize("story", ["STORY", "STORY_2", "STORY_ELR"])
 def test_the_engines_kraft_records_verify_as_a_log(
     story: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -259,17 +259,23 @@ def test_the_engines_kraft_records_verify_as_a_log(
     log's offsets do not give (benign)."""
     from . import engine_log
 
+    config = engine_log.ELR_CONFIG if story == "STORY_ELR" else None
     directory = engine_log.write_engine_log(
-        getattr(engine_log, story), tmp_path / "__cluster_metadata-0"
+        getattr(engine_log, story), tmp_path / "__cluster_metadata-0", config
     )
     code, doc, _ = _verify(capsys, str(directory))
     summary = doc["summary"]
     assert code == 0
     assert summary["divergent"]["safety"] == 0
-    assert summary["decisions_checked"] == summary["matched"] >= 10
+    assert summary["decisions_checked"] == summary["matched"] >= 7
     reasons = [r for e in doc["events"] for d in e["divergences"] for r in d["reasons"]]
     assert reasons and all("broker epoch" in r for r in reasons)
     kinds = summary["events_by_kind"]
+    if story == "STORY_ELR":
+        assert kinds["BrokerFenced"] == 3 and summary["eligible_leader_replicas"]
+        unclean = [e for e in doc["events"] if "UncleanShutdown" in e["kafka_method"]]
+        assert [e["decisions"] for e in unclean] == [1, 1]
+        return
     assert kinds["BrokerFenced"] == 1
     if story == "STORY":
         assert kinds["ControlledShutdown"] == 1
