@@ -27,6 +27,9 @@ from .predict import (
 from .severity import BENIGN, SAFETY, classify
 from .verdicts import Claim, Divergence, OpenEvent
 
+# QuorumController.MAX_RECORDS_PER_BATCH: a non-atomic event's appends (appendRecords)
+MAX_RECORDS_PER_BATCH = 10_000
+
 
 class BrokerEvents(VerifierBase):
     # -- broker events --------------------------------------------------------------------
@@ -71,11 +74,17 @@ class BrokerEvents(VerifierBase):
         if after is not None:
             self._after = None
             seen: set[TopicPartition] = set()
+            batch = after.anchor.batch if after.anchor else None
             while i < len(run):
                 r = partition_change_record(run[i].fields)
                 tp = (r.topic_id, r.partition_id)
                 if tp not in after.predicted or tp in seen:
                     break
+                if run[i].batch != batch:
+                    # a later append of the same event only after a full one (appendRecords)
+                    if (len(after.claimed) + 1) % MAX_RECORDS_PER_BATCH:
+                        break
+                    batch = run[i].batch
                 seen.add(tp)
                 after.claimed.append((run[i], r))
                 i += 1
@@ -124,9 +133,10 @@ class BrokerEvents(VerifierBase):
                 earlier = next((k for k, x in enumerate(rest) if x.batch == nxt.batch), len(rest))
                 self._unanchored(rest[:earlier])
                 del rest[:earlier]
-                start = self._tail_start(rest, "BrokerUnregistered", broker_id)
+                start = self._tail_start(rest, "BrokerUnregistered", broker_id, nxt.batch)
         else:
-            start = self._tail_start(rest, tail_kind, broker_id)  # explains a prefix itself
+            # (explains a prefix itself)
+            start = self._tail_start(rest, tail_kind, broker_id, nxt.batch)
         # the request explained just before the event's records, if any
         before = (
             run[i + unclaimed - len(rest) + start - 1] if unclaimed - len(rest) + start else None
@@ -204,7 +214,9 @@ class BrokerEvents(VerifierBase):
                 return k
         return None
 
-    def _tail_start(self, rest: list[LogEntry], kind: str, broker_id: int) -> int:
+    def _tail_start(
+        self, rest: list[LogEntry], kind: str, broker_id: int, anchor_batch: int
+    ) -> int:
         """Where a fence's or unregistration's records start: the longest tail of distinct
         partitions that all hold the broker in their ISR (or ELR) by the time they come."""
         seen: set[TopicPartition] = set()
@@ -225,7 +237,13 @@ class BrokerEvents(VerifierBase):
             if (str(r["topic_id"]), int(r["partition_id"])) not in candidates:
                 break
             k -= 1
-        return k
+        # `appendRecords` splits a non-atomic event into appends of maxRecordsPerBatch, each
+        # whole in one batch: the event's last append shares the anchor's batch, and what
+        # comes before it in other batches is whole appends
+        j = len(rest)
+        while j > k and rest[j - 1].batch == anchor_batch:
+            j -= 1
+        return j - (j - k) // MAX_RECORDS_PER_BATCH * MAX_RECORDS_PER_BATCH
 
     def _broker_event(self, claim: Claim, ambiguous: str | None, replay_anchor: bool) -> None:
         kind = claim.kind

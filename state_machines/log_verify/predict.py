@@ -235,13 +235,13 @@ def explanations(
     reassigning = bool(old.adding_replicas or old.removing_replicas)
     if assignment:
         if reassigning and not new.adding_replicas and not new.removing_replicas:
-            if r.isr is not None:
-                # the leader's AlterPartition that completed it: its ISR held the replicas
-                # being removed that were in sync (the completion drops them)
-                asked = new.isr + tuple(
-                    b for b in old.isr if b in old.removing_replicas and b not in new.isr
-                )
-                out.append(_alter_partition(state, tp, old, asked, r.leader_recovery_state))
+            # the leader's AlterPartition that completed it (its ISR held the replicas being
+            # removed that were in sync: the completion drops them; the ISR it asked for may
+            # also be the one it had, then the record carries none)
+            asked = new.isr + tuple(
+                b for b in old.isr if b in old.removing_replicas and b not in new.isr
+            )
+            out.append(_alter_partition(state, tp, old, asked, r.leader_recovery_state))
             out.append(_reassign(state, tp, old, None))
         target = tuple(b for b in new.replicas if b not in new.removing_replicas)
         out.append(_reassign(state, tp, old, target))
