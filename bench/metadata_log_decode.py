@@ -34,15 +34,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.record import RESULTS_DIR, commit, python_work
-from streaming.metadata_log import (
-    RecordBatch,
-    decode_control,
-    decode_metadata,
-    encode_batch,
-    metadata_value,
-    read_batches,
-    write_segment,
-)
+from streaming.metadata_log.batches import RecordBatch, read_batches
+from streaming.metadata_log.encode import encode_batch, metadata_value, write_segment
+from streaming.metadata_log.records import decode_control, decode_metadata
 
 TOPIC_ID = "c2hhZG93LWNvbnRyb2xsZQ"  # 22 base64 characters: a Uuid
 DIRS = ("ZGlyZWN0b3J5LW9uZS0wMQ", "ZGlyZWN0b3J5LXR3by0wMg", "ZGlyZWN0b3J5LXRocmVlMw")

@@ -42,7 +42,7 @@ from state_machines.events import parse_event
 from state_machines.log_verify.verifier import Verifier
 from state_machines.model import ControllerConfig
 from streaming.collector import collect_less, process_settled
-from streaming.metadata_log import control_value, encode_batch, metadata_value, write_segment
+from streaming.metadata_log.encode import control_value, encode_batch, metadata_value, write_segment
 from streaming.metadata_log.wire import uuid_bytes
 
 MAX_RECORDS_PER_BATCH = 10_000  # QuorumController.MAX_RECORDS_PER_BATCH

@@ -23,25 +23,23 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from streaming import exits
-from streaming.metadata_log import (
-    ControlRecord,
-    CorruptBatch,
-    LogRecord,
-    MetadataLogError,
-    RecordBatch,
-    RecordDecodeError,
-    decode_control,
-    decode_metadata,
-    log_files,
-    read_batches,
-)
 from streaming.metadata_log.batches import (
     DELETE_HORIZON_FLAG,
     LOG_APPEND_TIME_FLAG,
     SEGMENT,
     SNAPSHOT,
+    LogRecord,
+    RecordBatch,
+    log_files,
+    read_batches,
 )
-from streaming.metadata_log.records import control_type
+from streaming.metadata_log.errors import CorruptBatch, MetadataLogError, RecordDecodeError
+from streaming.metadata_log.records import (
+    ControlRecord,
+    control_type,
+    decode_control,
+    decode_metadata,
+)
 from streaming.metadata_log.schemas import CONTROL, METADATA_BY_NAME, Field
 
 from .metadata_log_verify import add_parser as add_verify_parser

@@ -32,16 +32,9 @@ from state_machines.log_verify.log_state import ReplayError, StaticConfig
 from state_machines.log_verify.verifier import EventVerdict, Verifier
 from streaming import exits
 from streaming.exits import UsageError
-from streaming.metadata_log import (
-    CorruptBatch,
-    MetadataLogError,
-    RecordDecodeError,
-    decode_control,
-    decode_metadata,
-    log_files,
-    read_batches,
-)
-from streaming.metadata_log.batches import SEGMENT, SNAPSHOT
+from streaming.metadata_log.batches import SEGMENT, SNAPSHOT, log_files, read_batches
+from streaming.metadata_log.errors import CorruptBatch, MetadataLogError, RecordDecodeError
+from streaming.metadata_log.records import decode_control, decode_metadata
 
 PROG = "shadow-controller metadata-log verify"
 _CONFIG_KEYS = ("min.insync.replicas", "unclean.leader.election.enable")

@@ -22,7 +22,7 @@ from state_machines.events import parse_event
 from state_machines.kraft.metadata_version import MetadataVersion
 from state_machines.kraft.outputs import RECORD_TYPES
 from state_machines.model import ControllerConfig
-from streaming.metadata_log import control_value, encode_batch, metadata_value, write_segment
+from streaming.metadata_log.encode import control_value, encode_batch, metadata_value, write_segment
 from streaming.metadata_log.schemas import METADATA_BY_NAME
 
 

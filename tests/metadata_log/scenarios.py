@@ -21,7 +21,7 @@ from typing import Any
 
 from state_machines.log_verify.entries import LogEntry
 from state_machines.log_verify.log_state import LogState
-from streaming.metadata_log import (
+from streaming.metadata_log.encode import (
     control_value,
     encode_batch,
     metadata_value,

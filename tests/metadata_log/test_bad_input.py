@@ -8,17 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from streaming.metadata_log import (
-    CorruptBatch,
-    MetadataLogError,
-    RecordBatch,
-    RecordDecodeError,
-    decode_metadata,
-    encode_batch,
-    metadata_value,
-    read_batches,
-    write_segment,
-)
+from streaming.metadata_log.batches import RecordBatch, read_batches
+from streaming.metadata_log.encode import encode_batch, metadata_value, write_segment
+from streaming.metadata_log.errors import CorruptBatch, MetadataLogError, RecordDecodeError
+from streaming.metadata_log.records import decode_metadata
 
 FENCE = metadata_value("FenceBrokerRecord", id=1, epoch=7)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from shadow_controller.cli import main
-from streaming.metadata_log import (
+from streaming.metadata_log.encode import (
     control_value,
     encode_batch,
     metadata_value,

@@ -11,15 +11,10 @@ from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.metadata_log import (
-    RecordDecodeError,
-    control_value,
-    decode_control,
-    decode_metadata,
-    encode_batch,
-    metadata_value,
-    parse_batch,
-)
+from streaming.metadata_log.batches import parse_batch
+from streaming.metadata_log.encode import control_value, encode_batch, metadata_value
+from streaming.metadata_log.errors import RecordDecodeError
+from streaming.metadata_log.records import decode_control, decode_metadata
 
 TOPIC = "AAAAAAAAAAAAAAAAAAAAAQ"
 VALUES = [

@@ -18,16 +18,15 @@ from pathlib import Path
 import pytest
 from crc32c import crc32c
 
-from streaming.metadata_log import (
+from streaming.metadata_log.batches import RecordBatch, read_batches
+from streaming.metadata_log.encode import encode_batch
+from streaming.metadata_log.records import (
     ControlRecord,
     MetadataRecord,
     decode_control,
     decode_metadata,
-    encode_batch,
     encode_metadata,
-    read_batches,
 )
-from streaming.metadata_log.batches import RecordBatch
 
 # Uuid.ONE_UUID = new Uuid(0, 1); DirectoryId.UNASSIGNED (0, 0), LOST (0, 1), MIGRATING (0, 2)
 ONE_UUID = "AAAAAAAAAAAAAAAAAAAAAQ"

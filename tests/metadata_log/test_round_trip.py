@@ -10,15 +10,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streaming.metadata_log import (
+from streaming.metadata_log.batches import parse_batch
+from streaming.metadata_log.encode import encode_batch
+from streaming.metadata_log.records import (
     ControlRecord,
     MetadataRecord,
     decode_control,
     decode_metadata,
-    encode_batch,
     encode_control,
     encode_metadata,
-    parse_batch,
 )
 from streaming.metadata_log.schemas import CONTROL, METADATA, Field, Schema
 
@@ -133,7 +133,7 @@ def test_batches_of_every_codec_round_trip(
 
 def test_records_differing_in_partition_id_alone_decode_apart() -> None:
     # PartitionRecord and PartitionChangeRecord are memoised by the bytes after the id
-    from streaming.metadata_log import metadata_value
+    from streaming.metadata_log.encode import metadata_value
 
     fields = {"topic_id": "AAAAAAAAAAAAAAAAAAAAAQ", "replicas": (1, 2), "isr": (1, 2)}
     first = decode_metadata(metadata_value("PartitionRecord", partition_id=1, **fields))
