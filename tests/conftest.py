@@ -32,24 +32,3 @@ def spark() -> Iterator[object]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """bin/test's main pass hands tests to its xdist workers one at a time (`--dist
-    loadgroup`), so a long file no longer runs alone on one worker at the end of the pass
-    while the others wait. Two kinds of test are kept together (`xdist_group`):
-
-    - the `slow` ones (each runs the job as a process, or a cluster, for minutes) run one
-      after another on one worker, beside the other workers' tests, never two at once;
-    - a test that uses a module-scoped fixture (a checkpoint all of its module's tests
-      read, test_bad_usage's environment) stays with the rest of its module on one worker,
-      so that fixture is still built once."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None or not isinstance(item, pytest.Function):
-            continue
-        defs = [d for chain in info.name2fixturedefs.values() for d in chain]
-        if item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.xdist_group("slow"))
-        elif any(d.scope == "module" for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
