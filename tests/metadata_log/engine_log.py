@@ -25,6 +25,8 @@ from state_machines.model import ControllerConfig
 from streaming.metadata_log.encode import control_value, encode_batch, metadata_value, write_segment
 from streaming.metadata_log.schemas import METADATA_BY_NAME
 
+FIRST_OFFSET = 1_000_000
+
 
 def feature(name: str, level: int) -> bytes:
     return metadata_value("FeatureLevelRecord", 0, name=name, feature_level=level)
@@ -37,7 +39,9 @@ def record_value(doc: Mapping[str, Any]) -> bytes:
     fields = {
         f.key: doc[f.key]
         for f in schema.fields
-        if f.key in doc and f.present(version) and doc[f.key] is not None
+        if f.key in doc
+        and f.present(version)
+        and (doc[f.key] is not None or f.is_nullable(version))
     }
     if name == "RegisterBrokerRecord":
         fields.setdefault("rack", None)
@@ -62,6 +66,10 @@ def write_engine_log(
             batches.append(encode_batch([leader], offset, control=True))
             offset += 1
             if offset == 1:
+                # the metadata records start at FIRST_OFFSET: the contract's broker epochs,
+                # which stand in the records for Kafka's (the offsets of registrations), then
+                # never name a record (verify would take one for the event's start)
+                offset = FIRST_OFFSET
                 # the first activation's bootstrap records (ActivationRecordsGenerator): the
                 # features the engine runs at, which the log carries and the engine does not
                 features = [feature("metadata.version", mv.feature_level)]
