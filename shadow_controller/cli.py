@@ -46,7 +46,9 @@ class Parser(argparse.ArgumentParser):
         print(f"{prog}: {message} (see {prog} --help)", file=sys.stderr)
         sys.exit(exits.USAGE)
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+    def parse_args(  # type: ignore[override]
+        self, args: Any = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
         # argparse reports a subcommand's unknown flags as the top-level parser's; name the command
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
@@ -309,7 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"settings TOML (default: {DEFAULT_FILE}, wherever the command runs; the built-in "
         "defaults when it is missing)",
     )
-    run.add_argument("--input", help="kafka, or file:DIR")
+    run.add_argument(
+        "--input", help="kafka, file:DIR, or metadata-log:DIR (a KRaft metadata log, followed)"
+    )
     run.add_argument("--output", help="kafka, or file:DIR")
     run.add_argument("--checkpoint", help="checkpoint directory")
     run.add_argument(
@@ -387,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .metadata_log_cli import add_parser as add_metadata_log_parser
     from .replay import add_parser as add_replay_parser
     from .timeline import add_parser as add_timeline_parser
-    from .what_if import add_parser as add_what_if_parser
+    from .what_if_cli import add_parser as add_what_if_parser
 
     add_bridge_parser(sub)
     add_replay_parser(sub)

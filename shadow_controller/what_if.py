@@ -42,15 +42,14 @@ min.insync.replicas; a script can gate on 0).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from state_machines.commands import Command
 from state_machines.errors import InvalidEvent, InvariantViolation
 from state_machines.events import parse_line
 from state_machines.fold import (
@@ -67,7 +66,7 @@ from state_machines.update_metadata import merge as merge_update_metadata
 from streaming.exits import UsageError
 
 from . import health
-from .controller_state import ControllerState, TopicPartition, check_checkpoint, load_with_spark
+from .controller_state import ControllerState, TopicPartition
 
 CONTRACT_VERSION = 1
 # a fold that has not settled after this many rounds waits for something no command sends
@@ -196,13 +195,16 @@ def _fold_partitions(
     for w in work:
         by_target.setdefault(w.target, []).append(w)
     for target, items in sorted(by_target.items()):
-        cmd = items[0].item
-        tp: TopicPartition = (cmd.topic, cmd.partition)  # type: ignore[union-attr]
+        # a partition's target is sent only Commands (fold.fold_partition reads them so)
+        cmd = cast(Command, items[0].item)
+        tp: TopicPartition = (cmd.topic, cmd.partition)
         slot = slots.get(target) or PartitionSlot(state.partitions.get(tp))
         slot = slots[target] = fold_partition(slot, items, state.config, replies)
         if slot.record is None:
             state.partitions.pop(tp, None)
         else:
+            # ZooKeeper rules only (controller_state refuses a KRaft checkpoint)
+            assert isinstance(slot.record, PartitionRecord)
             state.partitions[tp] = slot.record
 
 
@@ -505,66 +507,3 @@ def harm_line(p: dict[str, Any]) -> str:
         names = [r["partition"] for r in p[key]]
         parts.append(f"{label}: {len(names)}" + (f" ({', '.join(names)})" if names else ""))
     return "; ".join(parts)
-
-
-# -- the command line ------------------------------------------------------------------------
-
-
-def cmd_what_if(args: argparse.Namespace) -> int:
-    from streaming.settings.checkpoint import load_settings
-
-    restart = args.restart_broker
-    events = [] if restart is not None else hypotheses(args.event, args.events)
-    check_checkpoint(args.checkpoint, args.batch)
-    check_events(events, load_settings(args.checkpoint).limits)
-    if args.limit < 0:
-        raise WhatIfError(f"--limit {args.limit}: give a number of lines, 0 or more")
-    state = load_with_spark(args.checkpoint, args.batch, "shadow-controller-what-if")
-    if restart is not None:
-        from .what_if_restart import render_restart, restart_broker
-
-        result = restart_broker(state, restart)
-        text = render_restart(result, args.limit)
-    else:
-        result = what_if(state, events)
-        text = render(result, args.limit)
-    sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else text)
-    code: int = result["exit_code"]
-    return code
-
-
-def add_parser(subparsers: Any) -> None:
-    """Register `what-if` on the CLI's subparsers."""
-    p = subparsers.add_parser(
-        "what-if",
-        help="the decisions and impact of hypothetical events at a micro-batch "
-        "(the checkpoint is only read)",
-    )
-    p.add_argument("--checkpoint", required=True, help="the job's checkpoint directory (only read)")
-    p.add_argument("--batch", type=int, help="micro-batch id (default: the latest committed)")
-    given = p.add_mutually_exclusive_group(required=True)
-    given.add_argument(
-        "--event",
-        action="append",
-        metavar="JSON",
-        help='a contract event (repeatable, applied in order); "v" may be left out',
-    )
-    given.add_argument("--events", metavar="FILE", help="contract events, one JSON object a line")
-    given.add_argument(
-        "--restart-broker",
-        type=int,
-        metavar="ID",
-        help="is it safe to restart broker ID now? its controlled shutdown, its going away and "
-        "its return, with a verdict (exit 7: a partition goes offline, 6: under its min ISR)",
-    )
-    p.add_argument(
-        "--limit",
-        type=int,
-        default=40,
-        metavar="N",
-        help="decisions and moves listed in text (default 40)",
-    )
-    p.add_argument(
-        "--json", action="store_true", help="one JSON object (every decision) instead of text"
-    )
-    p.set_defaults(func=cmd_what_if)
