@@ -348,7 +348,11 @@ def run_audit(
     rule_set = rule_set_of(records, decisions_path)
     rules = RULE_SETS[rule_set]
     import great_expectations as gx
+    from great_expectations.checkpoint.actions import UpdateDataDocsAction
     from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.expectations.core.expect_column_values_to_be_in_set import (
+        ExpectColumnValuesToBeInSet,
+    )
 
     from .audit_report import add_summary, make_offline
 
@@ -383,7 +387,7 @@ def run_audit(
     suite = gx.ExpectationSuite(name=suite_name)
     for rule, description in rules.items():
         suite.add_expectation(
-            gx.expectations.ExpectColumnValuesToBeInSet(
+            ExpectColumnValuesToBeInSet(
                 column=rule,
                 value_set=[HELD],
                 description=description,
@@ -398,7 +402,7 @@ def run_audit(
         gx.Checkpoint(
             name="audit" if rule_set == "zk" else "audit-kraft",
             validation_definitions=[validation],
-            actions=[gx.checkpoint.UpdateDataDocsAction(name="data-docs")],
+            actions=[UpdateDataDocsAction(name="data-docs")],
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": 20},
         )
     )

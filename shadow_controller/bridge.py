@@ -108,7 +108,7 @@ TICK: dict[str, Any] = {"v": 1, "type": "ControllerTick"}
 
 def backoff_delay(failures: int, initial_s: float, max_s: float) -> float:
     """Capped exponential backoff after `failures` consecutive failed attempts (>= 1)."""
-    return min(max_s, initial_s * 2 ** min(failures - 1, 62))
+    return min(max_s, initial_s * 2.0 ** min(failures - 1, 62))
 
 
 def note_rules(rules: ClusterRules, settings: BridgeSettings, changed: bool = False) -> None:
@@ -308,7 +308,7 @@ BRIDGE_EXIT_CODES = {0: exits.OK, 1: exits.UNREACHABLE, 2: exits.USAGE}
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
+    p: argparse.ArgumentParser = subparsers.add_parser(
         "bridge", help="turn a live cluster's metadata changes into controller events"
     )
     p.add_argument(

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from state_machines.model import ControllerConfig
 from streaming.job import spark_session, start
@@ -30,7 +30,7 @@ DEFAULT_SCENARIO = ROOT / "examples" / "three-brokers.jsonl"
 
 
 def describe_event(event: dict[str, Any]) -> str:
-    kind = event["type"]
+    kind: str = event["type"]
     fields = {k: v for k, v in event.items() if k not in ("v", "type", "id", "ts")}
     if kind == "TopicCreation":
         return f"TopicCreation {fields['topic']} " + " ".join(
@@ -80,7 +80,7 @@ def describe_decision(d: dict[str, Any]) -> str | None:
         return f"{where:12} PartitionChangeRecord {changed}"
     if kind in ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnregisterBrokerRecord"):
         changes = {
-            "fenced": {1: "fenced", -1: "unfenced"}.get(d.get("fenced"))
+            "fenced": {1: "fenced", -1: "unfenced"}.get(d.get("fenced", 0))
             if kind != "RegisterBrokerRecord"
             else ("fenced" if d["fenced"] else "unfenced"),
             "shutdown": "in controlled shutdown"
@@ -114,7 +114,7 @@ _CHANGE_FIELDS = (
 def run_demo(
     scenario: Path = DEFAULT_SCENARIO,
     verbose: bool = False,
-    out=sys.stdout,
+    out: TextIO = sys.stdout,
     controller: ControllerConfig = ControllerConfig(),
 ) -> int:
     from confluent_kafka import Consumer, Producer
@@ -204,7 +204,7 @@ def _print_decisions_of(
     query: Any,
     sink: BatchSink,
     shown: list[int],
-    out,
+    out: TextIO,
     deadline_s: float,
 ) -> float | None:
     """Print the decisions caused by event `offset`; return when the first one arrived.

@@ -182,9 +182,9 @@ def _lines_in(directory: str) -> int:
 
 
 def add_parser(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    subparsers: argparse._SubParsersAction[Any],
 ) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
+    p: argparse.ArgumentParser = subparsers.add_parser(
         "replay",
         help="branch a checkpoint at a micro-batch and run the rest again under other settings",
     )

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kazoo.exceptions import KazooException, NoAuthError  # type: ignore[import-untyped]
-from kazoo.handlers.threading import KazooTimeoutError  # type: ignore[import-untyped]
+from kazoo.exceptions import KazooException, NoAuthError
+from kazoo.handlers.threading import KazooTimeoutError
 
 from state_machines.model import ControllerConfig
 from streaming.exits import UsageError

@@ -29,11 +29,11 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from kazoo.client import KazooClient  # type: ignore[import-untyped]
-from kazoo.exceptions import NoNodeError  # type: ignore[import-untyped]
-from kazoo.handlers.threading import KazooTimeoutError  # type: ignore[import-untyped]
-from kazoo.protocol.states import KazooState  # type: ignore[import-untyped]
-from kazoo.retry import KazooRetry  # type: ignore[import-untyped]
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState
+from kazoo.retry import KazooRetry
 
 from streaming.exits import Unreachable, UsageError
 

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from . import exits
 from .exits import UsageError
@@ -192,7 +192,7 @@ def _jvm_pid() -> int | None:
     proc = getattr(SparkContext._gateway, "proc", None)
     if proc is None or os.getpgid(proc.pid) != proc.pid:
         return None  # not a JVM this run started in a session of its own: never kill its group
-    return proc.pid
+    return int(proc.pid)
 
 
 def _supervise(
