@@ -243,8 +243,16 @@ def explanations(
             )
             out.append(_alter_partition(state, tp, old, asked, r.leader_recovery_state))
             out.append(_reassign(state, tp, old, None))
-        target = tuple(b for b in new.replicas if b not in new.removing_replicas)
-        out.append(_reassign(state, tp, old, target))
+        # PartitionReassignmentReplicas: the replicas are the target, then the replicas it
+        # removes; a record that does not set `removing_replicas` removes none (Kafka sets
+        # the builder's removing and adding only when they are not empty)
+        targets = []
+        if r.replicas is not None:
+            removed = len(r.removing_replicas or ())
+            targets.append(r.replicas[: len(r.replicas) - removed])
+        targets.append(tuple(b for b in new.replicas if b not in new.removing_replicas))
+        for target in dict.fromkeys(targets):
+            out.append(_reassign(state, tp, old, target))
         return out
     if r.leader != NO_LEADER_CHANGE and r.leader != old.leader:
         if r.isr is not None and r.leader not in old.isr and r.leader != NO_LEADER:
