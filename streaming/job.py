@@ -27,6 +27,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from .decision_parts import stage_parts_base
 from .file_source import EventFilesSource, FeedbackSource
+from .metadata_log_source import MetadataLogSource, state_dir
 from .operators import (
     PARTITION_OUT,
     SEQUENCER_KEY,
@@ -86,6 +87,7 @@ def spark_session(
         spark = builder.getOrCreate()
     spark.dataSource.register(EventFilesSource)
     spark.dataSource.register(FeedbackSource)
+    spark.dataSource.register(MetadataLogSource)
     try:
         from .kafka.source import KafkaDataSource
 
@@ -106,6 +108,18 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
         if settings.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
         raw = reader.load()
+        events = raw.select(F.lit("event").alias("kind"), "offset", "value", "source")
+    elif settings.input.startswith("metadata-log:"):
+        c = settings.controller
+        raw = (
+            spark.readStream.format("shadow-metadata-log")
+            .option("path", settings.input[13:])
+            .option("shadow.pauseFile", settings.pause_file)
+            .option("shadow.stateDir", state_dir(settings.checkpoint))
+            .option("shadow.minInsyncReplicas", str(c.min_insync_replicas))
+            .option("shadow.uncleanLeaderElection", str(c.unclean_leader_election_enable).lower())
+            .load()
+        )
         events = raw.select(F.lit("event").alias("kind"), "offset", "value", "source")
     else:
         fmt = "kafka" if settings.use_jvm_kafka else "kafka-py"

@@ -76,6 +76,24 @@ def check_output_file(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {path}: no such directory {directory}")
 
 
+def check_metadata_log_dir(path: str) -> None:
+    """`metadata-log:DIR`: DIR must be a directory the job can read (it never writes it);
+    with no segments in it yet, the job waits for them, and says so once."""
+    from .metadata_log_source import partition_dir, segments
+
+    if not os.path.isdir(path):
+        what = "not a directory" if os.path.exists(path) else "no such directory"
+        raise UsageError(f"job.input metadata-log:{path}: {what}")
+    directory = partition_dir(path)
+    if not os.access(directory, os.R_OK | os.X_OK):
+        raise UsageError(f"job.input metadata-log:{path}: cannot read it (permission denied)")
+    if not segments(directory):
+        logging.getLogger("shadow_controller.job").warning(
+            "%s holds no metadata-log segment (<20-digit base offset>.log) yet: waiting for one",
+            directory,
+        )
+
+
 def check_run(settings: JobSettings) -> None:
     """Everything `run` refuses before Spark starts: a checkpoint laid out or recorded under
     other settings, a missing input directory, a broker that does not answer."""
@@ -85,5 +103,7 @@ def check_run(settings: JobSettings) -> None:
     check_source(settings, settings.checkpoint)
     if settings.input.startswith("file:") and not os.path.isdir(settings.input[5:]):
         raise UsageError(f"job.input {settings.input}: no such directory")
+    if settings.input.startswith("metadata-log:"):
+        check_metadata_log_dir(settings.input[13:])
     if "kafka" in (settings.input, settings.output):
         check_broker(settings.bootstrap_servers, "kafka.bootstrap_servers", settings.kafka_options)

@@ -58,6 +58,8 @@ class BatchSink:
         # (controller_metrics.py), and the unclean leader elections decided this run
         self.metrics: dict[str, int] = {}
         self.unclean_elections = 0
+        # metadata-log input: the verifier's verdicts written so far, by outcome
+        self.verdicts: dict[str, int] = {}
         self._kafka: Any = None  # kafka.decisions.DecisionWriter, made on the first Kafka write
         self._stopping = threading.Event()
         self._cancel = threading.Event()  # the Kafka writer's: give up waiting for the broker
@@ -85,6 +87,7 @@ class BatchSink:
 
     def _write_batch(self, df: DataFrame, batch_id: int) -> None:
         collect_less()
+        verdicts, log_letters = self._log_verdicts(batch_id)
         if self.settings.output.startswith("file:"):
             base = self.settings.output[5:]
             try:
@@ -98,15 +101,19 @@ class BatchSink:
                 log.error("batch %d: %s", batch_id, exc)
                 raise
             out, decisions, unclean = batch.out, batch.records, batch.unclean_elections
+            out.dlq.extend(log_letters)
             self._letters(batch_id, out)
             if out.observations.get("safety"):
                 log_safety_divergences(batch_id, batch.safety)
             if out.dlq:
                 _write_lines(os.path.join(base, "dlq", f"dlq-{batch_id:012d}.jsonl"), out.dlq)
+            verdicts_dir = os.path.join(base, "verdicts")
         else:
             whole = assemble_batch(_collect(df))
             out = whole.assembled
+            out.dlq.extend(log_letters)
             self._letters(batch_id, out)
+            verdicts_dir = os.path.join(self.settings.checkpoint, "verdicts")
             if out.observations.get("safety"):
                 log_safety_divergences(batch_id, whole.decisions)
             if self._kafka is None:
@@ -115,6 +122,9 @@ class BatchSink:
                 self._kafka = DecisionWriter(self.settings, cancel=self._cancel)
             self._kafka.write(whole.decisions, out.dlq)
             decisions, unclean = len(whole.decisions), whole.unclean_elections
+        if verdicts:
+            _write_lines(os.path.join(verdicts_dir, f"verdicts-{batch_id:012d}.jsonl"), verdicts)
+            self._count_verdicts(batch_id, verdicts)
         if out.reports:
             os.makedirs(self.settings.feedback_dir, exist_ok=True)
             _atomic_write(
@@ -125,6 +135,7 @@ class BatchSink:
             "decisions": decisions,
             "dlq": len(out.dlq),
             "reports": len(out.reports),
+            "verdicts": len(verdicts),
             **{f"shadow_{k}": v for k, v in out.observations.items()},
         }
         for k, v in out.observations.items():
@@ -133,6 +144,37 @@ class BatchSink:
         self.unclean_elections += unclean
         if out.metrics is not None:
             self.metrics = out.metrics
+
+    def _log_verdicts(self, batch_id: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """With `metadata-log:DIR` input: the verdicts of the events the batch's range of the
+        log closed, and its corrupt batches' dead letters (`metadata_log_source.py`)."""
+        if not self.settings.input.startswith("metadata-log:"):
+            return [], []
+        from .metadata_log_source import LogBatches, range_of, state_dir
+
+        span = range_of(self.settings.checkpoint, batch_id)
+        doc = LogBatches(state_dir(self.settings.checkpoint)).written_out(*span) if span else None
+        if doc is None:
+            return [], []
+        return doc["verdicts"], doc["dead_letters"]
+
+    def _count_verdicts(self, batch_id: int, verdicts: list[dict[str, Any]]) -> None:
+        for v in verdicts:
+            self.verdicts[v["outcome"]] = self.verdicts.get(v["outcome"], 0) + 1
+            if v["outcome"] == "safety":
+                first, last = v["offsets"]
+                reasons = "; ".join(
+                    r for d in v["divergences"] if d["severity"] == "safety" for r in d["reasons"]
+                )
+                log.warning(
+                    "safety divergence in the log at offsets %d-%d (batch %d): %s (%s): %s",
+                    first,
+                    last,
+                    batch_id,
+                    v["kind"],
+                    v["kafka_method"],
+                    reasons,
+                )
 
     @staticmethod
     def _letters(batch_id: int, out: Assembled) -> None:

@@ -99,6 +99,8 @@ def source_of(settings: JobSettings) -> str:
     for another input."""
     if settings.input.startswith("file:"):
         return "file:" + os.path.abspath(settings.input[5:])
+    if settings.input.startswith("metadata-log:"):
+        return "metadata-log:" + os.path.abspath(settings.input[13:])
     servers = ",".join(
         sorted(s.strip() for s in settings.bootstrap_servers.split(",") if s.strip())
     )

@@ -122,6 +122,19 @@ def location(name: str, value: Any) -> str:
     raise SettingError(f"{name} must be kafka or file:DIR, got {value!r}")
 
 
+def input_location(name: str, value: Any) -> str:
+    """Where the job reads its events: `kafka`, `file:DIR`, or `metadata-log:DIR` (a KRaft
+    cluster's `__cluster_metadata-0` directory, followed as it grows)."""
+    if isinstance(value, str) and value.startswith("metadata-log:") and value[13:].strip():
+        return value
+    try:
+        return location(name, value)
+    except SettingError:
+        raise SettingError(
+            f"{name} must be kafka, file:DIR or metadata-log:DIR, got {value!r}"
+        ) from None
+
+
 def offsets(name: str, value: Any) -> str:
     """Spark's startingOffsets: earliest, latest, or {"topic": {"partition": offset}}."""
     if value in ("earliest", "latest"):

@@ -33,6 +33,7 @@ from .kinds import (
     cap,
     choice,
     count,
+    input_location,
     integer,
     interval,
     location,
@@ -56,7 +57,7 @@ SPARK = "spark."  # Spark conf, by Spark's own names
 
 @dataclass
 class JobSettings:
-    input: str  # file:DIR | kafka
+    input: str  # file:DIR | kafka | metadata-log:DIR
     output: str  # file:DIR | kafka
     checkpoint: str
     controller: ControllerConfig = dataclasses.field(default_factory=ControllerConfig)
@@ -126,7 +127,7 @@ class Setting:
 
 
 SCHEMA = (
-    Setting("job.input", location, "input", default="kafka"),
+    Setting("job.input", input_location, "input", default="kafka"),
     Setting("job.output", location, "output", default="kafka"),
     Setting("job.checkpoint", text, "checkpoint", default="checkpoints/shadow-controller"),
     Setting("job.trigger_interval", interval, "trigger_interval"),
@@ -360,13 +361,19 @@ def apply(settings: JobSettings, values: Mapping[str, Any]) -> JobSettings:
     options = {
         name[len(OPTIONS) :]: value for name, value in values.items() if name.startswith(OPTIONS)
     }
-    return dataclasses.replace(
+    out = dataclasses.replace(
         settings,
         **_changes(values, ""),
         limits=dataclasses.replace(settings.limits, **_changes(values, "limits")),
         controller=apply_controller(settings.controller, values),
         kafka_options={**settings.kafka_options, **options},
     )
+    if out.input.startswith("metadata-log:") and out.controller.mode != "kraft":
+        # a KRaft cluster's own log: only the KRaft rules read it
+        out = dataclasses.replace(
+            out, controller=apply_controller(out.controller, {"controller.mode": "kraft"})
+        )
+    return out
 
 
 def spark_conf(values: Mapping[str, Any]) -> dict[str, str]:

@@ -187,7 +187,27 @@ ROWS = [
         "input typo",
         ("run", "--input", "files:/tmp/x"),
         exits.USAGE,
-        "job.input must be kafka or file:DIR, got 'files:/tmp/x'",
+        "job.input must be kafka, file:DIR or metadata-log:DIR, got 'files:/tmp/x'",
+    ),
+    Row(
+        "metadata-log directory missing",
+        (
+            "run",
+            "--input",
+            "metadata-log:{tmp}/nowhere",
+            "--output",
+            "file:{tmp}/out",
+            "--checkpoint",
+            "{tmp}/fresh",
+        ),
+        exits.USAGE,
+        "job.input metadata-log:{tmp}/nowhere: no such directory",
+    ),
+    Row(
+        "metadata-log prefix mistyped",
+        ("run", "--input", "metadata_log:/tmp/x"),
+        exits.USAGE,
+        "job.input must be kafka, file:DIR or metadata-log:DIR, got 'metadata_log:/tmp/x'",
     ),
     Row(
         "input directory missing",

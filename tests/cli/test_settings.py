@@ -219,7 +219,7 @@ def test_an_unknown_setting_without_a_close_name_lists_its_section() -> None:
         ("job.heartbeat_seconds=soon", "must be a number of seconds, got 'soon'"),
         ("job.on_broker_outage=Exit", "must be wait or exit, got 'Exit'"),
         ("job.output=files:/tmp/out", "must be kafka or file:DIR"),
-        ("job.input=file:", "must be kafka or file:DIR"),
+        ("job.input=file:", "must be kafka, file:DIR or metadata-log:DIR"),
         ("job.trigger_interval=1 month", "must be an interval"),
         ('job.starting_offsets={"t": {"0": "x"}}', "must be earliest, latest or JSON"),
         ("kafka.events_topic=[1, 2]", "must be a string"),
