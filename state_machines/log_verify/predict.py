@@ -23,6 +23,7 @@ from ..kraft import replication_control as rc
 from ..kraft.alter_partition import alter_partition
 from ..kraft.cluster_control import BrokerRegistry
 from ..kraft.messages import AlterPartitionPartitionData, ApiError, BrokerState
+from ..kraft.metadata_version import MetadataVersion
 from ..kraft.partition_change_builder import PartitionChange
 from ..kraft.partition_registration import PartitionRegistration
 from ..kraft.records import (
@@ -264,9 +265,28 @@ def explanations(
                 out.append(_elect(state, tp, old, "UNCLEAN"))
         if r.isr is not None:
             out.append(_alter_partition(state, tp, old, r.isr, r.leader_recovery_state))
-        return out
+        return out + _shutting_down(state, tp, old, new)
     # the ISR, ELR or recovery state only (or an epoch bump at the same leader): the leader
     out.append(_alter_partition(state, tp, old, new.isr, r.leader_recovery_state))
+    return out + _shutting_down(state, tp, old, new)
+
+
+def _shutting_down(
+    state: LogState, tp: TopicPartition, old: PartitionRegistration, new: PartitionRegistration
+) -> list[Explanation]:
+    """A controlled shutdown with no flag record: the broker was already in controlled
+    shutdown (`handleBrokerInControlledShutdown` writes the flag only when it is not), or
+    metadata.version is before 3.3-IV3. Tried for each broker of the old ISR that is in
+    controlled shutdown and leaves it."""
+    method, handler = HANDLERS["ControlledShutdown"]
+    out = []
+    for b in old.isr:
+        if b not in new.isr and (
+            state.registry.in_controlled_shutdown(b)
+            or not state.mv.is_at_least(MetadataVersion.IBP_3_3_IV3)
+        ):
+            change = handler(old, state.context(tp[0]), tp[1], state.registry, b)
+            out.append(Explanation("ControlledShutdown", method, change))
     return out
 
 

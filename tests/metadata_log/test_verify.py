@@ -359,8 +359,16 @@ def test_the_controllers_static_config_is_the_users_to_give(
         # keeps its removing and adding replicas, and its record sets only the replicas
         (False, [169], 80),
         (True, [130, 142], 80),
+        # a controlled shutdown of a broker already in controlled shutdown writes no flag
+        (True, [96], 120),
     ],
-    ids=["3.9", "4.0-elr", "3.9-reassignment-changed", "elr-reassignment-changed"],
+    ids=[
+        "3.9",
+        "4.0-elr",
+        "3.9-reassignment-changed",
+        "elr-reassignment-changed",
+        "elr-shutdown-without-flag",
+    ],
 )
 def test_random_engine_logs_verify(
     elr: bool, seeds: Iterable[int], n_events: int, tmp_path: Path
