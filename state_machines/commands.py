@@ -15,7 +15,7 @@ every partition (partition_summaries.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .kraft.commands import KraftContext, KraftOp
 from .model import BrokerFact, LeaderAndIsr, ReplicaAssignment
@@ -255,3 +255,8 @@ class SummaryReport:
     cause_offset: int = -1
     # kraft mode: the cause's event time, which schedules KRaft's periodic tasks
     ts: int | None = None
+    # the summary the directory holds for the partition until this report is applied: its
+    # record's when the fold began, or None if it was new or went away during the fold (a
+    # topic deleted and made again: its topic record is a new one, without that summary).
+    # Not compared: the job's sink settles the batch's gauges with it (streaming/batch_gauges.py)
+    before: PartitionSummary | None = field(default=None, compare=False)

@@ -91,7 +91,7 @@ def fold_partition(
     """Apply one partition's commands in (cause, round, index) order; its records go to
     `replies.decisions`, numbered per (cause, key)."""
     record, seq_cause, seq_next = slot
-    start = record
+    start = prior = record
     decision = replies.decision
     rules = rules_for(config)
     step = rules.partition_step
@@ -101,6 +101,8 @@ def fold_partition(
         cmd: Command = w.item  # type: ignore[assignment]
         result, error = step(record, cmd, config)
         record = result.state
+        if record is None:
+            prior = None  # gone: a record made after it is a new partition's
         cause = cmd.cause_offset
         if cause != seq_cause:
             seq_cause, seq_next = cause, 0
@@ -133,8 +135,11 @@ def fold_partition(
     # the two summaries of every partition a fan-out reaches
     if record is not start and not rules.same_summary(start, record):
         ts = cmd.ctx.ts if isinstance(cmd.ctx, KraftContext) else None
+        before = None if prior is None else rules.summary_of(prior)
         replies.summaries.append(
-            SummaryReport(cmd.topic, cmd.partition, rules.summary_of(record), cmd.cause_offset, ts)
+            SummaryReport(
+                cmd.topic, cmd.partition, rules.summary_of(record), cmd.cause_offset, ts, before
+            )
         )
     return _new_tuple(PartitionSlot, (record, seq_cause, seq_next))
 

@@ -27,7 +27,7 @@ from state_machines.outputs import Record, StillLeads
 from state_machines.update_metadata import chunks
 
 from . import codec
-from .controller_metrics import decode as decode_metrics
+from .batch_gauges import settle
 from .decision_json import decision_json, update_metadata_json
 from .packing import OutputRow
 from .pipeline import WAKE_LINE, read_metadata
@@ -57,8 +57,12 @@ class Assembled:
     reports: list[str]
     observations: dict[str, int]
     # the controller's gauges at the end of the batch (`controller_metrics.GAUGES`), if
-    # the sequencer ran
+    # the sequencer ran: its count settled with the batch's summaries (`batch_gauges`)
     metrics: dict[str, int] | None
+    # the events the sequencer applied: [how many, first offset, last offset], if it ran
+    events: list[Any] | None = None
+    # the deletion reports among `reports` (the rest are summaries and a wake)
+    deletion_reports: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +85,11 @@ def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
     dlq: list[dict[str, Any]] = []
     reports: list[str] = []
     observations: dict[str, int] = {}
+    deletion_reports = 0
     metrics: dict[str, int] | None = None
+    events: list[Any] | None = None
+    sequenced: str | None = None  # the sequencer's line (`batch_gauges.sequencer_text`)
+    shifts: list[str] = []
     for kind, cause, key, seq, payload in rows:
         if kind == "decision":
             runs.append((cause, key, seq, payload))
@@ -99,12 +107,17 @@ def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
             reports.extend(payload.split("\n"))
         elif kind == "report":
             reports.append(payload)
+            deletion_reports += 1
         elif kind == "wake" and WAKE_LINE not in reports:
             reports.append(WAKE_LINE)
         elif kind == "stat":
             observations[payload] = observations.get(payload, 0) + 1
         elif kind == "metrics":
-            metrics = decode_metrics(payload)
+            sequenced = payload
+        elif kind == "shift":
+            shifts.append(payload)
+    if sequenced is not None:
+        metrics, events = settle(sequenced, shifts)
     for d in merge_shutdown_shares(shutdowns, still):
         runs.append(
             (
@@ -128,7 +141,7 @@ def assemble_runs(rows: Iterable[OutputRow]) -> Assembled:
             )
     runs.sort(key=run_order)
     dlq.sort(key=lambda d: d["offset"])
-    return Assembled(runs, dlq, reports, observations, metrics)
+    return Assembled(runs, dlq, reports, observations, metrics, events, deletion_reports)
 
 
 def assemble_batch(rows: Iterable[OutputRow]) -> BatchOutput:

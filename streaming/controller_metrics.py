@@ -440,6 +440,17 @@ def kraft_metrics(directory: Mapping[str, Any], config: ControllerConfig) -> dic
     return out
 
 
+def summary_counts(
+    s: PartitionSummary, min_isr: int, started: bool, count_imbalance: bool, kraft: bool
+) -> tuple[int, ...]:
+    """(GlobalPartitionCount, OfflinePartitionsCount, PreferredReplicaImbalanceCount,
+    UnderReplicated, UnderMinIsr, AtMinIsr) of one partition whose summary is `s`, as the
+    topic shares count it (`batch_gauges.settle` counts a batch's reported summaries)."""
+    if kraft:
+        return _kraft_counts_of(s, min_isr)
+    return _zk_counts_of(s, min_isr, started, count_imbalance)
+
+
 def encode(metrics: Mapping[str, int]) -> str:
     """The gauges by position in `ALL`; null for one the rule set does not serve."""
     return json.dumps([metrics.get(k) for k in ALL], separators=(",", ":"))

@@ -46,7 +46,7 @@ from state_machines.events import DEFAULT_LIMITS, InputLimits
 from state_machines.loop import DIRECT, Pending, RawEvent, Sequencer
 from state_machines.model import ControllerConfig
 
-from . import codec, controller_metrics, decision_parts, directory_store
+from . import batch_gauges, codec, controller_metrics, decision_parts, directory_store
 from .collector import collect_less, paused
 from .packing import pack_groups, pack_metrics, pack_outputs, unpack_work
 from .pipeline import read_feedback
@@ -204,9 +204,11 @@ class SequencerProcessor(StatefulProcessor):
             self.buffer.clear()
         groups = pack_groups(seq.work, self.storage.group, self.dlq_max_value_bytes)
         packed = [(grp, text) for grp, texts in groups.items() for text in texts]
-        # the controller's gauges as this batch leaves them, to the sink (controller_metrics)
-        gauges = controller_metrics.controller_metrics(directory, pending, self.config)
-        packed.append((DIRECT, pack_metrics(controller_metrics.encode(gauges))))
+        # the controller's gauges as this batch leaves the directory, and the events it
+        # applied, to the sink, which settles them with the batch's summaries (batch_gauges)
+        applied = batch_gauges.applied_events(buffered, events, rest)
+        line = batch_gauges.sequencer_text(directory, pending, self.config, seq.changed, applied)
+        packed.append((DIRECT, pack_metrics(line)))
         return packed
 
     def _mirror(self, rows: Iterator[pd.DataFrame]) -> None:

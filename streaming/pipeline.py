@@ -42,6 +42,7 @@ from state_machines.outputs import (
 from state_machines.update_metadata import Piece, Round, gather
 
 from . import codec
+from .batch_gauges import shift_rows
 from .decision_json import decision_json, metadata_state_json
 from .directory_codec import summary_of
 from .json_text import canonical_json, compact_json, json_str
@@ -135,6 +136,7 @@ def _reply_rows(replies: EncodedReplies, dlq_max_value_bytes: int) -> list[Outpu
                 "\n".join([_summary_line(s) for s in summaries[i : i + SUMMARY_LINES_PER_ROW]]),
             )
         )
+    out.extend(shift_rows(summaries))
     out.extend(metadata_rows(replies.metadata))
     for letter in replies.dead_letters:
         out.append(
@@ -337,6 +339,12 @@ def _summary_of(text: str) -> PartitionSummary:
             *counts,
         )
     return summary
+
+
+def summary_of_fields(text: str) -> PartitionSummary:
+    """The summary of a feedback line's fields after the cause (`state TAB preferred TAB
+    leader[ TAB isr size TAB replication factor TAB replica count]`), shared by equal texts."""
+    return _summary_of(text)
 
 
 def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[SummaryReport]]:

@@ -79,7 +79,7 @@ class ProgressListener(StreamingQueryListener):
             stats.get("reports", 0),
             p.batchDuration,
             shadow,
-            metrics_text(self.sink),
+            metrics_text(self.sink, p.batchId),
         )
 
     def onQueryIdle(self, event: Any) -> None:
@@ -89,12 +89,14 @@ class ProgressListener(StreamingQueryListener):
         pass  # the runner says how the query ended, in one line
 
 
-def metrics_text(sink: BatchSink) -> str:
+def metrics_text(sink: BatchSink, batch_id: int | None = None) -> str:
     """Kafka's controller metrics for the progress line (`controller_metrics.py`): the gauges
-    the latest batch that ran the controller left, and the unclean elections so far."""
-    if not sink.metrics:
+    batch `batch_id` left (`batch_gauges.py`; by default the latest batch that ran the
+    controller), and the unclean elections so far."""
+    metrics = sink.metrics if batch_id is None else sink.gauges.get(batch_id)
+    if not metrics:
         return ""
-    gauges = " ".join(f"{k}={v}" for k, v in sink.metrics.items())
+    gauges = " ".join(f"{k}={v}" for k, v in metrics.items())
     return f", controller: {gauges} UncleanLeaderElections={sink.unclean_elections}"
 
 

@@ -57,6 +57,9 @@ class BatchSink:
         # Kafka's controller gauges as the latest batch that ran the sequencer left them
         # (controller_metrics.py), and the unclean leader elections decided this run
         self.metrics: dict[str, int] = {}
+        # each batch's gauges as that batch left the cluster (`batch_gauges.settle`), for its
+        # log line: the latest batch may be another by the time the listener hears of one
+        self.gauges: dict[int, dict[str, int]] = {}
         self.unclean_elections = 0
         # metadata-log input: the verifier's verdicts written so far, by outcome
         self.verdicts: dict[str, int] = {}
@@ -144,6 +147,7 @@ class BatchSink:
         self.unclean_elections += unclean
         if out.metrics is not None:
             self.metrics = out.metrics
+            self.gauges[batch_id] = out.metrics
 
     def _log_verdicts(self, batch_id: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """With `metadata-log:DIR` input: the verdicts of the events the batch's range of the

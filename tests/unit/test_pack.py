@@ -170,7 +170,8 @@ def test_a_groups_summaries_cross_a_few_to_a_row_and_come_back_as_its_feedback_l
         for p in range(10)
     )
     rows = pipeline._reply_rows(replies, 1000)
-    assert [r[0] for r in rows] == ["report"] + ["summary"] * 4
+    # and their tallies for the sink's gauges (`batch_gauges.shift_rows`)
+    assert [r[0] for r in rows] == ["report"] + ["summary"] * 4 + ["shift"]
     reports = assemble_batch(unpack_outputs(pack_outputs(rows))).assembled.reports
     assert len(reports) == 11
     assert read_feedback(reports) == (
