@@ -246,7 +246,22 @@ class MetadataLogReader(DataSourceStreamReader):
                 continue
             position = begin[1] if base == begin[0] else 0
             limit = stop[1] if base == stop[0] else None
+            seen = len(letters)
             for entry, epoch in self._entries(path, position, limit, letters, where):
+                if entry.offset < live.next_offset:
+                    continue  # in the snapshot the state was loaded from
+                if entry.offset > live.next_offset > 0 and len(letters) == seen:
+                    # Kafka deleted a segment before the job read it (metadata.max.retention.ms
+                    # past a snapshot): said once, with the offsets missed
+                    letters.append(
+                        _letter(
+                            where[-1][2],
+                            f"offsets {live.next_offset}-{entry.offset - 1} are not in the "
+                            "directory (deleted before they were read)",
+                            live.next_offset,
+                        )
+                    )
+                seen = len(letters)  # a corrupt batch's offsets are its own letter's
                 live.feed(entry, epoch)
         drained = live.drain()
         rows = [
@@ -312,7 +327,7 @@ class MetadataLogReader(DataSourceStreamReader):
             if limit is not None and batch.position >= limit:
                 return
             if isinstance(batch, CorruptBatch):
-                letters.append(_letter(path, batch.position, batch.reason, None))
+                letters.append(_letter(f"{path.name}:{batch.position}", batch.reason, None))
                 continue
             where.append((batch.last_offset, batch.base_offset, f"{path.name}:{batch.position}"))
             base = batch.base_offset
@@ -331,7 +346,9 @@ class MetadataLogReader(DataSourceStreamReader):
                             record.offset, base, m.name, m.version, m.fields, False, snapshot
                         )
                 except RecordDecodeError as exc:
-                    letters.append(_letter(path, batch.position, exc.reason, record.offset))
+                    letters.append(
+                        _letter(f"{path.name}:{batch.position}", exc.reason, record.offset)
+                    )
                     continue
                 yield e, batch.partition_leader_epoch
 
@@ -351,11 +368,11 @@ def _source(where: list[tuple[int, int, str]], offset: int) -> str:
     return f"offset {offset}"
 
 
-def _letter(path: Path, position: int, reason: str, offset: int | None) -> dict[str, Any]:
-    """A dead letter of the log: the file and byte position of the batch, and why."""
+def _letter(source: str, reason: str, offset: int | None) -> dict[str, Any]:
+    """A dead letter of the log: the file and byte position of the batch (`source`), and why."""
     return {
         "reason": f"metadata log: {reason}",
-        "source": f"{path.name}:{position}",
+        "source": source,
         "offset": offset if offset is not None else -1,
         "value_base64": None,
     }

@@ -99,6 +99,7 @@ class LiveLog:
     def load_snapshot(self, entries: Iterable[LogEntry], end_offset: int) -> None:
         snap = list(entries)
         self.verifier.load_snapshot(snap, end_offset)
+        self._last = end_offset - 1  # the log is read from the snapshot's end offset on
         for e in snap:
             self._observe(e, keep=False)
 
@@ -108,6 +109,11 @@ class LiveLog:
         self._observe(e, keep=True, leader_epoch=leader_epoch)
         self.verifier.feed(e)
         self._last = e.offset
+
+    @property
+    def next_offset(self) -> int:
+        """The offset of the record expected next (0 before any)."""
+        return self._last + 1
 
     def drain(self) -> Drained:
         """The events and verdicts closed since the last drain."""

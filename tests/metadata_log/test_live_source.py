@@ -179,3 +179,21 @@ def test_a_corrupt_batch_is_a_dead_letter_naming_the_file_and_byte(tmp_path: Pat
     assert letter["source"] == f"{segment_name(0)}:{position}"
     assert "crc" in letter["reason"].lower()
     assert rows and doc["verdicts"]  # the batches after it are read
+
+
+def test_a_segment_deleted_before_it_was_read_is_one_dead_letter(tmp_path: Path) -> None:
+    batches = encoded(S.rolling_restart())
+    directory = tmp_path / "log"
+    out = Appender(directory)
+    reader = MetadataLogReader({"path": str(directory), "shadow.stateDir": str(tmp_path / "st")})
+    out.append(batches[0])
+    offset, _, _ = drive(reader, dict(BEFORE_ALL))
+    out.append(batches[1], roll=True)
+    out.append(batches[2])
+    out.append(batches[3], roll=True)
+    (directory / segment_name(base_of(batches[1]))).unlink()  # retention, while the job lagged
+    _, rows, doc = drive(reader, offset)
+    [letter] = doc["dead_letters"]
+    first, last = base_of(batches[1]), base_of(batches[3]) - 1
+    assert f"offsets {first}-{last} are not in the directory" in letter["reason"]
+    assert letter["source"] == f"{segment_name(base_of(batches[3]))}:0"
