@@ -14,7 +14,10 @@ that configuration reads the shadow unchanged, and `promtool check metrics` find
 to say (it calls any camelCase name a lint error, which an exporter keeping the MBeans'
 case would give).
 What is not Kafka's is under `shadow_controller_`: the shadow's observations (matches,
-benign and safety divergences) and the latest batch id.
+benign and safety divergences), the latest batch id, and the shadow's own health
+(`shadow_health.py`): how many events it is behind its input (`lag_events`), when its
+last batch committed and how long it took, the dead letters and the divergences by
+severity since the job started, and the rule set it runs (`rule_set_info`).
 
 The values are the sink's (`BatchSink.metrics`, `unclean_elections`, `observations`),
 read at each scrape: the gauges as the latest batch that ran the controller left them
@@ -31,6 +34,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from .controller_metrics import ALL, REPLICA_GAUGES
+from .shadow_health import ShadowHealth
 from .sink import BatchSink
 
 GAUGE_PREFIX = "kafka_controller_kafkacontroller_"
@@ -65,8 +69,9 @@ def metric_name(gauge: str) -> str:
 
 
 class ControllerCollector(Collector):
-    def __init__(self, sink: BatchSink):
+    def __init__(self, sink: BatchSink, health: ShadowHealth | None = None):
         self.sink = sink
+        self.health = health
 
     def collect(self) -> Iterator[Metric]:
         metrics = dict(
@@ -97,14 +102,74 @@ class ControllerCollector(Collector):
             )
             b.add_metric([], max(self.sink.stats))
             yield b
+        yield from self._shadow_health()
+
+    def _shadow_health(self) -> Iterator[Metric]:
+        """The shadow's own health: lag, the last batch, dead letters, divergences by
+        severity (`state_machines/shadow.py`), the rule set."""
+        stats = list(self.sink.stats.values())
+        yield CounterMetricFamily(
+            "shadow_controller_dead_letters",
+            "input records and controller errors dead-lettered since the job started",
+            value=sum(s.get("dlq", 0) for s in stats),
+        )
+        yield CounterMetricFamily(
+            "shadow_controller_events",
+            "events the sequencer applied since the job started",
+            value=sum(s.get("events", 0) for s in stats),
+        )
+        div = CounterMetricFamily(
+            "shadow_controller_divergences",
+            "observed states that diverged from the shadow's since the job started, by "
+            "severity: safety (a leader outside the live replicas or its ISR, epochs going "
+            "back) or benign",
+            labels=["severity"],
+        )
+        for severity in ("benign", "safety"):
+            div.add_metric([severity], self.sink.observations.get(severity, 0))
+        yield div
+        info = GaugeMetricFamily(
+            "shadow_controller_rule_set_info",
+            "the controller rules the shadow runs (controller.mode): zk or kraft",
+            labels=["rule_set"],
+        )
+        info.add_metric([self.sink.settings.controller.mode], 1)
+        yield info
+        h = self.health
+        if h is None:
+            return
+        lag = h.lag()
+        if lag is not None:
+            g = GaugeMetricFamily(
+                "shadow_controller_lag_events",
+                "events between the input's end and the end of the last committed batch",
+            )
+            g.add_metric([], lag)
+            yield g
+        if h.last_commit_s is not None and h.last_duration_s is not None:
+            t = GaugeMetricFamily(
+                "shadow_controller_last_batch_timestamp_seconds",
+                "Unix time at which the last micro-batch committed",
+            )
+            t.add_metric([], h.last_commit_s)
+            yield t
+            d = GaugeMetricFamily(
+                "shadow_controller_last_batch_duration_seconds",
+                "how long the last committed micro-batch took",
+            )
+            d.add_metric([], h.last_duration_s)
+            yield d
 
 
-def registry_for(sink: BatchSink) -> CollectorRegistry:
+def registry_for(sink: BatchSink, health: ShadowHealth | None = None) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(ControllerCollector(sink))
+    registry.register(ControllerCollector(sink, health))
     return registry
 
 
-def serve(sink: BatchSink, port: int, addr: str = "0.0.0.0") -> Any:
-    """Serve /metrics on `port` from a daemon thread; returns (server, thread)."""
-    return start_http_server(port, addr=addr, registry=registry_for(sink))
+def serve(
+    sink: BatchSink, port: int, addr: str = "127.0.0.1", health: ShadowHealth | None = None
+) -> Any:
+    """Serve /metrics on `addr:port` (`job.metrics_host`, `job.metrics_port`) from a daemon
+    thread; returns (server, thread)."""
+    return start_http_server(port, addr=addr, registry=registry_for(sink, health))

@@ -32,6 +32,7 @@ from .kafka.outage import clear_outage, outage_file_for
 from .preflight import check_run
 from .settings.checkpoint import save_settings
 from .settings.schema import JobSettings
+from .shadow_health import ShadowHealth
 from .sink import BatchInterrupted, BatchSink
 from .stopping import StopSignals, first_line, spark_log_level, stop, stop_spark
 from .watchers import Heartbeat, OutageWatch
@@ -52,8 +53,9 @@ QUIET_SPARK_LOGGERS = (
 class ProgressListener(StreamingQueryListener):
     """One log line per micro-batch: batch id, events in, decisions out, DLQ, duration."""
 
-    def __init__(self, sink: BatchSink):
+    def __init__(self, sink: BatchSink, health: ShadowHealth | None = None):
         self.sink = sink
+        self.health = health
         self.last_batch = time.monotonic()  # the heartbeat counts idleness from here
 
     def onQueryStarted(self, event: Any) -> None:
@@ -62,6 +64,8 @@ class ProgressListener(StreamingQueryListener):
     def onQueryProgress(self, event: Any) -> None:
         p = event.progress
         self.last_batch = time.monotonic()
+        if self.health is not None:
+            self.health.on_progress(p)
         stats = self.sink.stats.get(p.batchId, {})
         shadow = ""
         if self.sink.observations:
@@ -103,7 +107,8 @@ def metrics_text(sink: BatchSink, batch_id: int | None = None) -> str:
 def run(settings: JobSettings, spark_conf: dict[str, str], master: str, available_now: bool) -> int:
     check_run(settings)  # checkpoint, input, broker: refused here, before Spark starts
     sink = BatchSink(settings)
-    endpoint = _serve_metrics(sink, settings.metrics_port)  # a port in use: refused here too
+    health = ShadowHealth(settings)
+    endpoint = _serve_metrics(sink, settings, health)  # a port in use: refused here too
     if settings.input == "kafka" or settings.output == "kafka":
         from .kafka.decisions import warn_if_several_partitions
 
@@ -126,7 +131,7 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
         try:
             spark.sparkContext.setLogLevel("WARN")
             spark_log_level(spark, QUIET_SPARK_LOGGERS, "ERROR")
-            listener = ProgressListener(sink)
+            listener = ProgressListener(sink, health)
             spark.streams.addListener(listener)
             if endpoint is not None:
                 restore_gauges(spark, settings, sink)
@@ -162,19 +167,23 @@ def restore_gauges(spark: Any, settings: JobSettings, sink: BatchSink) -> None:
         sink.metrics = metrics
 
 
-def _serve_metrics(sink: BatchSink, port: int | None) -> Any:
-    """The Prometheus endpoint (`prometheus.py`) on `port`, or None when it is not set."""
+def _serve_metrics(sink: BatchSink, settings: JobSettings, health: ShadowHealth) -> Any:
+    """The Prometheus endpoint (`prometheus.py`) on `job.metrics_host`:`job.metrics_port`,
+    or None when the port is not set."""
+    port, host = settings.metrics_port, settings.metrics_host
     if port is None:
         return None
     from .prometheus import serve
 
     try:
-        endpoint = serve(sink, port)
+        endpoint = serve(sink, port, addr=host, health=health)
     except OSError as exc:
         raise UsageError(
-            f"job.metrics_port {port}: cannot listen ({exc.strerror or exc})"
+            f"job.metrics_host {host}, job.metrics_port {port}: cannot listen "
+            f"({exc.strerror or exc})"
         ) from None
-    log.info("Kafka's controller metrics for Prometheus on http://0.0.0.0:%d/metrics", port)
+    shown = f"[{host}]" if ":" in host else host
+    log.info("Kafka's controller metrics for Prometheus on http://%s:%d/metrics", shown, port)
     return endpoint
 
 

@@ -97,6 +97,9 @@ class JobSettings:
     # serve Kafka's controller metrics for Prometheus on this port (streaming/prometheus.py);
     # None: no endpoint
     metrics_port: int | None = None
+    # the address the endpoint listens on: loopback by default (this machine only); "0.0.0.0"
+    # (or "::") is every interface, for a Prometheus on another host or container
+    metrics_host: str = "127.0.0.1"
 
     @property
     def dlq_topic(self) -> str:
@@ -140,6 +143,7 @@ SCHEMA = (
     Setting("job.outage_exit_after_seconds", seconds, "outage_exit_after_s"),
     Setting("job.heartbeat_seconds", seconds, "heartbeat_s"),
     Setting("job.metrics_port", port, "metrics_port"),
+    Setting("job.metrics_host", text, "metrics_host"),
     Setting("job.dlq_max_value_bytes", count, "dlq_max_value_bytes"),
     Setting("input.max_record_bytes", integer(1), "limits.max_record_bytes"),
     Setting("input.max_depth", integer(1), "limits.max_depth"),

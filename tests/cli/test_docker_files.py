@@ -20,6 +20,17 @@ SERVED = GAUGES | {
     "shadow_controller_observations_total",
     "shadow_controller_batch",
 }
+# the shadow's own health (streaming/prometheus.py, `_shadow_health`)
+HEALTH = {
+    "shadow_controller_lag_events",
+    "shadow_controller_last_batch_timestamp_seconds",
+    "shadow_controller_last_batch_duration_seconds",
+    "shadow_controller_dead_letters_total",
+    "shadow_controller_events_total",
+    "shadow_controller_divergences_total",
+    "shadow_controller_rule_set_info",
+}
+SERVED |= HEALTH
 
 
 def test_dashboard_queries_name_served_metrics() -> None:
@@ -32,8 +43,21 @@ def test_dashboard_queries_name_served_metrics() -> None:
         for m in re.findall(r"\b(?:kafka_controller|kafka_server|shadow_controller)_\w+", e)
     }
     assert named and named <= SERVED, named - SERVED
-    # every gauge the job serves (Kafka's updateMetrics, the ReplicaManager's) has a panel
-    assert named >= GAUGES, GAUGES - named
+    # every gauge the job serves (Kafka's updateMetrics, the ReplicaManager's) has a panel,
+    # and so does the shadow's own health, with a panel that says when it is stalled
+    assert named >= GAUGES | HEALTH, (GAUGES | HEALTH) - named
+    stalled = next(p for p in dash["panels"] if p["title"] == "Shadow stalled")
+    expr = stalled["targets"][0]["expr"]
+    assert "shadow_controller_lag_events" in expr and "> bool 300" in expr
+
+
+def test_the_alert_rules_are_mounted_beside_the_dashboard() -> None:
+    compose = (DOCKER / "compose.yaml").read_text()
+    assert "./prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro" in compose
+    assert "  - alerts.yml" in (DOCKER / "prometheus" / "prometheus.yml").read_text()
+    # the job in its container listens on every interface, for Prometheus's container
+    job = tomllib.loads((DOCKER / "shadow-controller.toml").read_text())["job"]
+    assert job["metrics_host"] == "0.0.0.0"
 
 
 def test_compose_scrapes_the_jobs_metrics_port() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +26,10 @@ import pytest
 
 from state_machines.model import ControllerConfig
 from streaming.job import start
+from streaming.prometheus import serve
 from streaming.runner import ProgressListener, metrics_text
 from streaming.settings.schema import JobSettings
+from streaming.shadow_health import ShadowHealth
 from streaming.sink import BatchSink
 from tests.streaming.spark_helpers import write_input
 
@@ -149,13 +152,14 @@ class Run:
     mode: str
     base: Path
     sink: BatchSink
+    health: ShadowHealth
     lines: list[str]
 
 
 @pytest.fixture(scope="module", params=["zk", "kraft"])
 def job(request: Any, spark: Any, tmp_path_factory: Any) -> Iterator[Run]:
     """The job over the story, two events to a micro-batch, with the runner's progress
-    listener (its batch lines) on the session."""
+    listener (its batch lines, and the shadow's health) on the session."""
     mode = request.param
     base = tmp_path_factory.mktemp(f"gauges-{mode}")
     write_input(base / "in", LINES)
@@ -166,8 +170,8 @@ def job(request: Any, spark: Any, tmp_path_factory: Any) -> Iterator[Run]:
         controller=ControllerConfig(mode=mode),
         max_offsets_per_trigger=2,
     )
-    sink, handler = BatchSink(settings), Lines()
-    listener = ProgressListener(sink)
+    sink, health, handler = BatchSink(settings), ShadowHealth(settings), Lines()
+    listener = ProgressListener(sink, health)
     logger = logging.getLogger("shadow_controller")
     logger.addHandler(handler)
     old_level = logger.level
@@ -182,10 +186,10 @@ def job(request: Any, spark: Any, tmp_path_factory: Any) -> Iterator[Run]:
         assert query.exception() is None, query.exception()
         # the listener hears of each batch on Spark's listener bus, after the batch
         deadline = time.monotonic() + 60
-        last = f"batch {max(sink.stats)}:"
-        while not any(x.startswith(last) for x in handler.lines) and time.monotonic() < deadline:
+        while health.last_batch != max(sink.stats) and time.monotonic() < deadline:
             time.sleep(0.1)
-        yield Run(mode, base, sink, handler.lines)
+        assert health.last_batch == max(sink.stats)
+        yield Run(mode, base, sink, health, handler.lines)
     finally:
         spark.streams.removeListener(listener)
         logger.removeHandler(handler)
@@ -212,3 +216,39 @@ def test_each_batch_logs_the_gauges_its_decisions_leave(job: Run) -> None:
         line = next(x for x in job.lines if x.startswith(f"batch {batch}:"))
         assert f"OfflinePartitionsCount={gauges['OfflinePartitionsCount']} " in line
         assert metrics_text(sink, batch) in line
+
+
+# -- the shadow's own health on the endpoint ----------------------------------------------
+
+
+def test_the_shadow_health_metrics_are_served_and_pass_promtool(job: Run) -> None:
+    """The endpoint serves the shadow's health from the run: no lag once the input is
+    decided, then the lag of a file that comes while no batch runs (a stalled shadow's),
+    the last batch's time and duration, dead letters, divergences by severity and the
+    rule set; `promtool check metrics` passes the text."""
+    from tests.streaming.test_controller_metrics import PROMTOOL, promtool_check, scrape
+
+    assert job.health.lag() == 0
+    write_input(job.base / "in2", LINES[:3])
+    (job.base / "in2" / "0000.jsonl").rename(job.base / "in" / "0001.jsonl")
+    server, _ = serve(job.sink, 0, addr="127.0.0.1", health=job.health)
+    try:
+        got = scrape(server.server_port)
+        text = urllib.request.urlopen(
+            f"http://127.0.0.1:{server.server_port}/metrics", timeout=10
+        ).read()
+    finally:
+        server.shutdown()
+        (job.base / "in" / "0001.jsonl").unlink()
+    assert got["shadow_controller_lag_events"] == 3
+    assert got["shadow_controller_batch"] == max(job.sink.stats)
+    assert 0 < time.time() - got["shadow_controller_last_batch_timestamp_seconds"] < 600
+    assert got["shadow_controller_last_batch_duration_seconds"] >= 0
+    assert got["shadow_controller_dead_letters_total"] == 0
+    assert got["shadow_controller_events_total"] == len(LINES)
+    assert got['shadow_controller_divergences_total{severity="benign"}'] == 0
+    assert got['shadow_controller_divergences_total{severity="safety"}'] == 0
+    assert got[f'shadow_controller_rule_set_info{{rule_set="{job.mode}"}}'] == 1
+    if PROMTOOL is not None:  # test_prometheus_lint.py says when it is not
+        assert promtool_check(text) == (0, "")
+        print(text.decode())  # the report's paste (pytest -s)

@@ -267,6 +267,10 @@ def expected_samples(unclean: int) -> dict[str, float]:
     out["kafka_controller_controllerstats_uncleanleaderelections_total"] = unclean
     for outcome in ("match", "benign", "safety"):
         out[f'shadow_controller_observations_total{{outcome="{outcome}"}}'] = 0
+    # the shadow's own health (no lag or last batch without the runner's listener)
+    for severity in ("benign", "safety"):
+        out[f'shadow_controller_divergences_total{{severity="{severity}"}}'] = 0
+    out['shadow_controller_rule_set_info{rule_set="zk"}'] = 1
     return out
 
 
@@ -315,6 +319,10 @@ def test_the_job_serves_kafkas_metrics(spark, tmp_path: Path, buckets: int) -> N
     assert sink.metrics == EXPECTED
     assert sink.unclean_elections == UNCLEAN_ELECTIONS
     assert got.pop("shadow_controller_batch") == max(sink.stats)
+    assert got.pop("shadow_controller_events_total") == len(LINES)
+    assert got.pop("shadow_controller_dead_letters_total") == sum(
+        s["dlq"] for s in sink.stats.values()
+    )
     assert got == expected_samples(UNCLEAN_ELECTIONS)
     line = metrics_text(sink)
     assert "OfflinePartitionsCount=1" in line and "UncleanLeaderElections=1" in line
