@@ -75,12 +75,12 @@ class ProgressListener(StreamingQueryListener):
                 f"{o.get('safety', 0)} safety divergences so far"
             )
         log.info(
-            "batch %d: events in %d, decisions out %d, dlq %d, deletion reports %d, %d ms%s%s",
+            "batch %d: events in %s, decisions out %d, dlq %d%s, %d ms%s%s",
             p.batchId,
-            p.numInputRows,
+            events_text(stats),
             stats.get("decisions", 0),
             stats.get("dlq", 0),
-            stats.get("reports", 0),
+            f", deletion reports {stats['reports']}" if stats.get("reports") else "",
             p.batchDuration,
             shadow,
             metrics_text(self.sink, p.batchId),
@@ -91,6 +91,35 @@ class ProgressListener(StreamingQueryListener):
 
     def onQueryTerminated(self, event: Any) -> None:
         pass  # the runner says how the query ended, in one line
+
+
+def events_text(stats: dict[str, int]) -> str:
+    """The events a batch applied (its sequencer's, `batch_gauges.applied_events`): how
+    many, and their offset range. Held events count in the batch that applies them; the
+    feedback rows a batch reads are not events."""
+    n = stats.get("events", 0)
+    first, last = stats.get("first_offset"), stats.get("last_offset")
+    if not n or first is None:
+        return str(n)
+    return f"{n} (offset {first})" if first == last else f"{n} (offsets {first}-{last})"
+
+
+def run_summary(sink: BatchSink, settings: JobSettings) -> str:
+    """The line an `--available-now` run ends with: what it did, and where it went."""
+    stats = list(sink.stats.values())
+    events = sum(s.get("events", 0) for s in stats)
+    decisions = sum(s.get("decisions", 0) for s in stats)
+    letters = sum(s.get("dlq", 0) for s in stats)
+    if settings.output.startswith("file:"):
+        base = settings.output[5:]
+        to = os.path.join(base, "decisions-*.jsonl")
+        dlq_to = os.path.join(base, "dlq")
+    else:
+        to, dlq_to = f"topic {settings.decisions_topic}", f"topic {settings.dlq_topic}"
+    return (
+        f"done: {len(stats)} batches, {events} events, {decisions} decisions to {to}, "
+        f"{letters} dead letters" + (f" to {dlq_to}" if letters else "")
+    )
 
 
 def metrics_text(sink: BatchSink, batch_id: int | None = None) -> str:
@@ -139,6 +168,8 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
             signals.code = _supervise(
                 spark, query, sink, listener, settings, signals, available_now
             )
+            if available_now and signals.code == exits.OK:
+                log.info("%s", run_summary(sink, settings))
             return signals.code
         finally:
             stop_spark(spark, signals)

@@ -137,7 +137,8 @@ class BatchSink:
         self.stats[batch_id] = {
             "decisions": decisions,
             "dlq": len(out.dlq),
-            "reports": len(out.reports),
+            "reports": out.deletion_reports,
+            **_applied(out.events),
             "verdicts": len(verdicts),
             **{f"shadow_{k}": v for k, v in out.observations.items()},
         }
@@ -190,6 +191,17 @@ class BatchSink:
                     d["source"] or d["offset"],
                     d["reason"],
                 )
+
+
+def _applied(events: list[int | None] | None) -> dict[str, int]:
+    """The batch's stats of the events its sequencer applied: how many, first and last offset."""
+    if not events:
+        return {}
+    n, first, last = events
+    out = {"events": n or 0}
+    if first is not None and last is not None:
+        out.update(first_offset=first, last_offset=last)
+    return out
 
 
 def log_safety_divergences(batch_id: int, decisions: list[tuple[str, str]]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -216,6 +217,45 @@ def test_each_batch_logs_the_gauges_its_decisions_leave(job: Run) -> None:
         line = next(x for x in job.lines if x.startswith(f"batch {batch}:"))
         assert f"OfflinePartitionsCount={gauges['OfflinePartitionsCount']} " in line
         assert metrics_text(sink, batch) in line
+
+
+# -- the batch line (issue 47, "The batch log line") -------------------------------------
+
+BATCH_LINE = re.compile(
+    r"batch (\d+): events in (\d+)(?: \(offsets? (\d+)(?:-(\d+))?\))?, decisions out (\d+), "
+    r"dlq (\d+)(, deletion reports \d+)?, \d+ ms"
+)
+
+
+def test_each_batch_line_counts_the_events_it_applied(job: Run) -> None:
+    """`events in` is the events the batch's sequencer applied, with their offsets: over
+    the run every event once, in order; the feedback-only batches apply none. Nothing was
+    deleted, so no line speaks of deletion reports."""
+    lines = [m for m in map(BATCH_LINE.match, job.lines) if m is not None]
+    assert len(lines) == len(job.sink.stats) >= 5
+    covered: list[int] = []
+    for m in lines:
+        n, first, last = int(m[2]), m[3], m[4] or m[3]
+        assert m[7] is None, m[0]  # no deletion reports
+        if n:
+            assert first is not None and int(last) - int(first) + 1 == n, m[0]
+            covered.extend(range(int(first), int(last) + 1))
+        else:
+            assert first is None, m[0]
+        stats = job.sink.stats[int(m[1])]
+        assert (int(m[5]), int(m[6])) == (stats["decisions"], stats["dlq"])
+    assert covered == list(range(len(LINES)))
+    assert any(int(m[2]) == 0 for m in lines)  # a batch of the partitions' feedback alone
+
+
+def test_an_available_now_run_ends_with_one_summary_line(job: Run) -> None:
+    from streaming.runner import run_summary
+
+    decisions = sum(len(_decisions(job.base / "out", b)) for b in job.sink.stats)
+    assert run_summary(job.sink, job.sink.settings) == (
+        f"done: {len(job.sink.stats)} batches, {len(LINES)} events, {decisions} decisions "
+        f"to {job.base / 'out' / 'decisions-*.jsonl'}, 0 dead letters"
+    )
 
 
 # -- the shadow's own health on the endpoint ----------------------------------------------
