@@ -47,6 +47,7 @@ from .directory import (
     TopicRecord,
     topic_key,
 )
+from .kafka_errors import Errors
 from .model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment, equals_ignore_case
 from .outputs import (
     ControlledShutdownResultRecord,
@@ -216,19 +217,19 @@ def _controlled_shutdown(d: DirectoryView, e: ev.ControlledShutdown) -> None:
         return
     rec = d.broker(e.broker_id)
 
-    def refuse(error: str) -> None:
+    def refuse(error: Errors) -> None:
         d.outputs.append(ControlledShutdownResultRecord(e.broker_id, (), error))
 
     if e.broker_epoch is not None and e.broker_epoch != -1:
         if not rec.fact.registered:
             # liveBrokerIdAndEpochs(id) throws for an unknown id before the availability check
-            refuse("UNKNOWN_SERVER_ERROR")
+            refuse(Errors.UNKNOWN_SERVER_ERROR)
             return
         if rec.fact.broker_epoch is not None and e.broker_epoch < rec.fact.broker_epoch:
-            refuse("STALE_BROKER_EPOCH")
+            refuse(Errors.STALE_BROKER_EPOCH)
             return
     if not rec.fact.registered:
-        refuse("BROKER_NOT_AVAILABLE")
+        refuse(Errors.BROKER_NOT_AVAILABLE)
         return
     d.put_broker(e.broker_id, replace(rec, fact=replace(rec.fact, shutting_down=True)))
     # the result's partitions_remaining is filled from the partitions' StillLeads

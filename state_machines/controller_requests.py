@@ -14,6 +14,7 @@ from __future__ import annotations
 from . import event_types as ev
 from .commands import AlterIsr, Elect, Reassign
 from .directory import DirectoryView
+from .kafka_errors import Errors
 from .outputs import AlterPartitionResultRecord, ElectionResultRecord, StateChangeFailedRecord
 
 
@@ -47,7 +48,7 @@ def _unknown_partition_reassignment_error(d: DirectoryView, target: tuple[int, .
         if not all(d.fact(r).live for r in target):
             return f"INVALID_REPLICA_ASSIGNMENT: replica assignment has brokers that are not alive: {list(target)}"
         return "UNKNOWN_TOPIC_OR_PARTITION: the partition does not exist"
-    return "NO_REASSIGNMENT_IN_PROGRESS"
+    return Errors.NO_REASSIGNMENT_IN_PROGRESS
 
 
 def alter_partition(d: DirectoryView, e: ev.AlterPartition) -> None:
@@ -55,7 +56,7 @@ def alter_partition(d: DirectoryView, e: ev.AlterPartition) -> None:
         return
     fact = d.fact(e.broker_id)
 
-    def refuse(error: str) -> None:
+    def refuse(error: Errors) -> None:
         d.outputs.append(
             AlterPartitionResultRecord(
                 e.topic, e.partition, e.broker_id, error, None, None, None, None
@@ -64,18 +65,18 @@ def alter_partition(d: DirectoryView, e: ev.AlterPartition) -> None:
 
     # the request-level check: unknown broker or a broker epoch other than the cached one
     if not fact.registered:
-        refuse("STALE_BROKER_EPOCH")
+        refuse(Errors.STALE_BROKER_EPOCH)
         return
     if (
         e.broker_epoch is not None
         and fact.broker_epoch is not None
         and e.broker_epoch != fact.broker_epoch
     ):
-        refuse("STALE_BROKER_EPOCH")
+        refuse(Errors.STALE_BROKER_EPOCH)
         return
     rec = d.topic(e.topic)
     if rec is None or e.partition not in rec.partition_ids():
-        refuse("UNKNOWN_TOPIC_OR_PARTITION")
+        refuse(Errors.UNKNOWN_TOPIC_OR_PARTITION)
         if rec is not None:
             # a known topic: the partition is in partitionsToAlter, and the UpdateMetadata
             # after the writes goes out without its state (it has no leadership)
@@ -111,11 +112,11 @@ def replica_leader_election(d: DirectoryView, e: ev.ReplicaLeaderElection) -> No
             known[t] = frozenset(rec.partition_ids())
         if rec is None or p not in known[t]:
             d.outputs.append(
-                ElectionResultRecord(t, p, e.election_type, "UNKNOWN_TOPIC_OR_PARTITION", None)
+                ElectionResultRecord(t, p, e.election_type, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
             )
         elif rec.queued:
             d.outputs.append(
-                ElectionResultRecord(t, p, e.election_type, "INVALID_TOPIC_EXCEPTION", None)
+                ElectionResultRecord(t, p, e.election_type, Errors.INVALID_TOPIC_EXCEPTION, None)
             )
         else:
             d.send(t, p, elect)

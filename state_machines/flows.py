@@ -31,6 +31,7 @@ from . import shadow
 from .commands import AlterIsr, Elect, LogDirFailure, Observe
 from .election import CONTROLLED_SHUTDOWN, OFFLINE, PREFERRED, OfflineElection
 from .flow import Run
+from .kafka_errors import Errors
 from .model import NO_LEADER, LeaderAndIsr
 from .outputs import AlterPartitionResultRecord, ElectionResultRecord, StillLeads
 from .reassignment import maybe_complete, run_reassignment
@@ -192,7 +193,7 @@ def _try_alter_partition(run: Run, op: AlterIsr) -> bool:
     rec = run.rec
     la = rec.leadership
 
-    def result(error: str | None, state: LeaderAndIsr | None = None) -> None:
+    def result(error: Errors | None, state: LeaderAndIsr | None = None) -> None:
         run.out.append(
             AlterPartitionResultRecord(
                 rec.topic,
@@ -207,14 +208,14 @@ def _try_alter_partition(run: Run, op: AlterIsr) -> bool:
         )
 
     if la is None:
-        result("UNKNOWN_TOPIC_OR_PARTITION")
+        result(Errors.UNKNOWN_TOPIC_OR_PARTITION)
         return False
     requested = LeaderRecoveryState(op.leader_recovery_state)
     if op.partition_epoch > la.partition_epoch or op.leader_epoch > la.leader_epoch:
-        result("NOT_CONTROLLER")
+        result(Errors.NOT_CONTROLLER)
         return False
     if op.leader_epoch < la.leader_epoch:
-        result("FENCED_LEADER_EPOCH")
+        result(Errors.FENCED_LEADER_EPOCH)
         return False
     success = True
     if (
@@ -226,7 +227,7 @@ def _try_alter_partition(run: Run, op: AlterIsr) -> bool:
         # equalsAllowStalePartitionEpoch: an idempotent retry gets the current state
         result(None, la)
     elif op.partition_epoch < la.partition_epoch:
-        result("INVALID_UPDATE_VERSION")
+        result(Errors.INVALID_UPDATE_VERSION)
         success = False
     elif (
         requested is LeaderRecoveryState.RECOVERING
@@ -236,12 +237,12 @@ def _try_alter_partition(run: Run, op: AlterIsr) -> bool:
             and requested is LeaderRecoveryState.RECOVERING
         )
     ):
-        result("INVALID_REQUEST")
+        result(Errors.INVALID_REQUEST)
         success = False
     elif any(not run.facts.is_live_broker(r) for r in op.isr):
         # `newLeaderAndIsr.isr.toSet -- controllerContext.liveBrokerIds`: AlterPartition v2+
         # answers INELIGIBLE_REPLICA (v0-1: OPERATION_NOT_ATTEMPTED).
-        result("INELIGIBLE_REPLICA")
+        result(Errors.INELIGIBLE_REPLICA)
         success = False
     else:
         # The stored state takes the sender as leader and keeps the leader epoch: only
@@ -263,14 +264,14 @@ def elect(run: Run, op: Elect) -> None:
     """processReplicaLeaderElection for one known partition of a topic not being deleted."""
     rec = run.rec
 
-    def result(error: str | None, leader: int | None = None) -> None:
+    def result(error: Errors | None, leader: int | None = None) -> None:
         run.out.append(
             ElectionResultRecord(rec.topic, rec.partition, op.election_type, error, leader)
         )
 
     la = rec.leadership
     if la is None:
-        result("UNKNOWN_SERVER_ERROR")
+        result(Errors.UNKNOWN_SERVER_ERROR)
         return
     preferred = op.election_type == "PREFERRED"
     if preferred:
@@ -279,7 +280,7 @@ def elect(run: Run, op: Elect) -> None:
         # processReplicaLeaderElection: `!controllerContext.isLiveBroker(currentLeader)`
         needed = la.leader == NO_LEADER or not run.facts.is_live_broker(la.leader)
     if not needed:
-        result("ELECTION_NOT_NEEDED")
+        result(Errors.ELECTION_NOT_NEEDED)
         return
     refusal = run.partition(
         P.OnlinePartition, PREFERRED if preferred else OfflineElection(op.allow_unclean), site=1
@@ -288,9 +289,13 @@ def elect(run: Run, op: Elect) -> None:
         assert run.rec.leadership is not None
         result(None, run.rec.leadership.leader)
     elif refusal.invalid_transition:
-        result("UNKNOWN_SERVER_ERROR")
+        result(Errors.UNKNOWN_SERVER_ERROR)
     else:
-        result("PREFERRED_LEADER_NOT_AVAILABLE" if preferred else "ELIGIBLE_LEADERS_NOT_AVAILABLE")
+        result(
+            Errors.PREFERRED_LEADER_NOT_AVAILABLE
+            if preferred
+            else Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        )
 
 
 def observe(run: Run, op: Observe) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from .election import REASSIGN
 from .errors import ShadowControllerError
 from .flow import Run
+from .kafka_errors import Errors
 from .model import NO_LEADER, ReplicaAssignment
 from .partition_record import PartitionRecord
 from .replica_state_machine import partition_state_for
@@ -65,7 +66,7 @@ def request(run: Run, target: tuple[int, ...] | None, known: bool) -> None:
         elif target is not None:
             reassignment = a.reassign_to(target)
         else:
-            error = "NO_REASSIGNMENT_IN_PROGRESS"
+            error = Errors.NO_REASSIGNMENT_IN_PROGRESS
     if error is None and (run.facts.queued or not known or not a.replicas):
         error = "UNKNOWN_TOPIC_OR_PARTITION: the partition does not exist"
     if error is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..kafka_errors import Errors
 from ..states import LeaderRecoveryState
 from .cluster_control import BrokerRegistry
 from .messages import AlterPartitionPartitionData, AlterPartitionPartitionResponse, BrokerState
@@ -30,9 +31,9 @@ def alter_partition_request_error(
     return registry.check_broker_epoch(broker_id, broker_epoch)
 
 
-def unknown_topic_error(request_version: int) -> str:
+def unknown_topic_error(request_version: int) -> Errors:
     """An AlterPartition topic the controller does not know, for each of its partitions."""
-    return "UNKNOWN_TOPIC_ID" if request_version > 1 else "UNKNOWN_TOPIC_OR_PARTITION"
+    return Errors.UNKNOWN_TOPIC_ID if request_version > 1 else Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def validate_alter_partition_data(
@@ -41,38 +42,38 @@ def validate_alter_partition_data(
     request_version: int,
     data: AlterPartitionPartitionData,
     registry: BrokerRegistry,
-) -> str:
+) -> Errors:
     """`validateAlterPartitionData`, in Kafka's order; "NONE" when valid."""
     if partition is None:
-        return "UNKNOWN_TOPIC_OR_PARTITION"
+        return Errors.UNKNOWN_TOPIC_OR_PARTITION
     # Epochs above ours: this controller is likely no longer the active one.
     if (
         data.leader_epoch > partition.leader_epoch
         or data.partition_epoch > partition.partition_epoch
     ):
-        return "NOT_CONTROLLER"
+        return Errors.NOT_CONTROLLER
     if data.leader_epoch < partition.leader_epoch:
-        return "FENCED_LEADER_EPOCH"
+        return Errors.FENCED_LEADER_EPOCH
     if broker_id != partition.leader:
-        return "INVALID_REQUEST"
+        return Errors.INVALID_REQUEST
     if data.partition_epoch < partition.partition_epoch:
-        return "INVALID_UPDATE_VERSION"
+        return Errors.INVALID_UPDATE_VERSION
     new_isr = [s.broker_id for s in data.new_isr_with_epochs]
     # `Replicas.validateIsr`: no duplicates, every member a replica.
     if len(set(new_isr)) != len(new_isr) or not set(new_isr) <= set(partition.replicas):
-        return "INVALID_REQUEST"
+        return Errors.INVALID_REQUEST
     if partition.leader not in new_isr:
-        return "INVALID_REQUEST"  # the ISR must include the leader
+        return Errors.INVALID_REQUEST  # the ISR must include the leader
     if data.leader_recovery_state is LeaderRecoveryState.RECOVERING and len(new_isr) > 1:
-        return "INVALID_REQUEST"
+        return Errors.INVALID_REQUEST
     if (
         partition.leader_recovery_state is LeaderRecoveryState.RECOVERED
         and data.leader_recovery_state is LeaderRecoveryState.RECOVERING
     ):
-        return "INVALID_REQUEST"
+        return Errors.INVALID_REQUEST
     if ineligible_replicas_for_isr(data.new_isr_with_epochs, registry):
-        return "INELIGIBLE_REPLICA" if request_version > 1 else "OPERATION_NOT_ATTEMPTED"
-    return "NONE"
+        return Errors.INELIGIBLE_REPLICA if request_version > 1 else Errors.OPERATION_NOT_ATTEMPTED
+    return Errors.NONE
 
 
 def ineligible_replicas_for_isr(
@@ -120,7 +121,7 @@ def alter_partition(
     """
     pid = data.partition_index
     error = validate_alter_partition_data(broker_id, partition, request_version, data, registry)
-    if error != "NONE" or partition is None:
+    if error != Errors.NONE or partition is None:
         return (), partition, AlterPartitionPartitionResponse(pid, error)
     b = _builder(partition, topic, pid, registry)
     if topic.unclean_leader_election:
@@ -134,14 +135,14 @@ def alter_partition(
     records = _records(change)
     after = _after(partition, change)
     if change is not None and change.record.leader not in (broker_id, NO_LEADER_CHANGE):
-        answer = "NEW_LEADER_ELECTED" if request_version > 1 else "FENCED_LEADER_EPOCH"
+        answer = Errors.NEW_LEADER_ELECTED if request_version > 1 else Errors.FENCED_LEADER_EPOCH
         return records, after, AlterPartitionPartitionResponse(pid, answer)
     return (
         records,
         after,
         AlterPartitionPartitionResponse(
             pid,
-            "NONE",
+            Errors.NONE,
             after.leader,
             after.leader_epoch,
             after.isr,

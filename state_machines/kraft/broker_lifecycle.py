@@ -20,6 +20,7 @@ hands a handler is decided there, the directory reaches a superset.
 from __future__ import annotations
 
 from .. import event_types as ev
+from ..kafka_errors import Errors
 from ..outputs import ControlledShutdownResultRecord
 from ..partition_summaries import offline_partitions
 from . import broker_heartbeat_manager as hb
@@ -108,7 +109,7 @@ def controlled_shutdown(d: KraftView, e: ev.ControlledShutdown) -> None:
     reg = d.registration(b)
     epoch = e.broker_epoch if e.broker_epoch is not None else (reg.epoch if reg is not None else -1)
     if d.registry([b]).check_broker_epoch(b, epoch) is not None:
-        d.emit(ControlledShutdownResultRecord(b, (), "STALE_BROKER_EPOCH"))
+        d.emit(ControlledShutdownResultRecord(b, (), Errors.STALE_BROKER_EPOCH))
         return
     assert reg is not None
     current = hb.current_broker_state(reg.fenced, b in _heartbeats(d).shutting_down)

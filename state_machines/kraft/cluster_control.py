@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from ..errors import ShadowControllerError
+from ..kafka_errors import Errors
 from .metadata_version import MetadataVersion
 from .records import (
     FENCING_CHANGE_FENCE,
@@ -139,7 +140,7 @@ class BrokerRegistry:
         """`checkBrokerEpoch`: None, or STALE_BROKER_EPOCH (Kafka throws; here a refusal)."""
         r = self.brokers.get(broker_id)
         if r is None or r.epoch != broker_epoch:
-            return "STALE_BROKER_EPOCH"
+            return Errors.STALE_BROKER_EPOCH
         return None
 
     # -- replay ------------------------------------------------------------------------
@@ -272,13 +273,15 @@ def register_broker(
     existing = registry.registration(broker_id)
     if existing is not None and has_valid_session and existing.incarnation_id != incarnation_id:
         return (), BrokerRegistrationReply(
-            -1, "DUPLICATE_BROKER_REGISTRATION", "Another broker is registered with that broker id."
+            -1,
+            Errors.DUPLICATE_BROKER_REGISTRATION,
+            "Another broker is registered with that broker id.",
         )
     dirs = tuple(log_dirs)
     if mv.is_directory_assignment_supported:
         error = _invalid_log_dirs(registry, broker_id, dirs)
         if error is not None:
-            return (), BrokerRegistrationReply(-1, "INVALID_REGISTRATION", error)
+            return (), BrokerRegistrationReply(-1, Errors.INVALID_REGISTRATION, error)
     else:
         dirs = ()
     if existing is None or existing.incarnation_id != incarnation_id:

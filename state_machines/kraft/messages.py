@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..kafka_errors import Errors
 from ..states import LeaderRecoveryState
 
 
@@ -22,19 +23,19 @@ class ApiError:
 
     @property
     def is_success(self) -> bool:
-        return self.error == "NONE"
+        return self.error == Errors.NONE
 
 
-API_NONE = ApiError("NONE")
+API_NONE = ApiError(Errors.NONE)
 # `new ApiError(Errors.X)` carries the error's default message.
 ELECTION_NOT_NEEDED = ApiError(
-    "ELECTION_NOT_NEEDED", "Leader election not needed for topic partition."
+    Errors.ELECTION_NOT_NEEDED, "Leader election not needed for topic partition."
 )
 PREFERRED_LEADER_NOT_AVAILABLE = ApiError(
-    "PREFERRED_LEADER_NOT_AVAILABLE", "The preferred leader was not available."
+    Errors.PREFERRED_LEADER_NOT_AVAILABLE, "The preferred leader was not available."
 )
 ELIGIBLE_LEADERS_NOT_AVAILABLE = ApiError(
-    "ELIGIBLE_LEADERS_NOT_AVAILABLE", "Eligible topic partition leaders are not available."
+    Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, "Eligible topic partition leaders are not available."
 )
 
 
@@ -61,7 +62,7 @@ class AlterPartitionPartitionResponse:
     """AlterPartitionResponse's PartitionData, defaults as in its schema (LeaderId 0)."""
 
     partition_index: int
-    error: str = "NONE"
+    error: str = Errors.NONE
     leader_id: int = 0
     leader_epoch: int = 0
     isr: tuple[int, ...] = ()

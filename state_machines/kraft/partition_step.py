@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import cast
 
 from ..commands import Command, Observe, PartitionSummary
+from ..kafka_errors import Errors
 from ..model import NO_LEADER, ControllerConfig
 from ..outputs import (
     AlterPartitionResultRecord,
@@ -165,7 +166,7 @@ def kraft_partition_step(
             reg, ctx.topic, pid, registry, cast(rc.ElectionType, op.election_type)
         )
         appended(records)
-        if op.listed or error.error != "ELECTION_NOT_NEEDED":
+        if op.listed or error.error != Errors.ELECTION_NOT_NEEDED:
             out.append(
                 ElectionResultRecord(
                     topic,
@@ -188,7 +189,7 @@ def kraft_partition_step(
         )
         appended(records)
         new = after if after is not None else reg
-        if answer.error == "NONE":
+        if answer.error == Errors.NONE:
             out.append(
                 AlterPartitionResultRecord(
                     topic,

@@ -66,6 +66,7 @@ from ..directory import (
     topic_key,
 )
 from ..event_types import KraftTask
+from ..kafka_errors import Errors
 from ..model import ControllerConfig, config_int
 from ..outputs import (
     AlterPartitionResultRecord,
@@ -142,7 +143,7 @@ def _validate_assignments(
                 d,
                 topic,
                 p,
-                "INVALID_REPLICA_ASSIGNMENT",
+                Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"All brokers specified in the manual partition assignment for partition {p} "
                 f"are fenced or in controlled shutdown.",
             )
@@ -205,13 +206,13 @@ def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
             d,
             e.topic,
             e.partitions[0][0],
-            "INVALID_TOPIC_EXCEPTION",
+            Errors.INVALID_TOPIC_EXCEPTION,
             f"Topic '{e.topic}' collides with existing topic: {colliding}",
         )
         return
     invalid = _invalid_topic_config(e.configs)
     if invalid is not None:  # createTopics: the configs, then the assignment
-        _refuse_partitions(d, e.topic, e.partitions[0][0], "INVALID_CONFIG", invalid)
+        _refuse_partitions(d, e.topic, e.partitions[0][0], Errors.INVALID_CONFIG, invalid)
         return
     if not _validate_assignments(d, e.topic, e.partitions, None):
         return
@@ -221,7 +222,7 @@ def _topic_creation(d: KraftView, e: ev.TopicCreation) -> None:
             d,
             e.topic,
             e.partitions[0][0],
-            "INVALID_REPLICA_ASSIGNMENT",
+            Errors.INVALID_REPLICA_ASSIGNMENT,
             "partitions should be a consecutive 0-based integer sequence",
         )
         return
@@ -262,7 +263,7 @@ def _partition_expansion(d: KraftView, e: ev.PartitionExpansion) -> None:
             else f"The topic {e.topic} currently has {current} partition(s); {count} would "
             f"not be an increase."
         )
-        _refuse_partitions(d, e.topic, first, "INVALID_PARTITIONS", message)
+        _refuse_partitions(d, e.topic, first, Errors.INVALID_PARTITIONS, message)
         return
     additional = count - current
     if len(e.partitions) != additional:
@@ -270,7 +271,7 @@ def _partition_expansion(d: KraftView, e: ev.PartitionExpansion) -> None:
             d,
             e.topic,
             first,
-            "INVALID_REPLICA_ASSIGNMENT",
+            Errors.INVALID_REPLICA_ASSIGNMENT,
             f"Attempted to add {additional} additional partition(s), but only "
             f"{len(e.partitions)} assignment(s) were specified.",
         )
@@ -296,7 +297,7 @@ def _topic_deletion(d: KraftView, e: ev.TopicDeletion) -> None:
                 min(rec.partition_ids(), default=0),
                 None,
                 "TopicDeletion",
-                "TOPIC_DELETION_DISABLED",
+                Errors.TOPIC_DELETION_DISABLED,
             )
         )
         return
@@ -427,7 +428,11 @@ def _partition_reassignment(d: KraftView, e: ev.PartitionReassignment) -> None:
     if not _known(d, e.topic, e.partition):
         d.emit(
             StateChangeFailedRecord(
-                e.topic, e.partition, None, "PartitionReassignment", "UNKNOWN_TOPIC_OR_PARTITION"
+                e.topic,
+                e.partition,
+                None,
+                "PartitionReassignment",
+                Errors.UNKNOWN_TOPIC_OR_PARTITION,
             )
         )
         return
@@ -458,7 +463,7 @@ def _alter_partition(d: KraftView, e: ev.AlterPartition) -> None:
         refuse(unknown_topic_error(ALTER_PARTITION_VERSION))
         return
     if e.partition not in rec.partition_ids():
-        refuse("UNKNOWN_TOPIC_OR_PARTITION")  # validateAlterPartitionData: no such partition
+        refuse(Errors.UNKNOWN_TOPIC_OR_PARTITION)  # validateAlterPartitionData: no such partition
         return
     d.remember_brokers(e.topic, e.partition, (e.broker_id, *e.isr))
     d.ksend(
@@ -495,7 +500,9 @@ def _replica_leader_election(d: KraftView, e: ev.ReplicaLeaderElection) -> None:
             rec = d.topic(t)
             known[t] = frozenset(rec.partition_ids()) if rec is not None else frozenset()
         if p not in known[t]:
-            d.emit(ElectionResultRecord(t, p, e.election_type, "UNKNOWN_TOPIC_OR_PARTITION", None))
+            d.emit(
+                ElectionResultRecord(t, p, e.election_type, Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+            )
         else:
             d.ksend(t, p, ElectLeader(e.election_type, listed))
 

@@ -48,6 +48,7 @@ from typing import Literal
 
 from ..election import BrokerPredicate
 from ..errors import InvariantViolation
+from ..kafka_errors import Errors
 from ..model import NO_LEADER
 from .cluster_control import BrokerRegistry
 from .messages import (
@@ -172,26 +173,26 @@ def validate_manual_partition_assignment(
     """`validateManualPartitionAssignment` (INVALID_REPLICA_ASSIGNMENT, which Kafka throws)."""
     if not replicas:
         return ApiError(
-            "INVALID_REPLICA_ASSIGNMENT",
+            Errors.INVALID_REPLICA_ASSIGNMENT,
             "The manual partition assignment includes an empty replica list.",
         )
     previous: int | None = None
     for broker_id in sorted(replicas):
         if registry.registration(broker_id) is None:
             return ApiError(
-                "INVALID_REPLICA_ASSIGNMENT",
+                Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"The manual partition assignment includes broker "
                 f"{broker_id}, but no such broker is registered.",
             )
         if broker_id == previous:
             return ApiError(
-                "INVALID_REPLICA_ASSIGNMENT",
+                Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"The manual partition assignment includes the broker {previous} more than once.",
             )
         previous = broker_id
     if replication_factor is not None and len(replicas) != replication_factor:
         return ApiError(
-            "INVALID_REPLICA_ASSIGNMENT",
+            Errors.INVALID_REPLICA_ASSIGNMENT,
             f"The manual partition assignment includes a partition with "
             f"{len(replicas)} replica(s), but this is not consistent with "
             f"previous partitions, which have {replication_factor} replica(s).",
@@ -241,7 +242,7 @@ def create_partition(
                 (),
                 None,
                 ApiError(
-                    "INVALID_REPLICA_ASSIGNMENT",
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
                     f"All brokers specified in the manual partition assignment for "
                     f"partition {partition_id} are fenced or in controlled shutdown.",
                 ),
@@ -250,7 +251,7 @@ def create_partition(
             (),
             None,
             ApiError(
-                "INVALID_REPLICATION_FACTOR",
+                Errors.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {len(replicas)} time(s): All brokers "
                 f"are currently fenced or in controlled shutdown.",
             ),
@@ -482,14 +483,14 @@ def _cancel_partition_reassignment(
     registry: BrokerRegistry,
 ) -> tuple[tuple[ApiMessageAndVersion, ...], PartitionRegistration, ApiError]:
     if not (partition.removing_replicas or partition.adding_replicas):
-        return (), partition, ApiError("NO_REASSIGNMENT_IN_PROGRESS")
+        return (), partition, ApiError(Errors.NO_REASSIGNMENT_IN_PROGRESS)
     revert = PartitionReassignmentRevert.of(partition)
     if revert.unclean and not topic.unclean_leader_election:
         return (
             (),
             partition,
             ApiError(
-                "INVALID_REPLICA_ASSIGNMENT",
+                Errors.INVALID_REPLICA_ASSIGNMENT,
                 f"Unable to revert partition assignment for {topic.name}:{partition_id} "
                 f"because it would require an unclean leader election.",
             ),
