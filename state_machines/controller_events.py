@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import assert_never
 
 from . import event_types as ev
 from . import leader_balance
@@ -47,6 +48,7 @@ from .directory import (
     TopicRecord,
     topic_key,
 )
+from .errors import InvariantViolation
 from .kafka_errors import Errors
 from .model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment, equals_ignore_case
 from .outputs import (
@@ -441,43 +443,46 @@ def directory_step(
         return d.result(None, (ev.RebalanceCheck(), event))
     cont: Continuation | None = None
     followups: tuple[ev.CauseStep, ...] = ()
-    if isinstance(event, ev.ControllerFailover):
-        cont = _controller_failover(d, event)
-    elif isinstance(event, ev.BrokerStartup):
-        cont, followups = _broker_startup(d, event)
-    elif isinstance(event, ev.BrokerFailure):
-        cont = _broker_failure(d, event)
-    elif isinstance(event, ev.ControlledShutdown):
-        _controlled_shutdown(d, event)
-    elif isinstance(event, ev.TopicCreation):
-        _topic_creation(d, event)
-    elif isinstance(event, ev.PartitionExpansion):
-        _partition_expansion(d, event)
-    elif isinstance(event, ev.TopicDeletion):
-        cont = on_topic_deletion(d, event)
-    elif isinstance(event, ev.StopReplicaResponse):
-        cont = on_stop_replica_response(d, event)
-    elif isinstance(event, ev.PartitionReassignment):
-        partition_reassignment(d, event)
-    elif isinstance(event, ev.AlterPartition):
-        alter_partition(d, event)
-    elif isinstance(event, ev.ReplicaLeaderElection):
-        replica_leader_election(d, event)
-    elif isinstance(event, ev.TopicConfigChange):
-        _topic_config_change(d, event)
-    elif isinstance(event, ev.PartitionStateSnapshot):
-        _partition_state_snapshot(d, event)
-    elif isinstance(event, ev.ObservedPartitionState):
-        _observed_partition_state(d, event)
-    elif isinstance(event, ev.BrokerConfigChange):
-        _broker_config_change(d, event)
-    elif isinstance(event, ev.ReplicaDirFailure):
-        cont = _replica_dir_failure(d, event)
-    elif isinstance(event, ev.ControllerTick):
-        pass  # time passed: what was due ran before this step
-    elif isinstance(event, ev.RebalanceCheck):
-        leader_balance.check(d)
-    else:  # pragma: no cover - programming error
-        raise TypeError(f"unknown event {event!r}")
+    match event:
+        case ev.ControllerFailover():
+            cont = _controller_failover(d, event)
+        case ev.BrokerStartup():
+            cont, followups = _broker_startup(d, event)
+        case ev.BrokerFailure():
+            cont = _broker_failure(d, event)
+        case ev.ControlledShutdown():
+            _controlled_shutdown(d, event)
+        case ev.TopicCreation():
+            _topic_creation(d, event)
+        case ev.PartitionExpansion():
+            _partition_expansion(d, event)
+        case ev.TopicDeletion():
+            cont = on_topic_deletion(d, event)
+        case ev.StopReplicaResponse():
+            cont = on_stop_replica_response(d, event)
+        case ev.PartitionReassignment():
+            partition_reassignment(d, event)
+        case ev.AlterPartition():
+            alter_partition(d, event)
+        case ev.ReplicaLeaderElection():
+            replica_leader_election(d, event)
+        case ev.TopicConfigChange():
+            _topic_config_change(d, event)
+        case ev.PartitionStateSnapshot():
+            _partition_state_snapshot(d, event)
+        case ev.ObservedPartitionState():
+            _observed_partition_state(d, event)
+        case ev.BrokerConfigChange():
+            _broker_config_change(d, event)
+        case ev.ReplicaDirFailure():
+            cont = _replica_dir_failure(d, event)
+        case ev.ControllerTick():
+            pass  # time passed: what was due ran before this step
+        case ev.RebalanceCheck():
+            leader_balance.check(d)
+        case ev.KraftTask():  # the KRaft rules' periodic tasks; ZK mode never schedules one
+            raise InvariantViolation(f"a KRaft task in the ZooKeeper rules: {event!r}")
+        case _:
+            assert_never(event)
     d.commands.sort(key=lambda cmd: (cmd.topic, cmd.partition))
     return d.result(cont, followups)

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import cast
+from typing import assert_never, cast
 
 from .. import event_types as ev
 from ..commands import Observe
@@ -635,48 +635,50 @@ def kraft_directory_step(
         if due:
             # the deferred tasks whose deadline this event's time reaches run first, under its cause
             return d.result(followups=(*(KraftTask(name) for name in due), event))
-    reason = _NOT_MAPPED.get(type(event))
-    if reason is not None:
-        d.rejected = reason
-    elif isinstance(event, ev.ControllerFailover):
-        _controller_failover(d, event)
-    elif isinstance(event, ev.BrokerStartup):
-        broker_startup(d, event)
-    elif isinstance(event, ev.BrokerFailure):
-        broker_failure(d, event)
-    elif isinstance(event, ev.ControlledShutdown):
-        controlled_shutdown(d, event)
-    elif isinstance(event, ev.TopicCreation):
-        _topic_creation(d, event)
-    elif isinstance(event, ev.PartitionExpansion):
-        _partition_expansion(d, event)
-    elif isinstance(event, ev.TopicDeletion):
-        _topic_deletion(d, event)
-    elif isinstance(event, ev.PartitionReassignment):
-        _partition_reassignment(d, event)
-    elif isinstance(event, ev.AlterPartition):
-        _alter_partition(d, event)
-    elif isinstance(event, ev.ReplicaLeaderElection):
-        _replica_leader_election(d, event)
-    elif isinstance(event, ev.TopicConfigChange):
-        _topic_config_change(d, event)
-    elif isinstance(event, ev.BrokerConfigChange):
-        _broker_config_change(d, event)
-    elif isinstance(event, ev.PartitionStateSnapshot):
-        _partition_state_snapshot(d, event)
-    elif isinstance(event, ev.ObservedPartitionState):
-        _observed_partition_state(d, event)
-    elif isinstance(event, KraftTask):
-        targets, after = periodic_tasks.run(d, event)
-        op: KraftOp = BalanceLeader() if event.task == periodic_tasks.BALANCE else ElectUnclean()
-        fan_out(d, targets, op)
-        if after is not None:
-            d.sort_commands()
-            return d.result(followups=(after,))
-    elif isinstance(event, (ev.ControllerTick, ev.RebalanceCheck)):
-        pass  # time passed: what was due ran before this step
-    else:  # pragma: no cover - programming error
-        raise TypeError(f"unknown event {event!r}")
+    match event:
+        case ev.StopReplicaResponse() | ev.ReplicaDirFailure():
+            d.rejected = _NOT_MAPPED[type(event)]
+        case ev.ControllerFailover():
+            _controller_failover(d, event)
+        case ev.BrokerStartup():
+            broker_startup(d, event)
+        case ev.BrokerFailure():
+            broker_failure(d, event)
+        case ev.ControlledShutdown():
+            controlled_shutdown(d, event)
+        case ev.TopicCreation():
+            _topic_creation(d, event)
+        case ev.PartitionExpansion():
+            _partition_expansion(d, event)
+        case ev.TopicDeletion():
+            _topic_deletion(d, event)
+        case ev.PartitionReassignment():
+            _partition_reassignment(d, event)
+        case ev.AlterPartition():
+            _alter_partition(d, event)
+        case ev.ReplicaLeaderElection():
+            _replica_leader_election(d, event)
+        case ev.TopicConfigChange():
+            _topic_config_change(d, event)
+        case ev.BrokerConfigChange():
+            _broker_config_change(d, event)
+        case ev.PartitionStateSnapshot():
+            _partition_state_snapshot(d, event)
+        case ev.ObservedPartitionState():
+            _observed_partition_state(d, event)
+        case KraftTask():
+            targets, after = periodic_tasks.run(d, event)
+            op: KraftOp = (
+                BalanceLeader() if event.task == periodic_tasks.BALANCE else ElectUnclean()
+            )
+            fan_out(d, targets, op)
+            if after is not None:
+                d.sort_commands()
+                return d.result(followups=(after,))
+        case ev.ControllerTick() | ev.RebalanceCheck():
+            pass  # time passed: what was due ran before this step
+        case _:
+            assert_never(event)
     d.sort_commands()
     return d.result()
 
