@@ -129,6 +129,11 @@ def positions(progress: Any) -> str:
         if "line" in end:
             parts.append(f"events at line {end['line']}")
             continue
+        if "segment" in end:  # metadata-log input: the end of the last batch read
+            parts.append(
+                f"metadata log at segment {end['segment']:020d}.log byte {end['position']}"
+            )
+            continue
         for topic, by_partition in sorted(end.items()):
             for partition, offset in sorted(by_partition.items(), key=lambda kv: int(kv[0])):
                 ahead = (latest or {}).get(topic, {}).get(partition)
