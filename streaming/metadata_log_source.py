@@ -41,16 +41,25 @@ from state_machines.log_verify.entries import LogEntry
 from state_machines.log_verify.live import LiveLog
 from state_machines.log_verify.log_state import ReplayError, StaticConfig
 
-from .metadata_log.batches import SEGMENT, SNAPSHOT, read_batches
+from .metadata_log.batches import (
+    HEADER_SIZE,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    SEGMENT,
+    SNAPSHOT,
+    read_batches,
+)
 from .metadata_log.errors import CorruptBatch, MetadataLogError, RecordDecodeError
 from .metadata_log.records import decode_control, decode_metadata
 
 EVENT_SCHEMA = "value binary, offset long, source string"
 PREFIX = "metadata-log:"
 BEFORE_ALL = {"segment": -1, "position": 0}
-# a batch's header up to its magic byte (DefaultRecordBatch): base offset 8, length 4,
-# partition leader epoch 4, magic 1; the length counts from the leader epoch on
-_LENGTH_AT, _MAGIC_AT, _UP_TO_MAGIC, _OVERHEAD, _MIN_LENGTH = 8, 16, 17, 12, 49 - 12
+# a batch's header as `read_batches` walks it (DefaultRecordBatch, Records): the length at
+# byte 8 counts from the partition leader epoch on (LOG_OVERHEAD bytes before it), the magic
+# is at byte 16; a length below the v2 header's is no batch
+_LENGTH_AT, _MAGIC_AT = 8, 16
+_MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
 Key = tuple[int, int]
 
@@ -128,17 +137,17 @@ def complete_end(path: Path, position: int) -> int:
     with fh:
         size = fh.seek(0, 2)
         p = position
-        while size - p > _UP_TO_MAGIC:
+        while size - p > HEADER_SIZE_UP_TO_MAGIC:
             fh.seek(p)
-            head = fh.read(_UP_TO_MAGIC)
+            head = fh.read(HEADER_SIZE_UP_TO_MAGIC)
             (length,) = struct.unpack_from(">i", head, _LENGTH_AT)
             if length == 0 and _zeros_to_end(fh, p, size):
                 break
             if length < _MIN_LENGTH or head[_MAGIC_AT] != 2:
                 return size
-            if p + _OVERHEAD + length > size:
+            if p + LOG_OVERHEAD + length > size:
                 break
-            p += _OVERHEAD + length
+            p += LOG_OVERHEAD + length
         return p
 
 
