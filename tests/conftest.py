@@ -22,13 +22,25 @@ if _main.__spec__ is None and not hasattr(_main, "__file__"):
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from streaming.job import spark_session
     from streaming.settings.schema import JobSettings
+    from streaming.spark_log import LOG_ENV
 
-    session = spark_session(
-        JobSettings(input="", output="", checkpoint=""), app_name="shadow-controller-tests"
-    )
+    # Spark's own output (streaming/spark_log.py) goes to this run's temporary directory,
+    # not to a new file in the system's; only while the JVM starts, so that the commands
+    # the tests run keep their own
+    before = os.environ.get(LOG_ENV)
+    os.environ[LOG_ENV] = str(tmp_path_factory.getbasetemp() / "spark.log")
+    try:
+        session = spark_session(
+            JobSettings(input="", output="", checkpoint=""), app_name="shadow-controller-tests"
+        )
+    finally:
+        if before is None:
+            del os.environ[LOG_ENV]
+        else:
+            os.environ[LOG_ENV] = before
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
