@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import assert_never
 
 from . import flows, reassignment, topic_deletion
 from .commands import (
@@ -44,7 +45,20 @@ from .commands import (
     TriggerOnline,
 )
 from .election import ElectionStrategy
+from .errors import InvariantViolation
 from .flow import Run
+from .kraft.commands import (
+    AlterIsrData,
+    AlterReassignment,
+    BalanceLeader,
+    BrokerLifecycle,
+    ClearElr,
+    ElectLeader,
+    ElectUnclean,
+    LoadRegistration,
+    RegisterPartition,
+    RemovePartition,
+)
 from .model import BrokerFact, ControllerConfig, ReplicaAssignment
 from .outputs import Output
 from .partition_record import Facts, PartitionRecord
@@ -180,41 +194,55 @@ def partition_step(
         state = PartitionRecord(cmd.topic, cmd.partition, ReplicaAssignment(replicas))
     run = _begin(state, ctx, config)
 
-    if isinstance(op, Failover):
-        flows.failover(run, op.order)
-    elif isinstance(op, CreatePartition):
-        flows.create(run, op.replicas, op.order)
-    elif isinstance(op, BrokersStarted):
-        flows.brokers_started(run, op.broker_ids)
-    elif isinstance(op, BrokersFailed):
-        flows.brokers_failed(run, op.broker_ids)
-    elif isinstance(op, ShutdownBroker):
-        flows.controlled_shutdown(run, op.broker_id)
-    elif isinstance(op, Reassign):
-        reassignment.request(run, op.target_replicas, known)
-        reassignment.maybe_mark_started(run, state, cmd.cause_offset, op.ts)
-    elif isinstance(op, AlterIsr):
-        flows.alter_partition(run, op)
-    elif isinstance(op, Elect):
-        flows.elect(run, op)
-    elif isinstance(op, TriggerOnline):
-        flows.trigger_online(run)
-    elif isinstance(op, ReplicaDeletionResponse):
-        topic_deletion.replica_deletion_response(run, op)
-    elif isinstance(op, ResumeDeletion):
-        topic_deletion.resume_deletion(run, op)
-    elif isinstance(op, CompleteTopicDeletion):
-        topic_deletion.complete_topic_deletion(run, op.order)
-    elif isinstance(op, MarkQueued):
-        pass
-    elif isinstance(op, Observe):
-        flows.observe(run, op)
-    elif isinstance(op, LogDirFailure):
-        flows.log_dir_failure(run, op)
-    elif isinstance(op, AutoRebalance):
-        flows.auto_rebalance(run)
-    else:  # pragma: no cover - programming error
-        raise TypeError(f"unknown op {op!r}")
+    match op:
+        case Failover():
+            flows.failover(run, op.order)
+        case CreatePartition():
+            flows.create(run, op.replicas, op.order)
+        case BrokersStarted():
+            flows.brokers_started(run, op.broker_ids)
+        case BrokersFailed():
+            flows.brokers_failed(run, op.broker_ids)
+        case ShutdownBroker():
+            flows.controlled_shutdown(run, op.broker_id)
+        case Reassign():
+            reassignment.request(run, op.target_replicas, known)
+            reassignment.maybe_mark_started(run, state, cmd.cause_offset, op.ts)
+        case AlterIsr():
+            flows.alter_partition(run, op)
+        case Elect():
+            flows.elect(run, op)
+        case TriggerOnline():
+            flows.trigger_online(run)
+        case ReplicaDeletionResponse():
+            topic_deletion.replica_deletion_response(run, op)
+        case ResumeDeletion():
+            topic_deletion.resume_deletion(run, op)
+        case CompleteTopicDeletion():
+            topic_deletion.complete_topic_deletion(run, op.order)
+        case MarkQueued():
+            pass
+        case Observe():
+            flows.observe(run, op)
+        case LogDirFailure():
+            flows.log_dir_failure(run, op)
+        case AutoRebalance():
+            flows.auto_rebalance(run)
+        case (
+            RegisterPartition()
+            | BrokerLifecycle()
+            | ElectLeader()
+            | AlterIsrData()
+            | AlterReassignment()
+            | RemovePartition()
+            | LoadRegistration()
+            | BalanceLeader()
+            | ElectUnclean()
+            | ClearElr()
+        ):  # the KRaft rules' ops (kraft/partition_step.py); the ZK directory sends none
+            raise InvariantViolation(f"a KRaft op in the ZooKeeper rules: {op!r}")
+        case _:
+            assert_never(op)
 
     new_state = None if run.removed or not (known or run.rec.state is not None) else run.rec
     report = topic_deletion.report(run) if ctx.queued_for_deletion else None

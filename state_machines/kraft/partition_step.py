@@ -20,9 +20,30 @@ the records would give and writes nothing.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import cast
+from typing import assert_never, cast
 
-from ..commands import Command, Observe, PartitionSummary
+from ..commands import (
+    AlterIsr,
+    AutoRebalance,
+    BrokersFailed,
+    BrokersStarted,
+    Command,
+    CompleteTopicDeletion,
+    CreatePartition,
+    Elect,
+    Failover,
+    LoadPartition,
+    LogDirFailure,
+    MarkQueued,
+    Observe,
+    PartitionSummary,
+    Reassign,
+    ReplicaDeletionResponse,
+    ResumeDeletion,
+    ShutdownBroker,
+    TriggerOnline,
+)
+from ..errors import InvariantViolation
 from ..kafka_errors import Errors
 from ..model import NO_LEADER, ControllerConfig
 from ..outputs import (
@@ -145,90 +166,112 @@ def kraft_partition_step(
             )
         )
         return KraftResult(KraftPartition(topic, pid, cleared), (), None)
-    if isinstance(op, BrokerLifecycle):
-        if _reached(op.handler, reg, op.broker_id):
-            change = _HANDLERS[op.handler](reg, ctx.topic, pid, registry, op.broker_id)
+    match op:
+        case BrokerLifecycle():
+            if _reached(op.handler, reg, op.broker_id):
+                change = _HANDLERS[op.handler](reg, ctx.topic, pid, registry, op.broker_id)
+                if change is not None:
+                    appended((ApiMessageAndVersion(change.record, change.version),))
+                    new = change.registration
+            if op.handler == "handleBrokerInControlledShutdown" and new.leader == op.broker_id:
+                # `hasLeaderships` after the handler
+                out.append(StillLeads(op.broker_id, topic, pid))
+        case BalanceLeader():
+            change = rc.balance_partition_leader(reg, ctx.topic, pid, registry)
             if change is not None:
                 appended((ApiMessageAndVersion(change.record, change.version),))
                 new = change.registration
-        if op.handler == "handleBrokerInControlledShutdown" and new.leader == op.broker_id:
-            out.append(StillLeads(op.broker_id, topic, pid))  # `hasLeaderships` after the handler
-    elif isinstance(op, BalanceLeader):
-        change = rc.balance_partition_leader(reg, ctx.topic, pid, registry)
-        if change is not None:
-            appended((ApiMessageAndVersion(change.record, change.version),))
-            new = change.registration
-    elif isinstance(op, ElectUnclean):
-        records, new, _ = rc.maybe_elect_unclean_leader(reg, ctx.topic, pid, registry)
-        appended(records)
-    elif isinstance(op, ElectLeader):
-        records, new, error = rc.elect_leader(
-            reg, ctx.topic, pid, registry, cast(rc.ElectionType, op.election_type)
-        )
-        appended(records)
-        if op.listed or error.error != Errors.ELECTION_NOT_NEEDED:
-            out.append(
-                ElectionResultRecord(
-                    topic,
-                    pid,
-                    op.election_type,
-                    None if error.is_success else error.error,
-                    new.leader if error.is_success else None,
+        case ElectUnclean():
+            records, new, _ = rc.maybe_elect_unclean_leader(reg, ctx.topic, pid, registry)
+            appended(records)
+        case ElectLeader():
+            records, new, error = rc.elect_leader(
+                reg, ctx.topic, pid, registry, cast(rc.ElectionType, op.election_type)
+            )
+            appended(records)
+            if op.listed or error.error != Errors.ELECTION_NOT_NEEDED:
+                out.append(
+                    ElectionResultRecord(
+                        topic,
+                        pid,
+                        op.election_type,
+                        None if error.is_success else error.error,
+                        new.leader if error.is_success else None,
+                    )
                 )
+        case AlterIsrData():
+            data = AlterPartitionPartitionData(
+                pid,
+                op.leader_epoch,
+                op.partition_epoch,
+                tuple(BrokerState(b) for b in op.isr),
+                LeaderRecoveryState(op.leader_recovery_state),
             )
-    elif isinstance(op, AlterIsrData):
-        data = AlterPartitionPartitionData(
-            pid,
-            op.leader_epoch,
-            op.partition_epoch,
-            tuple(BrokerState(b) for b in op.isr),
-            LeaderRecoveryState(op.leader_recovery_state),
-        )
-        records, after, answer = alter_partition(
-            reg, ctx.topic, registry, op.broker_id, op.request_version, data
-        )
-        appended(records)
-        new = after if after is not None else reg
-        if answer.error == Errors.NONE:
-            out.append(
-                AlterPartitionResultRecord(
-                    topic,
-                    pid,
-                    op.broker_id,
-                    None,
-                    answer.leader_id,
-                    answer.leader_epoch,
-                    answer.isr,
-                    answer.partition_epoch,
+            records, after, answer = alter_partition(
+                reg, ctx.topic, registry, op.broker_id, op.request_version, data
+            )
+            appended(records)
+            new = after if after is not None else reg
+            if answer.error == Errors.NONE:
+                out.append(
+                    AlterPartitionResultRecord(
+                        topic,
+                        pid,
+                        op.broker_id,
+                        None,
+                        answer.leader_id,
+                        answer.leader_epoch,
+                        answer.isr,
+                        answer.partition_epoch,
+                    )
                 )
-            )
-        else:
-            out.append(
-                AlterPartitionResultRecord(
-                    topic, pid, op.broker_id, answer.error, None, None, None, None
+            else:
+                out.append(
+                    AlterPartitionResultRecord(
+                        topic, pid, op.broker_id, answer.error, None, None, None, None
+                    )
                 )
+        case AlterReassignment():
+            records, new, error = rc.alter_partition_reassignment(
+                reg, ctx.topic, pid, registry, op.target_replicas
             )
-    elif isinstance(op, AlterReassignment):
-        records, new, error = rc.alter_partition_reassignment(
-            reg, ctx.topic, pid, registry, op.target_replicas
-        )
-        appended(records)
-        if not error.is_success:
-            out.append(
-                StateChangeFailedRecord(topic, pid, None, "PartitionReassignment", _describe(error))
+            appended(records)
+            if not error.is_success:
+                out.append(
+                    StateChangeFailedRecord(
+                        topic, pid, None, "PartitionReassignment", _describe(error)
+                    )
+                )
+        case Observe():
+            outputs, outcome = shadow_rules.compare(
+                topic, pid, reg, op, registry, ctx.topic.unclean_leader_election
             )
-    elif isinstance(op, Observe):
-        outputs, outcome = shadow_rules.compare(
-            topic, pid, reg, op, registry, ctx.topic.unclean_leader_election
-        )
-        out.extend(outputs)
-        if outcome != "match" and config.shadow_follow:
-            new = shadow_rules.adopt(reg, op)
-        return KraftResult(
-            KraftPartition(topic, pid, new), tuple(out), None
-        )  # the shadow's own outputs
-    else:  # pragma: no cover - programming error
-        raise TypeError(f"unknown KRaft op {op!r}")
+            out.extend(outputs)
+            if outcome != "match" and config.shadow_follow:
+                new = shadow_rules.adopt(reg, op)
+            # the shadow's own outputs
+            return KraftResult(KraftPartition(topic, pid, new), tuple(out), None)
+        case (
+            LoadPartition()
+            | Failover()
+            | CreatePartition()
+            | BrokersStarted()
+            | BrokersFailed()
+            | ShutdownBroker()
+            | Reassign()
+            | AlterIsr()
+            | Elect()
+            | TriggerOnline()
+            | ReplicaDeletionResponse()
+            | MarkQueued()
+            | ResumeDeletion()
+            | CompleteTopicDeletion()
+            | LogDirFailure()
+            | AutoRebalance()
+        ):  # the ZK rules' ops (partition.py); the KRaft directory sends none
+            raise InvariantViolation(f"a ZooKeeper op in the KRaft rules: {op!r}")
+        case _:
+            assert_never(op)
     return _result(KraftPartition(topic, pid, new) if new is not reg else state, out, ctx)
 
 
