@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .commands import Command, DeletionReport, SummaryReport
 from .kraft.commands import KraftContext, KraftPartition
@@ -112,8 +112,10 @@ def fold_partition(
             )
         if result.outputs:
             cause_id = cmd.cause_id
-            for k, o in enumerate(result.outputs):
-                # the internal outputs are final classes: told apart by identity
+            # the internal outputs are final classes: told apart by identity (`type(o) is`),
+            # which mypy does not narrow through `kind`; hence `Any` for the items
+            outputs: tuple[Any, ...] = result.outputs
+            for k, o in enumerate(outputs):
                 kind = type(o)
                 if kind is AppendedRecord:
                     o = o.placed((w.round, w.idx, k))
