@@ -42,11 +42,17 @@ def _unknown_partition_reassignment_error(d: DirectoryView, target: tuple[int, .
                 "INVALID_REPLICA_ASSIGNMENT: empty replica list specified in partition reassignment"
             )
         if len(set(target)) != len(target):
-            return f"INVALID_REPLICA_ASSIGNMENT: duplicate replica ids in partition reassignment replica list: {list(target)}"
+            return (
+                "INVALID_REPLICA_ASSIGNMENT: duplicate replica ids in partition reassignment "
+                f"replica list: {list(target)}"
+            )
         if any(r < 0 for r in target):
             return f"INVALID_REPLICA_ASSIGNMENT: invalid broker id in replica list: {list(target)}"
         if not all(d.fact(r).live for r in target):
-            return f"INVALID_REPLICA_ASSIGNMENT: replica assignment has brokers that are not alive: {list(target)}"
+            return (
+                "INVALID_REPLICA_ASSIGNMENT: replica assignment has brokers that are not alive: "
+                f"{list(target)}"
+            )
         return "UNKNOWN_TOPIC_OR_PARTITION: the partition does not exist"
     return Errors.NO_REASSIGNMENT_IN_PROGRESS
 

@@ -74,7 +74,8 @@ def offline_partition_leader_election(
     live_replicas: Collection[int],
     unclean_leader_election_enabled: bool,
 ) -> int | None:
-    """First live ISR member in assignment order; else, if unclean is allowed, the first live replica."""
+    """First live ISR member in assignment order; else, if unclean is allowed, the first live
+    replica."""
     for replica in assignment:
         if replica in live_replicas and replica in isr:
             return replica
@@ -161,7 +162,8 @@ def elect_for_offline_partition(
 def elect_for_reassigned_partition(
     current: LeaderAndIsr, target_replicas: Sequence[int], is_online: BrokerPredicate
 ) -> ElectionOutcome:
-    """`Election.leaderForReassign`: ISR unchanged (`newLeader`); recipients are all target replicas."""
+    """`Election.leaderForReassign`: ISR unchanged (`newLeader`); recipients are all target
+    replicas."""
     live = tuple(r for r in target_replicas if is_online(r))
     leader = reassign_partition_leader_election(target_replicas, current.isr, live)
     state = None if leader is None else current.new_leader(leader)

@@ -8,7 +8,6 @@ of everything it causes).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,25 +142,25 @@ class ControllerTick:
     """Time passes (the envelope's `ts`): scheduled controller tasks that are due run."""
 
 
-Event = Union[
-    ControllerFailover,
-    BrokerStartup,
-    BrokerFailure,
-    ControlledShutdown,
-    TopicCreation,
-    PartitionExpansion,
-    TopicDeletion,
-    StopReplicaResponse,
-    PartitionReassignment,
-    AlterPartition,
-    ReplicaLeaderElection,
-    TopicConfigChange,
-    PartitionStateSnapshot,
-    ObservedPartitionState,
-    BrokerConfigChange,
-    ReplicaDirFailure,
-    ControllerTick,
-]
+Event = (
+    ControllerFailover
+    | BrokerStartup
+    | BrokerFailure
+    | ControlledShutdown
+    | TopicCreation
+    | PartitionExpansion
+    | TopicDeletion
+    | StopReplicaResponse
+    | PartitionReassignment
+    | AlterPartition
+    | ReplicaLeaderElection
+    | TopicConfigChange
+    | PartitionStateSnapshot
+    | ObservedPartitionState
+    | BrokerConfigChange
+    | ReplicaDirFailure
+    | ControllerTick
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,4 +195,4 @@ class KraftTask:
 
 
 # What one step of a cause applies: an input event, or a check the controller runs itself.
-CauseStep = Union[Event, RebalanceCheck, KraftTask]
+CauseStep = Event | RebalanceCheck | KraftTask

@@ -183,7 +183,8 @@ class ControllerConfig:
         if self.eligible_leader_replicas_version not in (0, 1):
             raise ValueError("eligible.leader.replicas.version must be 0 or 1")
         if self.eligible_leader_replicas_version == 1 and not mv.is_elr_supported:
-            # FeatureControlManager: eligible.leader.replicas.version 1 depends on metadata.version 4.0-IV1
+            # FeatureControlManager: eligible.leader.replicas.version 1 depends on
+            # metadata.version 4.0-IV1
             raise ValueError(
                 f"eligible.leader.replicas.version 1 needs metadata.version 4.0-IV1 or later, "
                 f"not {self.metadata_version}"

@@ -3,7 +3,8 @@ for one partition.
 
 Theory of operation
 -------------------
-    NonExistentPartition -> NewPartition -> OnlinePartition <-> OfflinePartition -> NonExistentPartition
+    NonExistentPartition -> NewPartition -> OnlinePartition <-> OfflinePartition
+                                                                -> NonExistentPartition
 
 `handle_state_changes` is `handleStateChanges`: one request batch, the partition's
 transition, the batch sent at the end. The transition to OnlinePartition is the one with
@@ -77,7 +78,8 @@ def handle_state_changes(
     target: PartitionState,
     strategy: ElectionStrategy | None = None,
 ) -> PartitionStep:
-    """`PartitionStateMachine.handleStateChanges(partitions, target, strategy)` for one partition."""
+    """`PartitionStateMachine.handleStateChanges(partitions, target, strategy)` for one
+    partition."""
     topic, partition = rec.topic, rec.partition
     current = rec.state or P.NonExistentPartition  # putPartitionStateIfNotExists
     out: list[Output] = []

@@ -50,14 +50,20 @@ def request(run: Run, target: tuple[int, ...] | None, known: bool) -> None:
                 "INVALID_REPLICA_ASSIGNMENT: empty replica list specified in partition reassignment"
             )
         elif len(set(target)) != len(target):
-            error = f"INVALID_REPLICA_ASSIGNMENT: duplicate replica ids in partition reassignment replica list: {list(target)}"
+            error = (
+                "INVALID_REPLICA_ASSIGNMENT: duplicate replica ids in partition reassignment "
+                f"replica list: {list(target)}"
+            )
         elif any(r < 0 for r in target):
             error = f"INVALID_REPLICA_ASSIGNMENT: invalid broker id in replica list: {list(target)}"
         else:
             adding = a.reassign_to(target).adding_replicas
             # `addingReplicas.toSet.subsetOf(controllerContext.liveBrokerIds)`
             if not all(run.facts.is_live_broker(r) for r in adding):
-                error = f"INVALID_REPLICA_ASSIGNMENT: replica assignment has brokers that are not alive: {list(adding)}"
+                error = (
+                    "INVALID_REPLICA_ASSIGNMENT: replica assignment has brokers that are not "
+                    f"alive: {list(adding)}"
+                )
     reassignment = None
     if error is None:
         # maybeBuildReassignment: a cancellation reverts to the origin replicas

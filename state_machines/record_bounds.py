@@ -59,7 +59,7 @@ _DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 @cache
 def _digit_run(length: int) -> re.Pattern[str]:
     """Digits, at least `length` of them (compiled once per bound)."""
-    return re.compile(r"\d{%d,}" % length)
+    return re.compile(rf"\d{{{length},}}")
 
 
 def _check_shape(text: str, limits: InputLimits) -> None:
@@ -83,7 +83,8 @@ def _check_shape(text: str, limits: InputLimits) -> None:
         number = _digit_run(limits.max_number_digits + 1).search(bare)
         if number is not None:
             raise InvalidEvent(
-                f"a number has {len(number.group())} digits, over the limit of {limits.max_number_digits}"
+                f"a number has {len(number.group())} digits, over the limit of "
+                f"{limits.max_number_digits}"
             )
 
 

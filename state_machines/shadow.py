@@ -80,7 +80,8 @@ def compare(
             )
         else:
             safety.append(
-                f"leader {op.leader} is outside the ISR {list(current.isr)} and unclean election is not allowed"
+                f"leader {op.leader} is outside the ISR {list(current.isr)} and unclean election "
+                "is not allowed"
             )
     if op.leader_epoch < current.leader_epoch:
         safety.append(f"leader epoch went backwards: {op.leader_epoch} < {current.leader_epoch}")

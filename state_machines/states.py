@@ -16,7 +16,7 @@ from enum import Enum
 from types import MappingProxyType
 
 
-class ReplicaState(str, Enum):
+class ReplicaState(str, Enum):  # noqa: UP042 - StrEnum changes str() and f"{}" of members
     NewReplica = "NewReplica"
     OnlineReplica = "OnlineReplica"
     OfflineReplica = "OfflineReplica"
@@ -34,7 +34,7 @@ class ReplicaState(str, Enum):
         return VALID_PREVIOUS_REPLICA_STATES[self]
 
 
-class PartitionState(str, Enum):
+class PartitionState(str, Enum):  # noqa: UP042 - StrEnum changes str() and f"{}" of members
     NewPartition = "NewPartition"
     OnlinePartition = "OnlinePartition"
     OfflinePartition = "OfflinePartition"
@@ -108,7 +108,7 @@ def is_valid_partition_transition(current: PartitionState, target: PartitionStat
     return current in VALID_PREVIOUS_PARTITION_STATES[target]
 
 
-class LeaderRecoveryState(str, Enum):
+class LeaderRecoveryState(str, Enum):  # noqa: UP042 - StrEnum changes str() and f"{}" of members
     """KIP-704: a leader elected uncleanly is RECOVERING until it reports its log is usable."""
 
     RECOVERED = "RECOVERED"

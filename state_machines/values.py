@@ -40,7 +40,8 @@ def quick_init(cls: type[T]) -> type[T]:
     for f in dataclasses.fields(cls):
         if not f.init or f.kw_only or f.default_factory is not dataclasses.MISSING:
             raise TypeError(
-                f"quick_init supports positional fields with plain defaults: {cls.__name__}.{f.name}"
+                "quick_init supports positional fields with plain defaults: "
+                f"{cls.__name__}.{f.name}"
             )
         if f.default is dataclasses.MISSING:
             args.append(f.name)

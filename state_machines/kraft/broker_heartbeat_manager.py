@@ -1,4 +1,5 @@
-"""KRaft's broker lifecycle as a heartbeat sees it: `BrokerHeartbeatManager.calculateNextBrokerState`.
+"""KRaft's broker lifecycle as a heartbeat sees it:
+`BrokerHeartbeatManager.calculateNextBrokerState`.
 
 Source: metadata/src/main/java/org/apache/kafka/controller/BrokerHeartbeatManager.java,
 BrokerControlState.java and `ReplicationControlManager.processBrokerHeartbeat` (apache/kafka
@@ -34,7 +35,7 @@ from enum import Enum
 from typing import Literal
 
 
-class BrokerControlState(str, Enum):
+class BrokerControlState(str, Enum):  # noqa: UP042 - StrEnum changes str() and f"{}" of members
     """`BrokerControlState`."""
 
     FENCED = "FENCED"

@@ -15,7 +15,7 @@ whole of what the quorum controller keeps for a partition, with the topic's name
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ..outputs import Output
 from ..values import quick_init
@@ -145,18 +145,18 @@ class LoadRegistration:
     registration: PartitionRegistration
 
 
-KraftOp = Union[
-    RegisterPartition,
-    BrokerLifecycle,
-    ElectLeader,
-    AlterIsrData,
-    AlterReassignment,
-    RemovePartition,
-    LoadRegistration,
-    BalanceLeader,
-    ElectUnclean,
-    ClearElr,
-]
+KraftOp = (
+    RegisterPartition
+    | BrokerLifecycle
+    | ElectLeader
+    | AlterIsrData
+    | AlterReassignment
+    | RemovePartition
+    | LoadRegistration
+    | BalanceLeader
+    | ElectUnclean
+    | ClearElr
+)
 
 
 @quick_init

@@ -25,7 +25,7 @@ from enum import Enum
 from types import MappingProxyType
 
 
-class MetadataVersion(str, Enum):
+class MetadataVersion(str, Enum):  # noqa: UP042 - StrEnum changes str() and f"{}" of members
     IBP_3_0_IV1 = "3.0-IV1"
     IBP_3_1_IV0 = "3.1-IV0"
     IBP_3_2_IV0 = "3.2-IV0"

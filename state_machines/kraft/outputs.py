@@ -3,7 +3,8 @@ documents.
 
 A decision in `kraft` mode is an `AppendedRecord` (outputs.py, with the contract's other
 records): one of Kafka's metadata records (records.py) with the version Kafka writes it
-at, under the key of the entity it concerns; this module builds them. Its document is the envelope (`v`, `type`, `cause_offset`, `cause_id`, `seq`), then:
+at, under the key of the entity it concerns; this module builds them. Its document is the
+envelope (`v`, `type`, `cause_offset`, `cause_id`, `seq`), then:
 
 * `type`: Kafka's record name (`PartitionRecord`, `PartitionChangeRecord`, `TopicRecord`,
   `RemoveTopicRecord`, `ConfigRecord`, `RegisterBrokerRecord`, `FenceBrokerRecord`,

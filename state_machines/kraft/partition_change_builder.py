@@ -82,7 +82,7 @@ from .records import NO_LEADER_CHANGE, PartitionChangeRecord, change_record_is_n
 DefaultDirProvider = Callable[[int], str]
 
 
-class Election(str, Enum):
+class Election(str, Enum):  # noqa: UP042 - StrEnum changes str() and f"{}" of members
     """`PartitionChangeBuilder.Election`."""
 
     PREFERRED = "PREFERRED"  # elect the preferred replica if it is in the ISR
@@ -141,7 +141,8 @@ class PartitionChangeBuilder:
     reject_unacceptable_last_known_leader: bool = False
 
     def build(self) -> PartitionChange | None:
-        """`PartitionChangeBuilder.build`, with the record replayed (`PartitionRegistration.merge`)."""
+        """`PartitionChangeBuilder.build`, with the record replayed
+        (`PartitionRegistration.merge`)."""
         run = _Build(self)
         record = run.build()
         if record is None:
@@ -282,9 +283,7 @@ class _Build:
         # since ReplicationControlManager's LeaderAcceptor looks up the directory of an
         # acceptable broker and throws for one that is no longer a replica.
         acceptable = b.is_acceptable_leader(self.p.last_known_elr[0])
-        if b.reject_unacceptable_last_known_leader and not acceptable:
-            return False
-        return True
+        return acceptable or not b.reject_unacceptable_last_known_leader
 
     def try_election(self, record: PartitionChangeRecord) -> PartitionChangeRecord:
         result = self.elect_leader()
@@ -367,7 +366,7 @@ class _Build:
         default = provider(replica)
         if replica in self.b.directory_overrides:
             return self.b.directory_overrides[replica]
-        for r, d in zip(self.p.replicas, self.p.directories):
+        for r, d in zip(self.p.replicas, self.p.directories, strict=True):
             if r == replica:
                 return d
         return default

@@ -1,4 +1,5 @@
-"""KRaft's reassignment arithmetic: `PartitionReassignmentReplicas` and `PartitionReassignmentRevert`.
+"""KRaft's reassignment arithmetic: `PartitionReassignmentReplicas` and
+`PartitionReassignmentRevert`.
 
 Source: metadata/src/main/java/org/apache/kafka/controller/PartitionReassignmentReplicas.java
 and PartitionReassignmentRevert.java (apache/kafka 3.9.0).

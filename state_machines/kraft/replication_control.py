@@ -116,7 +116,7 @@ def _directory(partition: PartitionRegistration, replica: int) -> str:
     # `PartitionRegistration.directory`, which throws for a replica outside the partition.
     # PartitionChangeBuilder asks only about ISR or ELR members, and in an unclean scan
     # about the target replicas, which are the registration's own in every handler here.
-    for r, d in zip(partition.replicas, partition.directories):
+    for r, d in zip(partition.replicas, partition.directories, strict=True):
         if r == replica:
             return d
     raise InvariantViolation(f"Replica {replica} is not assigned to this partition.")
@@ -365,8 +365,9 @@ def handle_directories_offline(
     broker_id: int,
 ) -> PartitionChange | None:
     """`handleDirectoriesOffline` for a partition with a replica in one of the broker's
-    newly offline directories (`directoriesToPartitions`; `cluster_control.directories_offline_record`
-    names them and closes the handler): the broker leaves the ISR and leadership, as if fenced."""
+    newly offline directories (`directoriesToPartitions`;
+    `cluster_control.directories_offline_record` names them and closes the handler): the
+    broker leaves the ISR and leadership, as if fenced."""
     return generate_leader_and_isr_update(
         partition, topic, partition_id, registry, broker_to_remove=broker_id
     )
