@@ -123,7 +123,7 @@ def draw(series: Series, out: Path) -> int:
     rows = -(-len(steps) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
     drawn = 0
-    for ax, step in zip(axes.flat, steps):
+    for ax, step in zip(axes.flat, steps, strict=False):  # the grid may have spare cells
         for label in labels:
             points = sorted(
                 (p, statistics.median(ts))

@@ -179,7 +179,7 @@ class WorkerPool:
             serving = self.random.sample(self.copies, len(keys))
         else:
             serving = [self.random.choice(self.copies) for _ in keys]
-        for key, copy in zip(keys, serving):
+        for key, copy in zip(keys, serving, strict=True):
             self.serving = copy
             for out in self.processors[key].handleInputRows((key,), iter([frame]), None):
                 for grp, text in out.itertuples(index=False):

@@ -222,7 +222,7 @@ def _index_and_documents(runs: list[Run]) -> tuple[pyarrow.RecordBatch, str]:
     newline."""
     if not runs:
         return pyarrow.RecordBatch.from_pylist([], schema=_INDEX), ""
-    causes, keys, seqs, payloads = zip(*runs)
+    causes, keys, seqs, payloads = zip(*runs, strict=True)
     documents = "\n".join((*payloads, ""))
     # a run's length in bytes: its characters, when the whole text is ASCII
     lengths = (
@@ -327,7 +327,7 @@ def _windows(lengths: numpy.ndarray) -> list[tuple[int, int]]:
         + 1
     )
     bounds = [0, *sorted(set(ends.tolist()) - {0, len(lengths)}), len(lengths)]
-    return [(a, b) for a, b in zip(bounds, bounds[1:]) if a < b]
+    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if a < b]
 
 
 def _copy(
@@ -335,7 +335,7 @@ def _copy(
 ) -> None:
     """Fill `into` with one window's stretches in order, each read from its source."""
     at = 0
-    for number, n in zip(source.tolist(), length.tolist()):
+    for number, n in zip(source.tolist(), length.tolist(), strict=True):
         got = sources[number].readinto(into[at : at + n])
         if got != n:
             raise PartDamaged(f"a decisions part ends {n - got} bytes short of its index")

@@ -427,7 +427,7 @@ class InvariantChecker:
                 f"[partition-epoch-accounting] {key}: a record carries partition epoch {states[-1]['pe']}, newer "
                 f"than the stored {a['partition_epoch']}{ctx}"
             )
-        for s1, s2 in zip(states, states[1:]):
+        for s1, s2 in zip(states, states[1:], strict=False):  # consecutive pairs
             alter = 1 if s2.get("alter") else 0
             assert s2["pe"] - s1["pe"] == s2["le"] - s1["le"] + alter, (
                 f"[partition-epoch-accounting] {key}: {s1['source']} (LE {s1['le']}, PE {s1['pe']}) -> "
@@ -448,7 +448,7 @@ class InvariantChecker:
         observed state just before it in partition-epoch order; writes that are not observed
         never add to the ISR (they are OfflineReplica shrinks), so they cannot hide a leader's
         ISR membership."""
-        for s1, s2 in zip(states, states[1:]):
+        for s1, s2 in zip(states, states[1:], strict=False):  # consecutive pairs
             unclean = "unclean" in s2["elections"]
             new_leader = s2["leader"] >= 0 and s2["leader"] != s1["leader"]
             outside = new_leader and s2["leader"] not in s1["isr"]
