@@ -57,6 +57,7 @@ class ProgressListener(StreamingQueryListener):
         self.sink = sink
         self.health = health
         self.last_batch = time.monotonic()  # the heartbeat counts idleness from here
+        self.last_id = -1  # the latest batch whose line is logged
 
     def onQueryStarted(self, event: Any) -> None:
         log.info("query started: id=%s run=%s", event.id, event.runId)
@@ -85,6 +86,7 @@ class ProgressListener(StreamingQueryListener):
             shadow,
             metrics_text(self.sink, p.batchId),
         )
+        self.last_id = max(self.last_id, p.batchId)
 
     def onQueryIdle(self, event: Any) -> None:
         pass  # the runner's heartbeat (its own interval, with the offsets)
@@ -169,6 +171,7 @@ def run(settings: JobSettings, spark_conf: dict[str, str], master: str, availabl
                 spark, query, sink, listener, settings, signals, available_now
             )
             if available_now and signals.code == exits.OK:
+                _await_batch_lines(listener, sink)
                 log.info("%s", run_summary(sink, settings))
             return signals.code
         finally:
@@ -216,6 +219,14 @@ def _serve_metrics(sink: BatchSink, settings: JobSettings, health: ShadowHealth)
     shown = f"[{host}]" if ":" in host else host
     log.info("Kafka's controller metrics for Prometheus on http://%s:%d/metrics", shown, port)
     return endpoint
+
+
+def _await_batch_lines(listener: ProgressListener, sink: BatchSink, timeout_s: float = 5.0) -> None:
+    """Until the listener has logged the last batch's line (Spark's listener bus delivers
+    it after the batch), so that the run's summary comes last; at most `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while sink.stats and listener.last_id < max(sink.stats) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _say_where(path: Path) -> None:
