@@ -27,7 +27,7 @@ from pyspark.sql.streaming.state import GroupStateTimeout
 
 from .decision_parts import stage_parts_base
 from .file_source import EventFilesSource, FeedbackSource
-from .metadata_log_source import MetadataLogSource, state_dir
+from .metadata_log_source import MetadataLogSource, state_dir, verdicts_dir
 from .operators import (
     PARTITION_OUT,
     SEQUENCER_KEY,
@@ -116,6 +116,7 @@ def events_frame(spark: SparkSession, settings: JobSettings) -> DataFrame:
             .option("path", settings.input[13:])
             .option("shadow.pauseFile", settings.pause_file)
             .option("shadow.stateDir", state_dir(settings.checkpoint))
+            .option("shadow.verdictsDir", verdicts_dir(settings))
             .option("shadow.minInsyncReplicas", str(c.min_insync_replicas))
             .option("shadow.uncleanLeaderElection", str(c.unclean_leader_election_enable).lower())
             .load()

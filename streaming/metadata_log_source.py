@@ -77,6 +77,13 @@ def state_dir(checkpoint: str) -> str:
     return os.path.join(checkpoint, "metadata-log")
 
 
+def verdicts_dir(settings: Any) -> str:
+    """Where the verdicts go: beside the decisions (file output), else in the checkpoint."""
+    if settings.output.startswith("file:"):
+        return os.path.join(settings.output[5:], "verdicts")
+    return os.path.join(settings.checkpoint, "verdicts")
+
+
 def range_of(checkpoint: str, batch_id: int) -> tuple[Key, Key] | None:
     """The log range micro-batch `batch_id` reads, from Spark's offset log (the query's
     `offsets/<id>` files, one JSON line per source after the version and metadata lines)."""
@@ -217,6 +224,8 @@ class MetadataLogReader(DataSourceStreamReader):
         self.path = partition_dir(options["path"])
         self.pause_file = options.get("shadow.pauseFile")
         self.files = LogBatches(options["shadow.stateDir"])
+        verdicts = options.get("shadow.verdictsDir")
+        self.verdicts_dir = Path(verdicts) if verdicts else None
         self.static = StaticConfig(
             int(options.get("shadow.minInsyncReplicas", "1")),
             options.get("shadow.uncleanLeaderElection", "false") == "true",
@@ -278,12 +287,18 @@ class MetadataLogReader(DataSourceStreamReader):
             for offset, event in drained.events
         ]
         self.files.write(self.files.state(stop), pickle.dumps(live, pickle.HIGHEST_PROTOCOL))
-        doc = {
-            "start": list(begin),
-            "verdicts": [v.to_json() for v in drained.verdicts],
-            "dead_letters": letters,
-        }
+        verdicts = [v.to_json() for v in drained.verdicts]
+        doc = {"start": list(begin), "verdicts": verdicts, "dead_letters": letters}
         self.files.write(self.files.batch(stop), json.dumps(doc).encode())
+        if self.verdicts_dir is not None and drained.verdicts:
+            # out as soon as the range is read, not after the Spark batch that folds its
+            # events: named by the range's end, the same range planned again (a retried
+            # batch, a restart) writes the same file
+            self.verdicts_dir.mkdir(parents=True, exist_ok=True)
+            path = self.verdicts_dir / f"verdicts-{_name(stop)}.jsonl"
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text("".join(json.dumps(v, separators=(",", ":")) + "\n" for v in verdicts))
+            os.replace(tmp, path)
         self._live, self._live_at = live, stop
         return [_Rows(rows)] if rows else []
 

@@ -110,13 +110,11 @@ class BatchSink:
                 log_safety_divergences(batch_id, batch.safety)
             if out.dlq:
                 _write_lines(os.path.join(base, "dlq", f"dlq-{batch_id:012d}.jsonl"), out.dlq)
-            verdicts_dir = os.path.join(base, "verdicts")
         else:
             whole = assemble_batch(_collect(df))
             out = whole.assembled
             out.dlq.extend(log_letters)
             self._letters(batch_id, out)
-            verdicts_dir = os.path.join(self.settings.checkpoint, "verdicts")
             if out.observations.get("safety"):
                 log_safety_divergences(batch_id, whole.decisions)
             if self._kafka is None:
@@ -125,8 +123,7 @@ class BatchSink:
                 self._kafka = DecisionWriter(self.settings, cancel=self._cancel)
             self._kafka.write(whole.decisions, out.dlq)
             decisions, unclean = len(whole.decisions), whole.unclean_elections
-        if verdicts:
-            _write_lines(os.path.join(verdicts_dir, f"verdicts-{batch_id:012d}.jsonl"), verdicts)
+        if verdicts:  # written by the source as it read them (metadata_log_source.py)
             self._count_verdicts(batch_id, verdicts)
         if out.reports:
             os.makedirs(self.settings.feedback_dir, exist_ok=True)
