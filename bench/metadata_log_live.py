@@ -23,6 +23,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -211,10 +212,11 @@ def main() -> int:
         if not ready.wait(600):
             print("the job did not start within 600 s", file=sys.stderr)
             return 1
-        # the steady state: from the bootstrap's verdicts on (the job's first micro-batch
-        # starts its Python workers and state stores, a minute on a loaded machine)
+        # the steady state: once the job's first micro-batch (the bootstrap) has written its
+        # decisions (it starts the Python workers and state stores: a minute or two on a
+        # loaded machine)
         deadline = time.time() + 600
-        while not glob.glob(str(out / "verdicts" / "verdicts-*.jsonl")):
+        while not glob.glob(str(out / "decisions-*.jsonl")):
             if time.time() > deadline or job.poll() is not None:
                 print("the job wrote no verdict for the bootstrap", file=sys.stderr)
                 return 1
@@ -255,6 +257,12 @@ def main() -> int:
     for o in events:
         if o in found:
             outcomes[found[o][1]] = outcomes.get(found[o][1], 0) + 1
+    # the job's micro-batches after the first (its Python workers' start): how long each ran
+    durations = [
+        int(m.group(2))
+        for line in lines
+        if (m := re.search(r"batch (\d+): .*, (\d+) ms", line)) and int(m.group(1)) > 0
+    ]
     p50 = statistics.median(latencies) if latencies else None
     p95 = latencies[int(0.95 * (len(latencies) - 1))] if latencies else None
     print(
@@ -264,6 +272,11 @@ def main() -> int:
         if latencies
         else f"no verdicts ({len(events)} events)"
     )
+    if durations:
+        print(
+            f"the job's micro-batches after the first: {len(durations)}, median "
+            f"{statistics.median(durations) / 1000:.2f} s, max {max(durations) / 1000:.2f} s"
+        )
     if args.record and latencies:
         doc = {
             "format": 1,
@@ -278,6 +291,10 @@ def main() -> int:
             "events": len(events),
             "verdicts": len(latencies),
             "outcomes": outcomes,
+            "micro_batch_s": {
+                "count": len(durations),
+                "median": round(statistics.median(durations) / 1000, 3) if durations else None,
+            },
             "latency_s": {
                 "median": round(p50 or 0, 3),
                 "p95": round(p95 or 0, 3),
