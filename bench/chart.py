@@ -2,7 +2,8 @@
 10,000 to 1,000,000), the in-process engine beside the job (file mode, Kafka mode; the
 brokers and scale mode's bucket count in the label), one PNG.
 
-    .venv/bin/python bench/chart.py                       # bench/results/*.json -> bench/results/steps.png
+    # bench/results/*.json -> bench/results/steps.png
+    .venv/bin/python bench/chart.py
     .venv/bin/python bench/chart.py RUN.json DIR ... --out steps.png
 
 It reads the records `job_bench.py --record` writes (`record.py`), and also the documents of
@@ -44,7 +45,8 @@ def _step(name: str, partitions: int) -> str:
 
 
 def _rows(doc: dict[str, Any]) -> list[tuple[str, str, float]]:
-    """(mode, step, seconds) of a record, a `job_bench --json` or an `engine_bench --json` document."""
+    """(mode, step, seconds) of a record, a `job_bench --json` or an `engine_bench --json`
+    document."""
     if "steps" in doc:
         return [
             (mode, s["step"], fig["seconds"])

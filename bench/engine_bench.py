@@ -139,7 +139,8 @@ def main() -> int:
     total_seconds = 0.0
     print(f"in-process engine: {args.partitions} partitions, RF {args.rf}, {args.brokers} brokers")
     print(
-        f"{'phase':34} {'events':>8} {'decisions':>10} {'seconds':>9} {'events/s':>10} {'decisions/s':>12}"
+        f"{'phase':34} {'events':>8} {'decisions':>10} {'seconds':>9} {'events/s':>10} "
+        f"{'decisions/s':>12}"
     )
     for name, events in phases.items():
         envelopes = []

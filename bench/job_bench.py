@@ -5,7 +5,8 @@ Each scenario step is fed on its own and timed from the moment its events are av
 to the moment its last decision is written (file: the batch output file; Kafka: the sink's
 checked delivery), so the figure is the job's, not Spark's start-up.
 
-    .venv/bin/python bench/job_bench.py --partitions 10000 --modes engine,file,kafka --json bench/results/10k.json
+    .venv/bin/python bench/job_bench.py --partitions 10000 --modes engine,file,kafka \
+        --json bench/results/10k.json
 
 `--repeat N` runs each mode N times; each step reports its median run and every run's batch time.
 `--record` keeps the run on record in `bench/results/` (`record.py`; `chart.py` draws them).
@@ -367,7 +368,8 @@ def main() -> int:
     ap.add_argument(
         "--max-result-size",
         metavar="SIZE",
-        help="spark.driver.maxResultSize for the Spark modes (default Spark's, 1g; 0: no limit): the "
+        help="spark.driver.maxResultSize for the Spark modes (default Spark's, 1g; 0: no "
+        "limit): the "
         "sink's collection of a batch's decisions counts against it",
     )
     ap.add_argument(
@@ -381,7 +383,9 @@ def main() -> int:
     ap.add_argument(
         "--record",
         action="store_true",
-        help="keep the run on record: a small JSON with the commit and the machine in --results-dir",
+        help=(
+            "keep the run on record: a small JSON with the commit and the machine in --results-dir"
+        ),
     )
     ap.add_argument(
         "--results-dir",
@@ -475,7 +479,8 @@ def main() -> int:
                     )
                     if child.returncode != 0:
                         print(
-                            f"job_bench.py: the {mode} run failed (exit {child.returncode}); nothing recorded",
+                            f"job_bench.py: the {mode} run failed (exit "
+                            f"{child.returncode}); nothing recorded",
                             file=sys.stderr,
                         )
                         return 1
@@ -492,11 +497,13 @@ def main() -> int:
     print(
         f"\n{args.partitions} partitions, RF 3, {args.brokers} brokers"
         + (f", {args.buckets} buckets" if args.buckets else "")
-        + f"; the machine's fixed Python work (bench/record.py): {machine_work['start']:.3f} s at the start, "
+        + f"; the machine's fixed Python work (bench/record.py): {machine_work['start']:.3f} "
+        "s at the start, "
         f"{machine_work['end']:.3f} s at the end"
     )
     print(
-        f"{'mode':7} {'step':34} {'events':>7} {'decisions':>10} {'seconds':>9} {'batch s':>8} {'events/s':>10} "
+        f"{'mode':7} {'step':34} {'events':>7} {'decisions':>10} {'seconds':>9} "
+        f"{'batch s':>8} {'events/s':>10} "
         f"{'decisions/s':>12} {'x engine':>9} {'work s':>11}"
         + (f" {'batch s, all runs':>20}" if args.repeat > 1 else "")
     )
@@ -506,26 +513,31 @@ def main() -> int:
             ratio = f"{r['seconds'] / base['seconds']:.1f}" if base and base["seconds"] else "-"
             spread = " ".join(f"{v:.2f}" for v in r["batch_seconds_all"]) if args.repeat > 1 else ""
             print(
-                f"{mode:7} {r['step']:34} {r['events']:>7} {r['decisions']:>10} {r['seconds']:>9.2f} "
+                f"{mode:7} {r['step']:34} {r['events']:>7} {r['decisions']:>10} "
+                f"{r['seconds']:>9.2f} "
                 f"{r.get('batch_seconds', r['seconds']):>8.2f} "
-                f"{r['events'] / r['seconds']:>10.1f} {r['decisions'] / r['seconds']:>12.1f} {ratio:>9} "
+                f"{r['events'] / r['seconds']:>10.1f} "
+                f"{r['decisions'] / r['seconds']:>12.1f} {ratio:>9} "
                 f"{'/'.join(f'{w:.2f}' for w in r.get('python_work_s', ())):>11} {spread:>20}"
             )
         ev = sum(r["events"] for r in rows)
         de = sum(r["decisions"] for r in rows)
         sec = sum(r["seconds"] for r in rows)
         print(
-            f"{mode:7} {'total':34} {ev:>7} {de:>10} {sec:>9.2f} {'':>8} {ev / sec:>10.1f} {de / sec:>12.1f}"
+            f"{mode:7} {'total':34} {ev:>7} {de:>10} {sec:>9.2f} {'':>8} {ev / sec:>10.1f} "
+            f"{de / sec:>12.1f}"
         )
     spark_mem = ", ".join(f"{m} {v} MiB" for m, v in memory.items() if isinstance(v, (int, float)))
     print(
-        f"peak resident memory: driver process {peak:.0f} MiB (the engine runs in it); Spark JVM + Python workers, "
+        f"peak resident memory: driver process {peak:.0f} MiB (the engine runs in it); "
+        "Spark JVM + Python workers, "
         f"each process's own peak summed: {spark_mem}"
     )
     for m, v in memory.items():
         if isinstance(v, dict):
             print(
-                f"peak resident memory at one moment, {m[: -len('_at_once')]} mode: {v['total']} MiB (the job's "
+                f"peak resident memory at one moment, {m[: -len('_at_once')]} mode: "
+                f"{v['total']} MiB (the job's "
                 f"driver {v['driver']}, the JVM {v['jvm']}, the Python workers {v['workers']}"
                 + (f": {', '.join(map(str, v['each_worker']))}" if v.get("each_worker") else "")
                 + (f"; during {v['step']!r}" if v.get("step") else "")
@@ -545,9 +557,10 @@ def main() -> int:
             )
         )
     if args.record:
-        print(
-            f"recorded {record(vars(args), results, peak, memory, started, head, machine_work, Path(args.results_dir))}"
+        where = record(
+            vars(args), results, peak, memory, started, head, machine_work, Path(args.results_dir)
         )
+        print(f"recorded {where}")
     return 0
 
 

@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         total = sum(seconds.values())
         print(
             f"{name}: {len(events)} events, {batches} micro-batches, {decisions} decisions, "
-            f"{total:.2f} s of the job's Python work ({args.partitions} partitions, {args.brokers} brokers, "
+            f"{total:.2f} s of the job's Python work ({args.partitions} partitions, "
+            f"{args.brokers} brokers, "
             f"{args.buckets or 'per-partition'} buckets)"
         )
         for piece in PIECES:

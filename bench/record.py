@@ -12,11 +12,13 @@ A record (format 1):
                  "python_work_s": {"start": 0.56, "end": 0.57}},
      "args": {... job_bench's arguments ...},
      "peak_memory_mib": {"driver": 812, "file": 2950,
-                         "file_at_once": {"total": 2410, "driver": 310, "jvm": 1500, "workers": 600}},
+                         "file_at_once": {"total": 2410, "driver": 310, "jvm": 1500,
+                                          "workers": 600}},
      "steps": [{"step": "create 10000 partitions", "events": 101, "decisions": 90000,
                 "engine": {"seconds": 1.2, "python_work_s": [0.56, 0.55]},
                 "file": {"seconds": 3.1, "batch_seconds": 2.9, "batch_seconds_all": [2.9],
-                         "micro_batches": 1, "x_engine": 2.58, "python_work_s": [0.55, 0.58]}}, ...]}
+                         "micro_batches": 1, "x_engine": 2.58,
+                         "python_work_s": [0.55, 0.58]}}, ...]}
 
 `python_work_s` in a step: `python_work(passes=1)` just before and just after the step, in
 the process that ran it; a ratio to the engine means most when the two modes' figures

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -111,10 +112,8 @@ class ClusterReader:
 
     def _close_metadata(self) -> None:
         if self._metadata is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self._metadata.close()
-            except Exception:
-                pass
             self._metadata = None
 
     def close(self) -> None:

@@ -16,7 +16,7 @@ an upgrade):
 | Produce | auto-creates unknown topics; idempotent (InitProducerId) and transactional producers work |
 | ListOffsets(latest) | wrong for multi-record batches: returns the last batch's *base* offset + 1, so the rest of that batch is invisible to a watermark query. Fetch reports the true high watermark; `kafka.offsets` takes the larger of the two |
 | Fetch past the high watermark | answers with nothing instead of OFFSET_OUT_OF_RANGE |
-"""
+"""  # noqa: E501  a Markdown table: a row is one line
 
 from __future__ import annotations
 

@@ -63,7 +63,8 @@ class ClusterRules:
         if self.mode is None:
             return (
                 "does not say which controller it runs (its ApiVersions answer has neither the "
-                "metadata.version feature nor the LeaderAndIsr API, as every Apache Kafka broker's has one)"
+                "metadata.version feature nor the LeaderAndIsr API, as every Apache Kafka "
+                "broker's has one)"
             )
         mv = self.metadata_version
         version = (
@@ -115,5 +116,8 @@ def check(rules: ClusterRules, config: ControllerConfig) -> str | None:
     elif ours is not theirs:
         return f'the shadow runs metadata.version = "{config.metadata_version}"'
     if config.eligible_leader_replicas_version != rules.elr:
-        return f"the shadow runs eligible.leader.replicas.version = {config.eligible_leader_replicas_version}"
+        return (
+            "the shadow runs eligible.leader.replicas.version = "
+            f"{config.eligible_leader_replicas_version}"
+        )
     return None

@@ -124,7 +124,8 @@ def load(spark: Any, checkpoint: str, batch: int | None = None) -> ControllerSta
     meta = state_reader.operators(spark, checkpoint)
     if set(meta) != {state_reader.PARTITION_OPERATOR, state_reader.SEQUENCER_OPERATOR}:
         raise InspectError(
-            f"{checkpoint}: no state of the job's two operators (found: {', '.join(sorted(meta)) or 'none'}; "
+            f"{checkpoint}: no state of the job's two operators (found: "
+            f"{', '.join(sorted(meta)) or 'none'}; "
             "is it a shadow-controller checkpoint?)"
         )
     oldest = max(r["minBatchId"] for r in meta.values())

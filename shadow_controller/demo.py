@@ -45,7 +45,8 @@ def describe_decision(d: dict[str, Any]) -> str | None:
     if kind == "LeaderAndIsr":
         how = f" ({d['election']} election)" if d["election"] else ""
         return (
-            f"{where:12} LeaderAndIsr leader={d['leader']} epoch={d['leader_epoch']} isr={d['isr']} "
+            f"{where:12} LeaderAndIsr leader={d['leader']} epoch={d['leader_epoch']} "
+            f"isr={d['isr']} "
             f"pe={d['partition_epoch']}{how} -> brokers {d['recipients']}"
         )
     if kind == "PartitionStateChange":
@@ -60,9 +61,15 @@ def describe_decision(d: dict[str, Any]) -> str | None:
             f"still leads {d['partitions_remaining']}"
         )
     if kind == "ElectionResult":
-        return f"{where:12} ElectionResult {d['election_type']} error={d['error']} leader={d['leader']}"
+        return (
+            f"{where:12} ElectionResult {d['election_type']} error={d['error']} "
+            f"leader={d['leader']}"
+        )
     if kind == "AlterPartitionResult":
-        return f"{where:12} AlterPartitionResult error={d['error']} isr={d['isr']} pe={d['partition_epoch']}"
+        return (
+            f"{where:12} AlterPartitionResult error={d['error']} isr={d['isr']} "
+            f"pe={d['partition_epoch']}"
+        )
     if kind == "UpdateMetadata":
         names = (
             ", ".join(f"{p['topic']}-{p['partition']}" for p in d["partitions"]) or "no partitions"
@@ -72,7 +79,8 @@ def describe_decision(d: dict[str, Any]) -> str | None:
         return f"{where:12} StateChangeFailed {d['target_state']}: {d['reason']}"
     if kind == "PartitionRecord":
         return (
-            f"{where:12} PartitionRecord leader={d['leader']} epoch={d['leader_epoch']} isr={d['isr']} "
+            f"{where:12} PartitionRecord leader={d['leader']} epoch={d['leader_epoch']} "
+            f"isr={d['isr']} "
             f"pe={d['partition_epoch']}"
         )
     if kind == "PartitionChangeRecord":
@@ -94,7 +102,10 @@ def describe_decision(d: dict[str, Any]) -> str | None:
     if kind in ("TopicRecord", "RemoveTopicRecord"):
         return f"{'topic ' + d['topic']:12} {kind} id={d['topic_id']}"
     if kind == "ConfigRecord":
-        return f"{'config':12} ConfigRecord {d['resource_name'] or 'cluster'}: {d['name']}={d['value']}"
+        return (
+            f"{'config':12} ConfigRecord {d['resource_name'] or 'cluster'}: "
+            f"{d['name']}={d['value']}"
+        )
     return f"{kind} {d}"
 
 
@@ -182,7 +193,8 @@ def run_demo(
                 ordered = sorted(latencies)
                 print(
                     f"\nend-to-end latency (event produced -> first decision readable): "
-                    f"median {ordered[len(ordered) // 2] * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms "
+                    f"median {ordered[len(ordered) // 2] * 1000:.0f} ms, max "
+                    f"{ordered[-1] * 1000:.0f} ms "
                     f"over {len(latencies)} events",
                     file=out,
                 )

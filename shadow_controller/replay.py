@@ -1,6 +1,7 @@
 """`shadow-controller replay`: run an incident again from micro-batch N under other settings.
 
-    replay --checkpoint CKPT --from-batch N --to DIR --set controller.unclean.leader.election.enable=true --diff
+    replay --checkpoint CKPT --from-batch N --to DIR \
+        --set controller.unclean.leader.election.enable=true --diff
 
 1. branch CKPT at batch N into DIR (`shadow_controller/branch.py`: the branch ends with batch N
    committed; CKPT is only read);
@@ -213,7 +214,10 @@ def add_parser(
     p.add_argument(
         "--original-decisions",
         metavar="PATH",
-        help="the original run's decisions (file-output directory or JSON lines; default: its file output)",
+        help=(
+            "the original run's decisions (file-output directory or JSON lines; default: its "
+            "file output)"
+        ),
     )
     p.add_argument(
         "--json", action="store_true", help="print the result (and the diff) as one JSON object"
@@ -303,12 +307,14 @@ def run_replay(args: argparse.Namespace, spark: Any, out: Any = None) -> int:
         f"rebuilt {result.branch.checkpoint} from the input's start under controller.mode "
         f"{result.settings.controller.mode} (the other rule set cannot continue {args.checkpoint})"
         if rebuilds(load_settings(args.checkpoint), result.settings)
-        else f"branched {args.checkpoint} at batch {args.from_batch} into {result.branch.checkpoint} "
+        else f"branched {args.checkpoint} at batch {args.from_batch} into "
+        f"{result.branch.checkpoint} "
         f"({result.branch.copied} files copied, {len(result.branch.dropped)} dropped)"
     )
     print(
         f"{how}; ran batches "
-        f"{f'{ran[0]}..{ran[-1]}' if ran else 'none'}, {decisions} decisions to {result.settings.output}",
+        f"{f'{ran[0]}..{ran[-1]}' if ran else 'none'}, {decisions} decisions to "
+        f"{result.settings.output}",
         file=out,
     )
     if diff:

@@ -131,7 +131,8 @@ def decisions_paths(
     if branch_decisions is None:
         if not branch.output.startswith("file:"):
             raise ReplayError(
-                "the branch writes to Kafka: the diff needs its decisions as files (--output file:DIR)"
+                "the branch writes to Kafka: the diff needs its decisions as files "
+                "(--output file:DIR)"
             )
         branch_decisions = branch.output[5:]
     return original_decisions, branch_decisions
@@ -289,14 +290,17 @@ def format_diff(diff: ReplayDiff) -> str:
     for d in diff.changed:
         o, b = d.original, d.branch
         lines.append(
-            f"{d.topic + '-' + str(d.partition):<24} {pair(o.leader, b.leader):<10} {pair(o.offline, b.offline):<11} "
-            f"{pair(o.unclean_elections, b.unclean_elections):<8} {pair(o.leader_epoch, b.leader_epoch)}"
+            f"{d.topic + '-' + str(d.partition):<24} {pair(o.leader, b.leader):<10} "
+            f"{pair(o.offline, b.offline):<11} "
+            f"{pair(o.unclean_elections, b.unclean_elections):<8} "
+            f"{pair(o.leader_epoch, b.leader_epoch)}"
         )
     if not diff.changed:
         lines.append("(no partition changed)")
     lines.append("; ".join(f"{name}: {pair(a, b)}" for name, (a, b) in diff.counts.items()))
     lines.append(
-        f"partitions changed: {len(diff.changed)} of {len(diff.partitions)}; decision records only in the "
+        f"partitions changed: {len(diff.changed)} of {len(diff.partitions)}; decision "
+        "records only in the "
         f"original: {diff.only_in_original}, only in the branch: {diff.only_in_branch}"
     )
     return "\n".join(lines)

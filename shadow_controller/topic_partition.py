@@ -36,7 +36,8 @@ def partition_names(args: argparse.Namespace) -> list[str]:
     for p in given:
         if topic is not None and not p.isdigit():
             raise UsageError(
-                f"--partition {p}: with --topic, give the partition number (--topic {topic} --partition 0)"
+                f"--partition {p}: with --topic, give the partition number (--topic "
+                f"{topic} --partition 0)"
             )
         if topic is None and p.isdigit():
             raise UsageError(f"--partition {p}: name the topic too, as TOPIC-{p} or with --topic")

@@ -4,9 +4,10 @@ the partition stage and the batch sink as the query does, on the same code.
 Work and outputs are packed and unpacked as they cross Spark (`packing.py`), each
 group's partition state goes through the storage strategy (`storage.py`) into a
 `MemoryState` shaped like Spark's `GroupState`, and deletion reports come back in the
-next batch with the partitions' summaries, as through the feedback files. So a difference between `run_batches` and the
-in-process engine is one the Spark job would have. Only the directory is kept decoded
-between batches, as a Python worker that Spark reuses keeps it (`operators.LastDirectory`).
+next batch with the partitions' summaries, as through the feedback files. So a difference
+between `run_batches` and the in-process engine is one the Spark job would have. Only the
+directory is kept decoded between batches, as a Python worker that Spark reuses keeps it
+(`operators.LastDirectory`).
 """
 
 from __future__ import annotations

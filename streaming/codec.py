@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Union
+from typing import Any
 
 import pyarrow
 
@@ -79,7 +79,7 @@ __all__ = [
     "DirectoryRecord",
 ]
 
-DirectoryRecord = Union[directory.ControllerRecord, directory.BrokerRecord, directory.TopicRecord]
+DirectoryRecord = directory.ControllerRecord | directory.BrokerRecord | directory.TopicRecord
 PartitionRecordType = partition.PartitionRecord
 
 _Rec = partition.PartitionRecord

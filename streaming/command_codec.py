@@ -136,7 +136,8 @@ def command_shared(c: commands.Command) -> str:
             # compact_json([COMPACT_VERSION, cause_offset, cause_id, ctx, op]), the context's
             # part written once per context (a creation sends each partition its own op)
             text = (
-                f"[{COMPACT_VERSION},{c.cause_offset},{'null' if c.cause_id is None else json_str(c.cause_id)},"
+                f"[{COMPACT_VERSION},{c.cause_offset},"
+                f"{'null' if c.cause_id is None else json_str(c.cause_id)},"
                 f"{_context_text(c.ctx)},{_op_text(c.op)}]"
             )
             if len(_SHARED_TEXT) >= 4096:

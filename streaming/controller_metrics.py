@@ -11,8 +11,8 @@ controller is not active, as in Kafka):
   `isTopicDeletionInProgress`), from the partitions' summaries.
 - `PreferredReplicaImbalanceCount`: partitions with a stored leader that is not their
   preferred replica, of topics not queued for deletion: the count
-  `leader_balance.imbalance` gives the rebalance and `health` (one rule, `led_by_another`). Kafka does
-  not count a reassigning partition whose preferred replica is adding and not yet in the
+  `leader_balance.imbalance` gives the rebalance and `health` (one rule, `led_by_another`). Kafka
+  does not count a reassigning partition whose preferred replica is adding and not yet in the
   ISR; the summaries do not carry the ISR, so the shadow counts it (a deviation while such
   a reassignment lasts).
 - `GlobalTopicCount`: `allTopics.size`.
@@ -121,7 +121,7 @@ def replica_metrics(s: PartitionSummary, min_isr: int) -> tuple[bool, bool, bool
 
     During a reassignment `replicationFactor` is `OngoingReassignmentState`'s, the replicas
     less the adding ones (the original count), while `effectiveMinIsr`'s cap counts every
-    replica, adding ones too (`PartitionSummary.replica_count`)."""
+    replica, adding ones too (`PartitionSummary.replica_count`)."""  # noqa: E501  Kafka's lines verbatim
     isr = s.isr_size
     if isr is None or s.replication_factor is None or s.replica_count is None:
         return False, False, False
@@ -197,7 +197,8 @@ def _summed(
     for i in compress(range(len(kept)), map(is_, kept, repeat(None))):
         s = summaries[i]
         kept[i] = table[id(s)] = (s, counts_of(s, *args))
-    return tuple(map(sum, zip(*map(_second, kept))))  # type: ignore[arg-type]  # no None left
+    # no None left
+    return tuple(map(sum, zip(*map(_second, kept), strict=False)))  # type: ignore[arg-type]
 
 
 def _zk_share(rec: TopicRecord, min_isr: int, active: bool) -> tuple[int, ...]:
@@ -242,7 +243,7 @@ def _zk_changed(
     minus = _zk_summary_counts(gone, min_isr, started, count_imbalance)
     plus = _zk_summary_counts(came, min_isr, started, count_imbalance)
     partitions, offline, imbalanced, under, under_min, at_min = (
-        b - m + p for b, m, p in zip(before[:3] + before[7:], minus, plus)
+        b - m + p for b, m, p in zip(before[:3] + before[7:], minus, plus, strict=False)
     )
     return (partitions, offline, imbalanced, *before[3:7], under, under_min, at_min)
 
@@ -285,7 +286,7 @@ def _kraft_changed(
 ) -> tuple[int, ...]:
     """`_kraft_share` of `rec` from the share `before`, as `_zk_changed`."""
     minus, plus = _kraft_summary_counts(gone, min_isr), _kraft_summary_counts(came, min_isr)
-    return tuple(b - m + p for b, m, p in zip(before, minus, plus))
+    return tuple(b - m + p for b, m, p in zip(before, minus, plus, strict=False))
 
 
 # for each share, its count from the share of a record that differed only in some summaries
@@ -345,7 +346,11 @@ def _topic_shares(
         if counts is None:
             counts = share(rec, min_isr, active)
         shares[topic] = (rec, min_isr, active, share, counts)
-        totals = list(counts) if totals is None else [t + n for t, n in zip(totals, counts)]
+        totals = (
+            list(counts)
+            if totals is None
+            else [t + n for t, n in zip(totals, counts, strict=False)]
+        )
     _SHARES = shares
     return totals or [0] * 10
 
@@ -374,7 +379,7 @@ def controller_metrics(
         under_min,
         at_min,
     ) = _topic_shares(directory, c, config, _zk_share, active)
-    replicas = dict(zip(REPLICA_GAUGES, (under, under_min, at_min)))
+    replicas = dict(zip(REPLICA_GAUGES, (under, under_min, at_min), strict=True))
     if not active:
         # the controller's gauges are 0 while it is not active; the brokers' are not its
         return {**dict.fromkeys(GAUGES, 0), **replicas}
@@ -436,7 +441,7 @@ def kraft_metrics(directory: Mapping[str, Any], config: ControllerConfig) -> dic
         OfflinePartitionsCount=offline,
         PreferredReplicaImbalanceCount=imbalanced,
     )
-    out.update(zip(REPLICA_GAUGES, (under, under_min, at_min)))
+    out.update(zip(REPLICA_GAUGES, (under, under_min, at_min), strict=True))
     return out
 
 
@@ -457,4 +462,4 @@ def encode(metrics: Mapping[str, int]) -> str:
 
 
 def decode(text: str) -> dict[str, int]:
-    return {k: v for k, v in zip(ALL, json.loads(text)) if v is not None}
+    return {k: v for k, v in zip(ALL, json.loads(text), strict=False) if v is not None}

@@ -31,10 +31,13 @@ def _lair_json(
     r: outputs.LeaderAndIsrRecord, cause_offset: int, cause_id: str | None, seq: int
 ) -> str:
     return (
-        f'{_head(r, cause_offset, cause_id, seq)}"leader":{r.leader},"leader_epoch":{r.leader_epoch},'
-        f'"isr":{json_ints(r.isr)},"partition_epoch":{r.partition_epoch},"controller_epoch":{r.controller_epoch},'
+        f'{_head(r, cause_offset, cause_id, seq)}"leader":{r.leader},'
+        f'"leader_epoch":{r.leader_epoch},'
+        f'"isr":{json_ints(r.isr)},"partition_epoch":{r.partition_epoch},'
+        f'"controller_epoch":{r.controller_epoch},'
         f'"replicas":{json_ints(r.replicas)},"adding_replicas":{json_ints(r.adding_replicas)},'
-        f'"removing_replicas":{json_ints(r.removing_replicas)},"leader_recovery_state":{json_str(r.leader_recovery_state)},'
+        f'"removing_replicas":{json_ints(r.removing_replicas)},'
+        f'"leader_recovery_state":{json_str(r.leader_recovery_state)},'
         f'"is_new":{"true" if r.is_new else "false"},"recipients":{json_ints(r.recipients)},'
         f'"election":{json_opt(r.election)}}}'
     )
@@ -45,7 +48,8 @@ def _stop_json(
 ) -> str:
     return (
         f'{_head(r, cause_offset, cause_id, seq)}"broker_id":{r.broker_id},'
-        f'"delete_partition":{"true" if r.delete_partition else "false"},"leader_epoch":{r.leader_epoch}}}'
+        f'"delete_partition":{"true" if r.delete_partition else "false"},'
+        f'"leader_epoch":{r.leader_epoch}}}'
     )
 
 
@@ -53,7 +57,8 @@ def _replica_change_json(
     r: outputs.ReplicaStateChangeRecord, cause_offset: int, cause_id: str | None, seq: int
 ) -> str:
     return (
-        f'{_head(r, cause_offset, cause_id, seq)}"broker_id":{r.broker_id},"from_state":{json_str(r.from_state)},'
+        f'{_head(r, cause_offset, cause_id, seq)}"broker_id":{r.broker_id},'
+        f'"from_state":{json_str(r.from_state)},'
         f'"to_state":{json_str(r.to_state)}}}'
     )
 
@@ -61,7 +66,10 @@ def _replica_change_json(
 def _partition_change_json(
     r: outputs.PartitionStateChangeRecord, cause_offset: int, cause_id: str | None, seq: int
 ) -> str:
-    return f'{_head(r, cause_offset, cause_id, seq)}"from_state":{json_str(r.from_state)},"to_state":{json_str(r.to_state)}}}'
+    return (
+        f'{_head(r, cause_offset, cause_id, seq)}"from_state":{json_str(r.from_state)},'
+        f'"to_state":{json_str(r.to_state)}}}'
+    )
 
 
 def _failed_json(

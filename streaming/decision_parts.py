@@ -130,7 +130,7 @@ def _write_segments(
             runs.sort(key=run_order)
             if fh is None:
                 os.makedirs(directory, exist_ok=True)
-                fh = open(path, mode)
+                fh = open(path, mode)  # noqa: SIM115  kept open across the loop; closed below
             index, documents = _segment(runs)
             offsets.append(fh.tell())
             fh.write(index)
@@ -186,7 +186,12 @@ def split_parts(
             path, records, unclean, offsets = row[4].split("\t")
             at = tuple(map(int, offsets.split(",")))
             parts.append(
-                Part(path, int(records), int(unclean), tuple(zip(at[:-1:2], at[1::2], at[2::2])))
+                Part(
+                    path,
+                    int(records),
+                    int(unclean),
+                    tuple(zip(at[:-1:2], at[1::2], at[2::2], strict=False)),
+                )
             )
         elif kind == "safety":
             safety.append((row[2], row[4]))

@@ -369,7 +369,9 @@ def _lent_pairs(
     if 2 * differ.count(True) > n:
         return None
     out = list(before.summaries)
-    for i, pair in zip(compress(range(n), differ), _pairs_of(list(compress(pieces, differ)))):
+    for i, pair in zip(
+        compress(range(n), differ), _pairs_of(list(compress(pieces, differ))), strict=True
+    ):
         out[i] = pair
     return tuple(out)
 

@@ -2,8 +2,8 @@
 
 A command that fails prints one line on stderr, `shadow-controller <command>: <what
 failed, where, and what to check>`, and exits with one of these codes. No traceback
-reaches the user for a mistake or a fault the command can name; `main` in `shadow_controller/cli.py` is the
-one place that turns these errors into the line and the code.
+reaches the user for a mistake or a fault the command can name; `main` in `shadow_controller/cli.py`
+is the one place that turns these errors into the line and the code.
 
 | code | meaning |
 |---|---|

@@ -4,8 +4,8 @@ stage hands its `GroupState` to the storage strategy, `storage.py`).
 - The **sequencer** (`SequencerProcessor`, `transformWithStateInPandas` under the single
   key `SEQUENCER_KEY`): Kafka's controller is one event thread. Its state is the
   directory's records (MapState, in chunks of records, plus a stamp naming the version
-  written last: `directory_store.py`), the events it holds back while a topic deletion waits for reports
-  (ListState) and that pending deletion (ValueState). Per batch it decodes them, runs the
+  written last: `directory_store.py`), the events it holds back while a topic deletion waits for
+  reports (ListState) and that pending deletion (ValueState). Per batch it decodes them, runs the
   core's `Sequencer` over the batch's events and deletion reports, writes back the chunks
   whose records changed, and sends each partition's work to its group (`storage.py`), packed,
   and Kafka's controller gauges to the sink through the direct group

@@ -191,7 +191,8 @@ def direct_stage(work: Iterable[Work]) -> list[OutputRow]:
 # its contract JSON. The sink joins the tasks' rounds and writes the records from the JSON
 # (`read_metadata`, `assemble.assemble_runs`): a send to a starting broker names every
 # partition of the cluster, and decoding a million states on the driver took seconds.
-#   head:  cause TAB round TAB [cause_id, live brokers, [[site, recipients, unless sites], ...], shared sites]
+#   head:  cause TAB round TAB [cause_id, live brokers,
+#            [[site, recipients, unless sites], ...], shared sites]
 #   share: site TAB scope (JSON) TAB topic (JSON) TAB partition TAB state JSON, or - (none)
 # A row holds blocks separated by GS, at most METADATA_LINES_PER_ROW lines in all (a
 # round with more is cut into blocks of several rows). A creation of 10,000 topics at a
@@ -222,7 +223,8 @@ def metadata_rows(pieces: Iterable[Piece]) -> list[OutputRow]:
             )
         head = f"{cause}\t{round_}\t{text}"
         lines = [
-            f"{site}\t{json_str(scope)}\t{json_str(topic)}\t{partition}\t{'-' if state is None else state}"
+            f"{site}\t{json_str(scope)}\t{json_str(topic)}\t{partition}\t"
+            f"{'-' if state is None else state}"
             for (scope, site), states in r.shares.items()
             for (topic, partition), state in states.items()
         ]

@@ -45,7 +45,9 @@ OUTCOMES = ("match", "benign", "safety")
 
 HELP = {
     "ActiveControllerCount": "1 if this controller is active (KafkaController)",
-    "OfflinePartitionsCount": "partitions in OfflinePartition of topics whose deletion has not started",
+    "OfflinePartitionsCount": (
+        "partitions in OfflinePartition of topics whose deletion has not started"
+    ),
     "PreferredReplicaImbalanceCount": "partitions led by a replica other than their preferred one",
     "GlobalTopicCount": "topics",
     "GlobalPartitionCount": "partitions with a leader and ISR",
@@ -54,9 +56,15 @@ HELP = {
     "TopicsIneligibleToDeleteCount": "topics queued for deletion and ineligible",
     "ReplicasIneligibleToDeleteCount": "replicas in ReplicaDeletionIneligible",
     "ControllerState": "ControllerState.value: 0 Idle, 4 TopicDeletion",
-    "UnderReplicatedPartitions": "led partitions whose ISR is smaller than their replication factor, all brokers",
-    "UnderMinIsrPartitionCount": "led partitions whose ISR is smaller than their effective min.insync.replicas, all brokers",
-    "AtMinIsrPartitionCount": "led partitions whose ISR is their effective min.insync.replicas, all brokers",
+    "UnderReplicatedPartitions": (
+        "led partitions whose ISR is smaller than their replication factor, all brokers"
+    ),
+    "UnderMinIsrPartitionCount": (
+        "led partitions whose ISR is smaller than their effective min.insync.replicas, all brokers"
+    ),
+    "AtMinIsrPartitionCount": (
+        "led partitions whose ISR is their effective min.insync.replicas, all brokers"
+    ),
     "FencedBrokerCount": "registered brokers that are fenced (always 0 under the ZK controller)",
     "ActiveBrokerCount": "registered brokers that are not fenced, shutting-down ones included",
     "MigratingZkBrokerCount": "registered brokers migrating from ZooKeeper (kraft mode)",

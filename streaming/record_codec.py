@@ -130,8 +130,10 @@ def record_text(r: partition.PartitionRecord) -> str:
         ]
     )
     return (
-        f"[{COMPACT_VERSION},{json_str(r.topic)},{r.partition},{json_ints(a.replicas)},{json_ints(a.adding_replicas)},"
-        f"{json_ints(a.removing_replicas)},{'null' if r.state is None else _QUOTED[r.state]},{leadership},"
+        f"[{COMPACT_VERSION},{json_str(r.topic)},{r.partition},{json_ints(a.replicas)},"
+        f"{json_ints(a.adding_replicas)},"
+        f"{json_ints(a.removing_replicas)},{'null' if r.state is None else _QUOTED[r.state]},"
+        f"{leadership},"
         f"[{states}],[{brokers}],{_BOOL[r.being_reassigned]}"
         f"{',' + json_ints(r.offline_dirs) if r.offline_dirs or r.reassignment_started else ''}"
         f"{_started_text(r.reassignment_started) if r.reassignment_started else ''}]"

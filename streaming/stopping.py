@@ -111,7 +111,8 @@ class StopSignals:
         name = signal.Signals(signum).name
         if self.count == 1:
             log.info(
-                "%s: stopping after the current batch (it may commit for up to %.0f s; past that it is "
+                "%s: stopping after the current batch (it may commit for up to %.0f s; "
+                "past that it is "
                 "abandoned, and a restart replays it)",
                 name,
                 self.settings.stop_timeout_s * COMMIT_SHARE,
@@ -160,11 +161,13 @@ def stop(
             log.info("batch %d abandoned (a restart replays it)", in_flight)
         elif not committed:
             log.warning(
-                "batch %d did not commit within %.1f s of the stop: abandoning it (a restart replays it)",
+                "batch %d did not commit within %.1f s of the stop: abandoning it (a "
+                "restart replays it)",
                 in_flight,
                 time.monotonic() - began,
             )
-        sink.abandon()  # whatever runs from here on is abandoned, a batch planned during the stop too
+        # whatever runs from here on is abandoned, a batch planned during the stop too
+        sink.abandon()
         spark_log_level(spark, QUIET_SPARK_LOGGERS_WHILE_STOPPING, "ERROR")
         stopper = threading.Thread(
             target=_quietly, args=(query.stop,), name="query-stop", daemon=True
@@ -176,7 +179,8 @@ def stop(
         failure = query.exception()
         if failure is not None:
             log.warning(
-                "the query ended with an error while stopping: %s (the checkpoint is intact; a restart "
+                "the query ended with an error while stopping: %s (the checkpoint is "
+                "intact; a restart "
                 "replays what did not commit)",
                 first_line(failure),
             )
@@ -259,7 +263,8 @@ def _exit_now(signals: StopSignals, code: int, overdue: bool = False) -> None:
     as after a crash, and a restart replays the batch that did not commit."""
     if overdue:
         log.warning(
-            "Spark did not stop within job.stop_timeout_s = %g s; exiting without it (the checkpoint is "
+            "Spark did not stop within job.stop_timeout_s = %g s; exiting without it (the "
+            "checkpoint is "
             "intact; a restart replays the batch that did not commit)",
             signals.settings.stop_timeout_s,
         )

@@ -95,7 +95,7 @@ def from_jsonable(data: Any, hint: Any) -> Any:
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(from_jsonable(v, args[0]) for v in data)
-        return tuple(from_jsonable(v, a) for v, a in zip(data, args))
+        return tuple(from_jsonable(v, a) for v, a in zip(data, args, strict=False))
     if origin is frozenset:
         return frozenset(from_jsonable(v, args[0]) for v in data)
     if origin is dict:

@@ -8,6 +8,7 @@ written.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 
@@ -47,10 +48,8 @@ class UnbufferedFile:
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self.direct: int | None = None
         if _DIRECT and hasattr(os, "O_DIRECT"):
-            try:
+            with contextlib.suppress(OSError):
                 self.direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
-            except OSError:
-                pass
         self.buffer = mmap.mmap(
             -1, capacity + _BLOCK
         )  # anonymous: page-aligned; grows if a window needs it

@@ -13,7 +13,8 @@ from state_machines.errors import ShadowControllerError
 VERSIONS = {
     "state": 1,  # the generic document's "v"
     "compact": 1,  # the first element of a compact array
-    "bucket": 2,  # in a bucket's header line (1: the lines as text; 2: compressed, `codec.bucket_text`)
+    # in a bucket's header line (1: the lines as text; 2: compressed, `codec.bucket_text`)
+    "bucket": 2,
     "contract": 1,  # a decision record's "v" (docs/contract.md; as outputs.to_contract writes it)
 }
 SCHEMA_VERSION = VERSIONS["state"]

@@ -150,7 +150,8 @@ def warn_if_several_partitions(settings: JobSettings) -> None:
     if topic is not None and topic.error is None and len(topic.partitions) > 1:
         log.warning(
             "the events topic %s has %d partitions: controller events need one total order; "
-            "the job orders each micro-batch by (offset) within its input and cannot order across partitions",
+            "the job orders each micro-batch by (offset) within its input and cannot order "
+            "across partitions",
             settings.events_topic,
             len(topic.partitions),
         )

@@ -168,8 +168,10 @@ def resolve_offsets(
     given = offsets_from_json(json_option(what, spec))
     if set(given) != set(tps):
         raise KafkaSourceError(
-            f"{what} must give an offset for every subscribed partition (use -2 for earliest, -1 for "
-            f"latest); missing {sorted(set(tps) - set(given))}, unknown {sorted(set(given) - set(tps))}"
+            f"{what} must give an offset for every subscribed partition (use -2 for "
+            "earliest, -1 for "
+            f"latest); missing {sorted(set(tps) - set(given))}, unknown "
+            f"{sorted(set(given) - set(tps))}"
         )
     resolved = dict(given)
     resolved.update(offsets.earliest([tp for tp, o in given.items() if o == EARLIEST]))

@@ -27,6 +27,7 @@ The outage file is `BROKER_OUTAGE` next to the job's pause file (`outage_file_fo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -78,10 +79,8 @@ def report_outage(path: str, since: float, servers: str, where: str, error: str)
 
 
 def clear_outage(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.remove(path)
-    except FileNotFoundError:
-        pass
 
 
 class Outage:

@@ -107,9 +107,12 @@ def read_range(options: SourceOptions, split: KafkaInputPartition) -> Iterator[A
                     last_progress = now  # the no-progress deadline starts afresh after an outage
                 elif now - last_progress > options.poll_timeout_s:
                     raise KafkaSourceError(
-                        f"{split.topic}-{split.partition}: no records for {options.poll_timeout_s:.0f}s while "
-                        f"reading [{split.start}, {split.end}) although the broker answers; stuck at offset "
-                        f"{position}; last client error: {last_error} (raise kafkaConsumer.pollTimeoutMs if "
+                        f"{split.topic}-{split.partition}: no records for "
+                        f"{options.poll_timeout_s:.0f}s while "
+                        f"reading [{split.start}, {split.end}) although the broker "
+                        "answers; stuck at offset "
+                        f"{position}; last client error: {last_error} (raise "
+                        "kafkaConsumer.pollTimeoutMs if "
                         "the broker is just slow)"
                     )
                 next_probe = now + min(

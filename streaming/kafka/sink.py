@@ -1,4 +1,5 @@
-"""The sink half of `kafka-py` (`source.py`): produce a DataFrame's rows to Kafka with confluent-kafka.
+"""The sink half of `kafka-py` (`source.py`): produce a DataFrame's rows to Kafka with
+confluent-kafka.
 
 Columns, as in Spark's Kafka sink: `value` (string or binary, required; null is a
 tombstone), `key` (string or binary, optional), `topic` (string, optional; the `topic`

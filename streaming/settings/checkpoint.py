@@ -32,8 +32,8 @@ SETTINGS_VERSION = 1
 # Settings the checkpoint's state layout depends on: the groups partition state is kept
 # under, the shuffle partitions their labels are balanced over (Spark itself freezes
 # spark.sql.shuffle.partitions into the checkpoint), and the rule set, whose state has
-# another shape (a ZK checkpoint's partitions are no KRaft registrations). STATE_LAYOUT names the layout version
-# of scale mode's buckets (2: balanced labels, line-per-partition state).
+# another shape (a ZK checkpoint's partitions are no KRaft registrations). STATE_LAYOUT names the
+# layout version of scale mode's buckets (2: balanced labels, line-per-partition state).
 FROZEN = ("partition_buckets", "shuffle_partitions", "controller.mode")
 # the FROZEN setting `replay` may change: it then rebuilds the state from the input's start
 REBUILT = "controller.mode"
@@ -112,8 +112,10 @@ def check_source(settings: JobSettings, checkpoint: str) -> None:
     recorded = (_saved_doc(checkpoint) or {}).get("source")
     if recorded is not None and recorded != source_of(settings):
         raise CheckpointMismatch(
-            f"the checkpoint {checkpoint} reads {recorded}, not {source_of(settings)}: its offsets belong to that "
-            f'input; start a new checkpoint (or, if it is the same data under another name, edit "source" '
+            f"the checkpoint {checkpoint} reads {recorded}, not {source_of(settings)}: its "
+            "offsets belong to that "
+            "input; start a new checkpoint (or, if it is the same data under another "
+            'name, edit "source" '
             f"in {os.path.join(checkpoint, SETTINGS_FILE)})"
         )
 
