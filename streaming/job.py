@@ -70,7 +70,9 @@ def spark_session(
         # (bench/job_bench.py --spark-conf, one run each), with no step slower
         "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
         # transformWithStateInPandas needs RocksDB; it also keeps large partition state off-heap
-        "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "spark.sql.streaming.stateStore.providerClass": (
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+        ),
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

@@ -16,9 +16,10 @@ The records of a range are grouped into the quorum controller's events by the ve
 contract events go to the job as its input rows; the verdicts of the events closed are
 written out at once (`verdicts-<segment>-<position>.jsonl`), and kept with the dead letters
 of corrupt batches for the sink (`LogBatches`), which dead-letters these beside the batch's
-decisions and logs each safety verdict. The LiveLog is kept, pickled, in the checkpoint beside each range's
-end position: a range planned again (a retried batch, a restart) starts from the state the
-verifier had at its start, exactly as if it had read the log from its first record.
+decisions and logs each safety verdict. The LiveLog is kept, pickled, in the checkpoint
+beside each range's end position: a range planned again (a retried batch, a restart) starts
+from the state the verifier had at its start, exactly as if it had read the log from its
+first record.
 """
 
 from __future__ import annotations
