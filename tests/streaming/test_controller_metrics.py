@@ -390,6 +390,9 @@ def test_a_restart_serves_the_gauges_before_its_first_batch(spark, tmp_path: Pat
     finally:
         server.shutdown()
     assert restarted.stats == {}  # no batch of the new run
+    # the shadow's counters start again at 0 too
+    assert got.pop("shadow_controller_events_total") == 0
+    assert got.pop("shadow_controller_dead_letters_total") == 0
     assert got == expected_samples(0)
 
 
