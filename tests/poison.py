@@ -110,7 +110,7 @@ def poisoned_log(
     lines: list[bytes | None] = []
     bad: dict[int, tuple[str, bytes | None]] = {}
     clean_offset: dict[int, int] = {}
-    it = iter(zip(slots, order))
+    it = iter(zip(slots, order, strict=True))
     nxt = next(it, None)
     for i, line in enumerate([*clean, None]):
         while nxt is not None and nxt[0] == i:

@@ -251,7 +251,10 @@ ROWS = [
             "spark.sql.shuffle.partitions=8",
         ),
         exits.USAGE,
-        "shuffle_partitions is frozen into the checkpoint {tmp}/ckpt-a (2); it cannot be changed to 8",
+        (
+            "shuffle_partitions is frozen into the checkpoint {tmp}/ckpt-a (2); it cannot be "
+            "changed to 8"
+        ),
     ),
     Row(
         "checkpoint alias, frozen buckets",
@@ -283,7 +286,10 @@ ROWS = [
             "controller.mode=kraft",
         ),
         exits.USAGE,
-        "controller.mode is frozen into the checkpoint {tmp}/ckpt-a (zk); it cannot be changed to kraft",
+        (
+            "controller.mode is frozen into the checkpoint {tmp}/ckpt-a (zk); it cannot be "
+            "changed to kraft"
+        ),
     ),
     Row(
         "a mode that does not exist",

@@ -15,6 +15,7 @@ them all, SIGTERM first, then SIGKILL, whether the block ended normally or not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -94,8 +95,7 @@ def executor_pid(executor_dir: Path) -> int | None:
 
 
 def _spawn(name: str, args: list[str], log: Path, env: dict[str, str]) -> Daemon:
-    fh = open(log, "wb")
-    try:
+    with open(log, "wb") as fh:
         process = subprocess.Popen(
             [str(SPARK_CLASS), *args],
             stdout=fh,
@@ -104,29 +104,21 @@ def _spawn(name: str, args: list[str], log: Path, env: dict[str, str]) -> Daemon
             env=env,
             start_new_session=True,
         )
-    finally:
-        fh.close()
     return Daemon(name, process, log)
 
 
 def _stop(daemons: list[Daemon]) -> None:
     """SIGTERM to every daemon's process group, then SIGKILL to what is left at the grace."""
     for d in daemons:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(d.process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
     deadline = time.monotonic() + STOP_GRACE_S
     for d in daemons:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             d.process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
         # the group outlives its leader when an executor or Python worker lingers
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(d.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         d.process.wait()
 
 

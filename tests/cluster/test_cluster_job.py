@@ -183,7 +183,8 @@ def run_on_cluster(
                     holder = sequencer_executor(cluster, base / "ckpt", partition)
                     pid = executor_pid(holder) if holder else None
                     assert pid, (
-                        f"no running executor holds the sequencer's store: {cluster.executor_dirs()}"
+                        "no running executor holds the sequencer's store: "
+                        f"{cluster.executor_dirs()}"
                     )
                     os.kill(pid, signal.SIGKILL)
                     killed = holder.name
@@ -245,15 +246,19 @@ def test_the_job_on_a_standalone_cluster_writes_local_modes_decisions(
     batches = sum("INFO shadow_controller: batch " in line for line in stderr.splitlines())
     assert batches >= len(lines) // MAX_OFFSETS, stderr[-2000:]
     print(
-        f"\n{batches} micro-batches on {cluster.master_url}; {len(on_cluster)} decisions equal local mode's and "
-        f"the engine's; executor {killed} killed after batch {KILL_AFTER_BATCH}; the sequencer's partition "
-        f"({sequencer_partition}) ran on executors {sequencer_executors} (one task per stage attempt), "
+        f"\n{batches} micro-batches on {cluster.master_url}; {len(on_cluster)} decisions "
+        "equal local mode's and "
+        f"the engine's; executor {killed} killed after batch {KILL_AFTER_BATCH}; the "
+        "sequencer's partition "
+        f"({sequencer_partition}) ran on executors {sequencer_executors} (one task per "
+        "stage attempt), "
         f"each in a fresh Python worker"
     )
 
 
 def package_zip(path: Path) -> Path:
-    """The README's `zip -qr dist/shadow-controller.zip state_machines streaming shadow_controller`."""
+    """The README's
+    `zip -qr dist/shadow-controller.zip state_machines streaming shadow_controller`."""
     with zipfile.ZipFile(path, "w") as archive:
         for package in ("state_machines", "streaming", "shadow_controller"):
             for source in sorted((ROOT / package).rglob("*.py")):

@@ -272,7 +272,8 @@ def test_a_quiet_cluster_gets_a_tick_after_the_tick_interval(bootstrap, topics, 
     assert run_bridge(settings, sleep=sleep, clock=lambda: now[0]) == 0
     got = [json.loads(m.value()) for m in read_topic(bootstrap, events)]
     ticks = [e for e in got if e["type"] == "ControllerTick"]
-    # polls at 1000 (the cluster's events), 1020 (quiet, 20 s), 1040 (40 s: a tick), 1060 (20 s after it)
+    # polls at 1000 (the cluster's events), 1020 (quiet, 20 s), 1040 (40 s: a tick), 1060 (20 s
+    # after it)
     assert [t["ts"] for t in ticks] == [1_040_000]
     assert got[-1] == ticks[-1] and len(got) > 1
     for offset, e in enumerate(got):
@@ -305,7 +306,8 @@ def test_detect_reads_the_brokers_answer_and_says_it_cannot_tell(bootstrap, tmp_
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        f"cluster {bootstrap} does not say which controller it runs (its ApiVersions answer has neither the "
+        f"cluster {bootstrap} does not say which controller it runs (its ApiVersions "
+        "answer has neither the "
         "metadata.version feature nor the LeaderAndIsr API, as every Apache Kafka broker's has one)"
     ]
     assert not (tmp_path / "s.json").exists()

@@ -33,8 +33,8 @@ def test_batches_land_in_order_with_their_keys_and_dead_letters(bootstrap, new_t
     dlq = f"{events}.dlq"
     create_topics(bootstrap, {dlq: 1})
     writer = DecisionWriter(_settings(bootstrap, decisions, events))
-    first = [(f"topic-a-{i}", '{"seq":%d}' % i) for i in range(2500)]
-    second = [(f"topic-b-{i}", '{"seq":%d}' % (2500 + i)) for i in range(10)]
+    first = [(f"topic-a-{i}", f'{{"seq":{i}}}') for i in range(2500)]
+    second = [(f"topic-b-{i}", f'{{"seq":{2500 + i}}}') for i in range(10)]
     bad = {
         "reason": "not JSON",
         "source": "controller-events:0:7",
@@ -58,6 +58,6 @@ def test_an_unconfirmed_batch_fails_and_the_next_one_starts_afresh():
     writer = DecisionWriter(
         _settings("127.0.0.1:1", "nowhere", **{"message.timeout.ms": "1500", "log_level": "0"})
     )
-    for attempt in range(2):
+    for _attempt in range(2):
         with pytest.raises(DeliveryFailed, match=r"3 of 3 records failed"):
             writer.write([("k", "{}")] * 3, [])

@@ -44,9 +44,9 @@ def test_the_demo_prints_each_decision_under_its_event(tmp_path: Path) -> None:
     assert proc.stderr.count("Spark's log: ") == 1, proc.stderr
     created = out.split("#3 create:")[1].split("#4")[0]
     assert (
-        "orders-0     LeaderAndIsr leader=1 epoch=0 isr=[1, 2] pe=0 (initial election) -> brokers [1, 2]"
-        in created
-    )
+        "orders-0     LeaderAndIsr leader=1 epoch=0 isr=[1, 2] pe=0 (initial election) -> "
+        "brokers [1, 2]"
+    ) in created
     crashed = out.split("#4 b1-crash:")[1]
     # broker 1 led orders-0: broker 2 takes over (the offline election), told alone
     assert (

@@ -50,7 +50,8 @@ def simulate_bytes(name: str) -> tuple[bytes, ...]:
 def assert_same_bytes(got: list[bytes], expected: tuple[bytes, ...]) -> None:
     assert len(got) == len(expected)
     mismatch = next(
-        (i for i, (a, b) in enumerate(zip(sorted(got), sorted(expected))) if a != b), None
+        (i for i, (a, b) in enumerate(zip(sorted(got), sorted(expected), strict=True)) if a != b),
+        None,
     )
     assert mismatch is None, (
         f"first difference: {sorted(got)[mismatch]!r} != {sorted(expected)[mismatch]!r}"

@@ -71,7 +71,7 @@ def test_poison_records_go_to_the_dead_letters_and_the_decisions_are_the_clean_l
     letters = consume_all(bootstrap, settings.dlq_topic, len(log.bad))
     headers = [dict(m.headers()) for m in letters]
     assert [int(h["dlq.offset"]) for h in headers] == sorted(log.bad)
-    for msg, h in zip(letters, headers):
+    for msg, h in zip(letters, headers, strict=True):
         what, original = log.bad[int(h["dlq.offset"])]
         assert h["dlq.reason"], what
         assert h["dlq.source"].decode() == f"{events}:0:{int(h['dlq.offset'])}"

@@ -150,7 +150,8 @@ class LogBuilder:
         new = self.engine.errors[seen:]
         self.dead_letters.append(new)
         if not self.kraft:
-            # the engine turns a raised exception into an error entry; in a generated log it is a bug
+            # the engine turns a raised exception into an error entry; in a generated log
+            # it is a bug
             assert not self.engine.errors, f"[no-controller-error] {self.engine.errors}"
         self.outputs.append(records)
         if self.observers:

@@ -1,4 +1,5 @@
-"""Property tests: random cluster histories through the engine, Kafka's invariants after every event.
+"""Property tests: random cluster histories through the engine, Kafka's invariants after every
+event.
 
 A Hypothesis `RuleBasedStateMachine` starts five brokers and a controller, then applies
 random contract events (failures, restarts and bounces, controlled shutdowns, topic
@@ -141,11 +142,13 @@ class InvariantChecker:
                     # replica set (RS = TRS) "and same isr", removing replicas still in it, and
                     # each B4 OfflineReplica write drops one of them at a time.
                     assert r["isr"], (
-                        f"[isr-nonempty] {key}: LeaderAndIsr with an empty ISR{ctx}\nrecord: {json.dumps(r)}"
+                        f"[isr-nonempty] {key}: LeaderAndIsr with an empty "
+                        f"ISR{ctx}\nrecord: {json.dumps(r)}"
                     )
                     if r["leader"] >= 0:
                         assert r["leader"] in r["isr"], (
-                            f"[leader-in-isr] {key}: LeaderAndIsr leader {r['leader']} not in ISR {r['isr']}{ctx}"
+                            f"[leader-in-isr] {key}: LeaderAndIsr leader {r['leader']} not "
+                            f"in ISR {r['isr']}{ctx}"
                         )
             if a is None:
                 self.stored_leader_epoch.pop(key, None)
@@ -173,7 +176,8 @@ class InvariantChecker:
             if r["type"] != "UpdateMetadata":
                 continue
             assert r["recipients"] and set(r["recipients"]) <= set(r["live_brokers"]), (
-                f"[update-metadata] recipients {r['recipients']} not all live ({r['live_brokers']}){ctx}"
+                f"[update-metadata] recipients {r['recipients']} not all live "
+                f"({r['live_brokers']}){ctx}"
             )
             keys = [(p["topic"], p["partition"]) for p in r["partitions"]]
             assert keys == sorted(set(keys)), (
@@ -184,7 +188,8 @@ class InvariantChecker:
                     f"[update-metadata] {p}{ctx}"
                 )
                 assert p["leader"] != -2 or (p["leader_epoch"], p["zk_version"]) == (0, 0), (
-                    f"[update-metadata] a deleted partition's state is LeaderAndIsr.duringDelete: {p}{ctx}"
+                    "[update-metadata] a deleted partition's state is "
+                    f"LeaderAndIsr.duringDelete: {p}{ctx}"
                 )
 
     def retries_offline(self, event: dict[str, Any], before: State, after: State) -> bool:
@@ -233,17 +238,17 @@ class InvariantChecker:
                 if str(r) in brokers and brokers[str(r)]["live"] and r not in dirs
             ]
             if p["state"] == "NewPartition":
-                if (
-                    p["leader_epoch"] < 0
-                ):  # no stored state yet: initialization picks a live replica
+                # no stored state yet: initialization picks a live replica
+                if p["leader_epoch"] < 0:
                     assert not live, (
                         f"[offline-retried] {key}: New with live replicas {live} after a retry{ctx}"
                     )
                 continue
-            online = lambda r: str(r) in brokers and brokers[str(r)]["live"] and r not in dirs  # noqa: E731
+            online = lambda r: str(r) in brokers and brokers[str(r)]["live"] and r not in dirs  # noqa: E731, B023  used in this iteration only
             clean = [r for r in p["replicas"] if r in p["isr"] and online(r)]
             assert not clean, (
-                f"[offline-retried] {key}: Offline with electable ISR members {clean} after a retry{ctx}"
+                f"[offline-retried] {key}: Offline with electable ISR members {clean} "
+                f"after a retry{ctx}"
             )
             # collectUncleanLeaderElectionState: unclean is considered only when no ISR member
             # is online, even one outside the assignment (a cancelled reassignment leaves one)
@@ -269,7 +274,8 @@ class InvariantChecker:
         stored = self.stored_leader_epoch.get(key, -1)
         if a is not None:
             assert a["leader_epoch"] >= stored, (
-                f"[leader-epoch-monotone] {key}: stored leader epoch went {stored} -> {a['leader_epoch']}{ctx}"
+                f"[leader-epoch-monotone] {key}: stored leader epoch went {stored} -> "
+                f"{a['leader_epoch']}{ctx}"
             )
             self.stored_leader_epoch[key] = a["leader_epoch"]
         received = self.received_epoch.setdefault(key, {})
@@ -281,14 +287,16 @@ class InvariantChecker:
                 continue
             if a is not None:
                 assert r["leader_epoch"] <= a["leader_epoch"], (
-                    f"[leader-epoch-monotone] {key}: {r['type']} carries leader epoch {r['leader_epoch']} above the "
+                    f"[leader-epoch-monotone] {key}: {r['type']} carries leader epoch "
+                    f"{r['leader_epoch']} above the "
                     f"stored {a['leader_epoch']}{ctx}\nrecord: {json.dumps(r)}"
                 )
             if r["type"] == "LeaderAndIsr":
                 for broker in r["recipients"]:
                     last = received.get(broker, -1)
                     assert r["leader_epoch"] >= last, (
-                        f"[leader-epoch-monotone] {key}: broker {broker} receives leader epoch {r['leader_epoch']} "
+                        f"[leader-epoch-monotone] {key}: broker {broker} receives leader "
+                        f"epoch {r['leader_epoch']} "
                         f"after {last}{ctx}\nrecord: {json.dumps(r)}"
                     )
                     received[broker] = r["leader_epoch"]
@@ -307,7 +315,8 @@ class InvariantChecker:
         for epoch, leader, where in seen:
             known = leaders.setdefault(epoch, leader)
             assert known == leader, (
-                f"[one-leader-per-epoch] {key}: leader epoch {epoch} had leader {known}, now {leader} ({where}){ctx}"
+                f"[one-leader-per-epoch] {key}: leader epoch {epoch} had leader {known}, "
+                f"now {leader} ({where}){ctx}"
             )
 
     def check_epoch_accounting(
@@ -354,7 +363,8 @@ class InvariantChecker:
             )
             assert (s["leader"], s["le"], s["isr"]) == (leader, le, list(isr)), (
                 f"[partition-epoch-accounting] {key}: two states with partition epoch {pe}: "
-                f"{(s['leader'], s['le'], s['isr'])} ({s['source']}) and {(leader, le, isr)} ({source}){ctx}"
+                f"{(s['leader'], s['le'], s['isr'])} ({s['source']}) and "
+                f"{(leader, le, isr)} ({source}){ctx}"
             )
             if election is not None:
                 s["elections"].add(election)
@@ -386,7 +396,8 @@ class InvariantChecker:
                 and r["leader"] is not None
             ):
                 assert _has_leadership(b), (
-                    f"[partition-epoch-accounting] {key}: AlterPartition accepted without a stored state{ctx}"
+                    f"[partition-epoch-accounting] {key}: AlterPartition accepted without "
+                    f"a stored state{ctx}"
                 )
                 observe(
                     r["leader"],
@@ -414,25 +425,31 @@ class InvariantChecker:
             return states
         if _has_leadership(b):
             assert states[0]["pe"] == b["partition_epoch"], (
-                f"[partition-epoch-accounting] {key}: a record carries partition epoch {states[0]['pe']}, older than "
+                f"[partition-epoch-accounting] {key}: a record carries partition epoch "
+                f"{states[0]['pe']}, older than "
                 f"the stored {b['partition_epoch']}{ctx}"
             )
         else:
             assert (states[0]["le"], states[0]["pe"]) == (0, 0), (
-                f"[partition-epoch-accounting] {key}: first stored state has leader epoch {states[0]['le']}, "
+                f"[partition-epoch-accounting] {key}: first stored state has leader epoch "
+                f"{states[0]['le']}, "
                 f"partition epoch {states[0]['pe']} (expected 0, 0){ctx}"
             )
         if _has_leadership(a):
             assert states[-1]["pe"] == a["partition_epoch"], (
-                f"[partition-epoch-accounting] {key}: a record carries partition epoch {states[-1]['pe']}, newer "
+                f"[partition-epoch-accounting] {key}: a record carries partition epoch "
+                f"{states[-1]['pe']}, newer "
                 f"than the stored {a['partition_epoch']}{ctx}"
             )
         for s1, s2 in zip(states, states[1:], strict=False):  # consecutive pairs
             alter = 1 if s2.get("alter") else 0
             assert s2["pe"] - s1["pe"] == s2["le"] - s1["le"] + alter, (
-                f"[partition-epoch-accounting] {key}: {s1['source']} (LE {s1['le']}, PE {s1['pe']}) -> "
-                f"{s2['source']} (LE {s2['le']}, PE {s2['pe']}){' by AlterPartition' if alter else ''}: "
-                f"every controller write moves both epochs by one, an AlterPartition write only the partition epoch{ctx}"
+                f"[partition-epoch-accounting] {key}: {s1['source']} (LE {s1['le']}, PE "
+                f"{s1['pe']}) -> "
+                f"{s2['source']} (LE {s2['le']}, PE "
+                f"{s2['pe']}){' by AlterPartition' if alter else ''}: "
+                "every controller write moves both epochs by one, an AlterPartition write "
+                f"only the partition epoch{ctx}"
             )
         return states
 
@@ -453,7 +470,8 @@ class InvariantChecker:
             new_leader = s2["leader"] >= 0 and s2["leader"] != s1["leader"]
             outside = new_leader and s2["leader"] not in s1["isr"]
             assert outside == unclean, (
-                f"[unclean-only-outside-isr] {key}: leader {s1['leader']} ISR {s1['isr']} -> leader "
+                f"[unclean-only-outside-isr] {key}: leader {s1['leader']} ISR {s1['isr']} "
+                "-> leader "
                 f"{s2['leader']} ISR {s2['isr']} (LE {s2['le']}, {s2['source']}) with elections "
                 f"{sorted(s2['elections'])}{ctx}"
             )
@@ -534,9 +552,12 @@ class InvariantChecker:
             no_state = a["replica_states"].get(str(m), "NonExistentReplica") == "NonExistentReplica"
             last_member = isr == [m] and leader in (-1, m)
             assert no_state and (last_member or m in refused or m in altered), (
-                f"[isr-within-replicas] {key}: ISR {isr} has {m} outside replicas {replicas} (leader {leader}, "
-                f"replica states {a['replica_states']}), neither an orphaned last ISR member, a stateless "
-                f"ISR member whose OfflineReplica transition was refused, nor one an AlterPartition named{ctx}"
+                f"[isr-within-replicas] {key}: ISR {isr} has {m} outside replicas "
+                f"{replicas} (leader {leader}, "
+                f"replica states {a['replica_states']}), neither an orphaned last ISR "
+                "member, a stateless "
+                "ISR member whose OfflineReplica transition was refused, nor one an "
+                f"AlterPartition named{ctx}"
             )
 
     # -- state machines ------------------------------------------------------------------
@@ -557,16 +578,19 @@ class InvariantChecker:
             if r["type"] == "PartitionStateChange":
                 frm, to = r["from_state"], r["to_state"]
                 assert frm in VALID_PREVIOUS_PARTITION_STATES[to], (
-                    f"[valid-partition-transition] {key}: {frm} -> {to} is not a valid transition{ctx}"
+                    f"[valid-partition-transition] {key}: {frm} -> {to} is not a valid "
+                    f"transition{ctx}"
                 )
                 assert p_state is None or p_state == frm, (
-                    f"[valid-partition-transition] {key}: record says {frm} -> {to}, partition was {p_state}{ctx}"
+                    f"[valid-partition-transition] {key}: record says {frm} -> {to}, "
+                    f"partition was {p_state}{ctx}"
                 )
                 p_state = to
             elif r["type"] == "ReplicaStateChange":
                 broker, frm, to = r["broker_id"], r["from_state"], r["to_state"]
                 assert frm in VALID_PREVIOUS_REPLICA_STATES[to], (
-                    f"[valid-replica-transition] {key} replica {broker}: {frm} -> {to} is not a valid transition{ctx}"
+                    f"[valid-replica-transition] {key} replica {broker}: {frm} -> {to} is "
+                    f"not a valid transition{ctx}"
                 )
                 if broker not in r_states:
                     r_states[broker] = (
@@ -574,19 +598,22 @@ class InvariantChecker:
                     )
                 cur = r_states[broker]
                 assert cur is None or cur == frm, (
-                    f"[valid-replica-transition] {key} replica {broker}: record says {frm} -> {to}, "
+                    f"[valid-replica-transition] {key} replica {broker}: record says {frm} "
+                    f"-> {to}, "
                     f"replica was {cur}{ctx}"
                 )
                 r_states[broker] = to
         if a is not None:
             if p_state is not None and (rs or not failover):
                 assert a["state"] == p_state, (
-                    f"[valid-partition-transition] {key}: stored state {a['state']}, records end at {p_state}{ctx}"
+                    f"[valid-partition-transition] {key}: stored state {a['state']}, "
+                    f"records end at {p_state}{ctx}"
                 )
             for broker, st_ in r_states.items():
                 stored = a["replica_states"].get(str(broker), "NonExistentReplica")
                 assert st_ is None or stored == st_, (
-                    f"[valid-replica-transition] {key} replica {broker}: stored {stored}, records end at {st_}{ctx}"
+                    f"[valid-replica-transition] {key} replica {broker}: stored {stored}, "
+                    f"records end at {st_}{ctx}"
                 )
 
 

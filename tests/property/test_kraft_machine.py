@@ -3,9 +3,10 @@ rules (`ControllerConfig(mode="kraft")`), KRaft's invariants after every event.
 
 The machines reuse `ControllerMachine`'s rules and the generator's events as they are; in
 kraft mode StopReplicaResponse and ReplicaDirFailure are dead letters (the generator keeps
-each event's dead letters, and the checker asserts exactly one for each of those events). The checker is `KraftInvariantChecker`
-(kraft_invariants.py). Three rule sets run: metadata.version 3.9-IV0 (the default), 3.5-IV2
-(an ISR shrink bumps the leader epoch, KAFKA-15021), and 4.0-IV1 with
+each event's dead letters, and the checker asserts exactly one for each of those events).
+The checker is `KraftInvariantChecker` (kraft_invariants.py). Three rule sets run:
+metadata.version 3.9-IV0 (the default), 3.5-IV2 (an ISR shrink bumps the leader epoch,
+KAFKA-15021), and 4.0-IV1 with
 eligible.leader.replicas.version 1 and topics with min.insync.replicas 2 or 3 (KIP-966).
 """
 

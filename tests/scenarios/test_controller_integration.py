@@ -1,4 +1,5 @@
-"""Scenarios ported from Kafka 3.9.0 `core/src/test/scala/unit/kafka/controller/ControllerIntegrationTest.scala`.
+"""Scenarios ported from Kafka 3.9.0
+`core/src/test/scala/unit/kafka/controller/ControllerIntegrationTest.scala`.
 
 Each case runs an event log from `logs/` through the real command
 `shadow-controller simulate LOG --state-out STATE.json --out DECISIONS.jsonl` and checks the

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -50,15 +51,15 @@ def test_a_changed_frozen_setting_is_refused(tmp_path, field, value):
 def test_scale_mode_state_of_another_layout_is_refused(tmp_path):
     ckpt, job = _checkpoint(tmp_path, partition_buckets=64)
     path = os.path.join(ckpt, SETTINGS_FILE)
-    doc = json.loads(open(path).read())
+    doc = json.loads(Path(path).read_text())
     doc["state_layout"] = STATE_LAYOUT - 1
-    open(path, "w").write(json.dumps(doc))
+    Path(path).write_text(json.dumps(doc))
     with pytest.raises(CheckpointMismatch, match="layout"):
         check_frozen(job, ckpt)
     per_partition, job = _checkpoint(tmp_path / "pp")
-    doc = json.loads(open(os.path.join(per_partition, SETTINGS_FILE)).read())
+    doc = json.loads(Path(per_partition, SETTINGS_FILE).read_text())
     del doc["state_layout"]  # per-partition state has one layout; an older file is fine
-    open(os.path.join(per_partition, SETTINGS_FILE), "w").write(json.dumps(doc))
+    Path(per_partition, SETTINGS_FILE).write_text(json.dumps(doc))
     check_frozen(job, per_partition)
 
 

@@ -18,13 +18,13 @@ from state_machines.events import parse_event, parse_line
 from state_machines.loop import Pending
 from state_machines.model import ControllerConfig
 from streaming.controller_metrics import ALL, GAUGES, REPLICA_GAUGES, controller_metrics
-
-ZK_GAUGES = GAUGES + REPLICA_GAUGES
 from streaming.prometheus import metric_name, serve
 from streaming.runner import metrics_text
 from streaming.settings.schema import JobSettings
 from streaming.sink import BatchSink
 from tests.streaming.spark_helpers import write_input
+
+ZK_GAUGES = GAUGES + REPLICA_GAUGES
 
 EVENTS = [
     {"type": "BrokerStartup", "broker_id": 1, "broker_epoch": 1},
@@ -75,10 +75,13 @@ LINES = [json.dumps({"v": 1, **e}).encode() for e in EVENTS]
 # By hand, from KafkaController.updateMetrics (3.9.0) over the state the log leaves:
 EXPECTED = {
     "ActiveControllerCount": 1,
-    "OfflinePartitionsCount": 1,  # a-2; d-0 and e-0 went Offline then NonExistent when their deletion started
-    "PreferredReplicaImbalanceCount": 3,  # a-0 (2, not 1), u-0 (2, not 1), a-2 (-1, not 3); d and e are queued
+    # a-2; d-0 and e-0 went Offline then NonExistent when their deletion started
+    "OfflinePartitionsCount": 1,
+    # a-0 (2, not 1), u-0 (2, not 1), a-2 (-1, not 3); d and e are queued
+    "PreferredReplicaImbalanceCount": 3,
     "GlobalTopicCount": 4,  # a, u, d, e (a queued topic stays until its deletion completes)
-    "GlobalPartitionCount": 6,  # every partition keeps its leader-and-ISR until its topic is removed
+    # every partition keeps its leader-and-ISR until its topic is removed
+    "GlobalPartitionCount": 6,
     "TopicsToDeleteCount": 2,  # d, e
     "ReplicasToDeleteCount": 3,  # d's 2 and 3, e's 2: none ReplicaDeletionSuccessful
     "TopicsIneligibleToDeleteCount": 2,  # d (a dead replica), e (a failed StopReplica)

@@ -8,6 +8,7 @@ rewrites its own file; records can repeat only as exact copies.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -66,7 +67,8 @@ def wait_for(condition, deadline_s: float, what: str, proc: subprocess.Popen) ->
             return
         if proc.poll() is not None:
             raise AssertionError(
-                f"job exited ({proc.returncode}) before {what}:\n{proc.stdout.read().decode()[-3000:]}"
+                f"job exited ({proc.returncode}) before "
+                f"{what}:\n{proc.stdout.read().decode()[-3000:]}"
             )
         time.sleep(
             0.2
@@ -105,10 +107,8 @@ def test_sigkill_mid_run_then_restart_loses_nothing(spark, tmp_path: Path) -> No
     engine = Engine()
     expected: list[str] = []
     for i, line in enumerate(lines):
-        try:
+        with contextlib.suppress(InvalidEvent):
             expected.extend(canonical(r) for r in engine.process(parse_line(line, i)))
-        except InvalidEvent:
-            pass
     got = Counter(canonical(r) for r in read_output(tmp_path / "out"))
     assert set(got) == set(expected), "every decision appears, and nothing else"
     # file outputs are per micro-batch and a replayed batch rewrites its own file, so here

@@ -110,7 +110,7 @@ def test_a_copy_from_another_history_is_never_taken() -> None:
     cut = len(lines) // 2
     first, _ = batches.run(lines[:cut], 1)
     reads = batches.pool.reads
-    for copy, foreign in zip(batches.pool.copies, other.pool.copies):
+    for copy, foreign in zip(batches.pool.copies, other.pool.copies, strict=False):
         assert foreign.stamp is not None
         copy.leave(
             foreign.stamp, foreign.directory, batches.batches - 1, foreign.pending, foreign.buffered

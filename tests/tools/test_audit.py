@@ -196,7 +196,7 @@ def test_json_names_each_rule_with_its_offending_partitions(
     [where] = broken["partitions"]
     assert (where["topic"], where["partition"], where["records"]) == ("orders", 0, 1)
     assert where["cause_offsets"] == [
-        next(t["cause_offset"] for o, t in zip(story, tampered) if o != t)
+        next(t["cause_offset"] for o, t in zip(story, tampered, strict=True) if o != t)
     ]
     assert all(
         r["success"] and r["partitions"] == [] for r in rules.values() if r["broken_records"] == 0

@@ -169,7 +169,8 @@ def test_a_zk_shadow_of_a_kraft_cluster_is_refused_before_any_event(tmp_path, ca
     assert line == (
         "bridge: cluster live:9092 runs KRaft at metadata.version 3.9-IV0 (level 21), "
         'eligible.leader.replicas.version 0, but the shadow runs controller.mode = "zk" '
-        '(conf/shadow-controller.toml); set [controller] mode = "kraft", metadata.version = "3.9-IV0"; '
+        '(conf/shadow-controller.toml); set [controller] mode = "kraft", metadata.version '
+        '= "3.9-IV0"; '
         "refusing to feed that shadow"
     )
     assert not (tmp_path / "s.json").exists()
@@ -199,7 +200,8 @@ def test_a_metadata_version_upgrade_under_a_running_bridge_stops_it(tmp_path, ca
     assert len(polls) == 2
     messages = [r.getMessage() for r in caplog.records]
     assert (
-        "runs KRaft at metadata.version 3.9-IV0 (level 21), eligible.leader.replicas.version 0, as the shadow "
+        "runs KRaft at metadata.version 3.9-IV0 (level 21), "
+        "eligible.leader.replicas.version 0, as the shadow "
         "does (job.toml)" in messages[0]
     )
     assert "now runs KRaft at metadata.version 4.0-IV1 (level 23)" in messages[-1]

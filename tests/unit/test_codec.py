@@ -92,8 +92,9 @@ def test_everything_a_generated_log_produces_round_trips(
 
 def test_a_bucket_keeps_its_partitions_as_lines_and_decodes_only_what_is_asked() -> None:
     engine = engine_module.Engine()
-    for i, line in enumerate(open("examples/three-brokers.jsonl")):
-        engine.process(parse_event(json.loads(line), i))
+    with open("examples/three-brokers.jsonl") as fh:
+        for i, line in enumerate(fh):
+            engine.process(parse_event(json.loads(line), i))
     entries = {
         f"{r.topic}-{r.partition}": codec.bucket_entry_out(r, 5, 2)
         for r in engine.partitions.values()
@@ -124,8 +125,9 @@ def test_a_bucket_keeps_its_partitions_as_lines_and_decodes_only_what_is_asked()
 
 def test_documents_carry_their_version_and_a_newer_one_is_refused() -> None:
     engine = engine_module.Engine()
-    for i, line in enumerate(open("examples/three-brokers.jsonl")):
-        engine.process(parse_event(json.loads(line), i))
+    with open("examples/three-brokers.jsonl") as fh:
+        for i, line in enumerate(fh):
+            engine.process(parse_event(json.loads(line), i))
     record = next(iter(engine.partitions.values()))
     compact = json.loads(codec.dumps(record))
     assert compact[0] == codec.COMPACT_VERSION

@@ -16,8 +16,8 @@ proofs:
 Both checks are first shown to catch a planted violation, so they cannot pass vacuously.
 
 At the end of the file, the same static reading proves the layering above the core: no
-module of `streaming/` or `state_machines/` imports `shadow_controller/`, and `shadow_controller/` has no import
-cycles (each check also shown on a planted violation).
+module of `streaming/` or `state_machines/` imports `shadow_controller/`, and `shadow_controller/`
+has no import cycles (each check also shown on a planted violation).
 """
 
 from __future__ import annotations
@@ -206,13 +206,19 @@ _GUARDED_IMPORT = textwrap.dedent(
     if exercise == "engine" and not errors:
         from state_machines.engine import Engine
         from state_machines.events import parse_event
-        log = [{"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": 10 + b} for b in (1, 2, 3)]
+        log = [
+            {"v": 1, "type": "BrokerStartup", "broker_id": b, "broker_epoch": 10 + b}
+            for b in (1, 2, 3)
+        ]
         log += [
             {"v": 1, "type": "ControllerFailover", "controller_id": 1, "controller_epoch": 1},
             {"v": 1, "type": "TopicCreation", "topic": "orders", "partitions": {"0": [1, 2, 3]}},
             {"v": 1, "type": "ControlledShutdown", "broker_id": 1, "broker_epoch": 11},
             {"v": 1, "type": "BrokerFailure", "broker_id": 1},
-            {"v": 1, "type": "PartitionReassignment", "topic": "orders", "partition": 0, "target_replicas": [2, 3]},
+            {
+                "v": 1, "type": "PartitionReassignment", "topic": "orders", "partition": 0,
+                "target_replicas": [2, 3],
+            },
             {"v": 1, "type": "TopicDeletion", "topic": "orders"},
         ]
         engine = Engine()
@@ -220,7 +226,9 @@ _GUARDED_IMPORT = textwrap.dedent(
             engine.process(parse_event(event, offset))
         engine.state_json()
     loaded = sorted(m for m in sys.modules if m.split(".")[0] in heavy)
-    print(json.dumps({"imported": imported, "errors": errors, "blocked": blocked, "heavy_loaded": loaded}))
+    print(json.dumps(
+        {"imported": imported, "errors": errors, "blocked": blocked, "heavy_loaded": loaded}
+    ))
     """
 )
 
@@ -368,7 +376,8 @@ def import_cycles(root: Path, package: str) -> list[list[str]]:
 
 def test_cycle_check_catches_planted_cycles(tmp_path: Path) -> None:
     """Not vacuous: a cycle closed by an import inside a function, one through a relative
-    `from .. import`, and one through a package's `__init__` are found; a layered package is clean."""
+    `from .. import`, and one through a package's `__init__` are found; a layered package is
+    clean."""
     pkg = tmp_path / "loopy"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -412,7 +421,9 @@ BELOW_THE_TOOLS = ("streaming", "state_machines")
 # and why that name is never a tool.
 COMPUTED_IMPORTS = {
     "streaming.codec": "imports cls.__module__ to resolve the type hints of the core's dataclasses",
-    "streaming.tagged": "imports the core's modules (pkgutil) and cls.__module__ to register its dataclasses",
+    "streaming.tagged": (
+        "imports the core's modules (pkgutil) and cls.__module__ to register its dataclasses"
+    ),
 }
 
 
@@ -465,7 +476,8 @@ def imports_tools(source: str, module: str = "streaming.x") -> list[str]:
         ("from shadow_controller.replay import run_replay", True),
         ("def f():\n    from shadow_controller.inspect import inspect\n    return inspect", True),
         (
-            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from shadow_controller.audit import RuleOutcome",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from "
+            "shadow_controller.audit import RuleOutcome",
             True,
         ),
         ("__import__('shadow_controller.bridge')", True),
@@ -502,7 +514,8 @@ def test_shell_check_catches_a_planted_violation(tmp_path: Path) -> None:
     shell.mkdir()
     (shell / "__init__.py").write_text("")
     (shell / "runner.py").write_text(
-        "def report(exc):\n    from shadow_controller.console import report\n    return report('run', exc)\n"
+        "def report(exc):\n    from shadow_controller.console import report\n    return "
+        "report('run', exc)\n"
     )
     (shell / "job.py").write_text("from . import runner\nfrom streaming.runner import report\n")
     assert tools_importers(tmp_path) == {

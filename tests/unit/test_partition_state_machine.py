@@ -18,8 +18,10 @@ How Kafka's mocks map onto this API:
   rows list every request; UpdateMetadata is not modelled).
 - A failed or invalid transition (only logged by Kafka) -> a `StateChangeFailedRecord`.
 - Live brokers -> `BrokerFact(registered=True)`; `shuttingDownBrokerIds` -> `shutting_down=True`.
-- `OfflinePartitionLeaderElectionStrategy(allowUnclean)` -> `strategy=OfflineElection(allow_unclean)`;
-  the topic's `LogConfig` (default: unclean election disabled) -> `PartitionContext.unclean_leader_election_enable`.
+- `OfflinePartitionLeaderElectionStrategy(allowUnclean)` ->
+  `strategy=OfflineElection(allow_unclean)`;
+  the topic's `LogConfig` (default: unclean election disabled) ->
+  `PartitionContext.unclean_leader_election_enable`.
 - IBP 3.2 / 3.1 (`isLeaderRecoverySupported`) -> `ControllerConfig.leader_recovery_supported`.
 
 Ported as the outcome Kafka ends with, because there is no store here:
@@ -398,7 +400,8 @@ def test_partition_state_change(case: Case) -> None:
 
 
 def _offline_count_delta(outputs: tuple[object, ...]) -> int:
-    """`ControllerContext.updatePartitionStateMetrics` for a topic whose deletion has not started."""
+    """`ControllerContext.updatePartitionStateMetrics` for a topic whose deletion has not
+    started."""
     delta = 0
     for o in outputs:
         if isinstance(o, PartitionStateChangeRecord):

@@ -45,7 +45,7 @@ FOO = PartitionRegistration(
     partition_epoch=200,
 )
 FOO_ID = "FbrrdcfiR-KC2CPSTHaJrg"
-FOO_DIRS = dict(zip(FOO.replicas, FOO.directories))
+FOO_DIRS = dict(zip(FOO.replicas, FOO.directories, strict=True))
 
 BAR = PartitionRegistration(
     replicas=(1, 2, 3, 4),
@@ -63,7 +63,7 @@ BAR = PartitionRegistration(
     partition_epoch=200,
 )
 BAR_ID = "LKfUsCBnQKekvL9O5dY9nw"
-BAR_DIRS = dict(zip(BAR.replicas, BAR.directories))
+BAR_DIRS = dict(zip(BAR.replicas, BAR.directories, strict=True))
 
 BAZ = PartitionRegistration(
     replicas=(2, 1, 3),

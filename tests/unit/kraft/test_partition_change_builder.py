@@ -489,7 +489,7 @@ def test_unclean_sets_leader_recovering_state(
     )
 
 
-def test_stopped_leader_is_demoted_after_reassignment_completes_even_if_no_new_eligible_leaders() -> (
+def test_stopped_leader_is_demoted_after_reassignment_completes_even_if_no_new_eligible_leaders() -> (  # noqa: E501  Kafka's test name, cited in KAFKA_TESTS.md
     None
 ):
     """testStoppedLeaderIsDemotedAfterReassignmentCompletesEvenIfNoNewEligibleLeaders:

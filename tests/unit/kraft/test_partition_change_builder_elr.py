@@ -34,7 +34,8 @@ from tests.unit.kraft.pcb_context import (
 
 @pytest.mark.parametrize("version", RECORD_VERSIONS)
 def test_eligible_leader_replicas_isr_shrink_below_min_isr(version: int) -> None:
-    """testEligibleLeaderReplicas_IsrShrinkBelowMinISR: the replicas leaving the ISR join the ELR."""
+    """testEligibleLeaderReplicas_IsrShrinkBelowMinISR: the replicas leaving the ISR join the
+    ELR."""
     partition = PartitionRegistration(
         replicas=(1, 2, 3, 4),
         directories=(

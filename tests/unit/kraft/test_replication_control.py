@@ -151,7 +151,8 @@ def test_validate_bad_manual_partition_assignments() -> None:
         (
             [1, 2],
             3,
-            "The manual partition assignment includes a partition with 2 replica(s), but this is not "
+            "The manual partition assignment includes a partition with 2 replica(s), but "
+            "this is not "
             "consistent with previous partitions, which have 3 replica(s).",
         ),
     ]
