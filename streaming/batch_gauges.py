@@ -41,6 +41,7 @@ from state_machines.model import ControllerConfig
 
 from . import controller_metrics
 from .controller_metrics import REPLICA_GAUGES
+from .summary_text import summary_of_fields
 
 # the gauges a partition's summary counts towards, in `_zk_counts_of`'s order
 PARTITION_GAUGES = (
@@ -174,8 +175,6 @@ def settle(text: str, shifts: Iterable[str]) -> tuple[dict[str, int], list[Any]]
 
 
 def _counts(fields: str, none: str, how: list[Any], kraft: bool) -> tuple[int, ...]:
-    from .pipeline import summary_of_fields
-
     if fields == none:
         return (0,) * len(PARTITION_GAUGES)
     min_isr, started, count_imbalance = how

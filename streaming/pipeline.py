@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from state_machines.commands import DeletionReport, PartitionSummary, SummaryReport
+from state_machines.commands import DeletionReport, SummaryReport
 from state_machines.fold import (
     PartitionSlot,
     Replies,
@@ -44,7 +44,6 @@ from state_machines.update_metadata import Piece, Round, gather
 from . import codec
 from .batch_gauges import shift_rows
 from .decision_json import decision_json, metadata_state_json
-from .directory_codec import summary_of
 from .json_text import canonical_json, compact_json, json_str
 from .packing import (
     DEFAULT_DLQ_MAX_VALUE_BYTES,
@@ -54,6 +53,7 @@ from .packing import (
     OutputRow,
     dead_letter,
 )
+from .summary_text import summary_of_fields
 
 __all__ = [
     "bucket_stage",
@@ -321,34 +321,6 @@ def _summary_line(r: SummaryReport) -> str:
     return f"{line}\t{s.isr_size}\t{s.replication_factor}\t{s.replica_count}{ts}"
 
 
-# A cluster has few distinct summaries: each line's summary fields (its text after the
-# cause) are read once, and partitions with the same summary share one object.
-_SUMMARY_TEXTS: dict[str, PartitionSummary] = {}
-
-
-def _summary_of(text: str) -> PartitionSummary:
-    summary = _SUMMARY_TEXTS.get(text)
-    if summary is None:
-        fields = text.split("\t")
-        counts = [int(f) for f in fields[3:6]]  # none in a line of an earlier build
-        if len(_SUMMARY_TEXTS) >= 65536:
-            _SUMMARY_TEXTS.clear()
-        # the directory codec's summary, so one the state store holds is the same object
-        summary = _SUMMARY_TEXTS[text] = summary_of(
-            None if fields[0] == "-" else fields[0],
-            int(fields[1]),
-            None if fields[2] == "-" else int(fields[2]),
-            *counts,
-        )
-    return summary
-
-
-def summary_of_fields(text: str) -> PartitionSummary:
-    """The summary of a feedback line's fields after the cause (`state TAB preferred TAB
-    leader[ TAB isr size TAB replication factor TAB replica count]`), shared by equal texts."""
-    return _summary_of(text)
-
-
 def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[SummaryReport]]:
     """The deletion reports and the summaries of feedback lines (a wake only wakes)."""
     reports: list[DeletionReport] = []
@@ -363,7 +335,7 @@ def read_feedback(lines: Iterable[str]) -> tuple[list[DeletionReport], list[Summ
             if at >= 0:  # kraft mode's event time trails
                 ts = int(rest[at + 1 :])
                 rest = rest[: max(at - 1, 0)]
-            summary = None if rest == "R" else _summary_of(rest)
+            summary = None if rest == "R" else summary_of_fields(rest)
             summaries.append(SummaryReport(topic, int(partition), summary, int(cause), ts))
         else:
             reports.append(codec.loads(line, DeletionReport))
