@@ -13,7 +13,8 @@ from .directory_codec import summary_of
 _SUMMARY_TEXTS: dict[str, PartitionSummary] = {}
 
 
-def _summary_of(text: str) -> PartitionSummary:
+def summary_of_fields(text: str) -> PartitionSummary:
+    """The summary of a feedback line's fields after the cause, shared by equal texts."""
     summary = _SUMMARY_TEXTS.get(text)
     if summary is None:
         fields = text.split("\t")
@@ -28,8 +29,3 @@ def _summary_of(text: str) -> PartitionSummary:
             *counts,
         )
     return summary
-
-
-def summary_of_fields(text: str) -> PartitionSummary:
-    """The summary of a feedback line's fields after the cause, shared by equal texts."""
-    return _summary_of(text)
