@@ -24,6 +24,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from state_machines.errors import ShadowControllerError
+
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 DELETE_TOPICS = "/admin/delete_topics"
@@ -110,7 +112,7 @@ def child_of(parent: str, path: str) -> str | None:
     return None
 
 
-class ZnodeError(ValueError):
+class ZnodeError(ShadowControllerError, ValueError):
     """A znode whose data is not what Kafka 3.9 writes there."""
 
 
