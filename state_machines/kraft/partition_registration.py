@@ -11,9 +11,10 @@ Replaying a `PartitionChangeRecord`:
 * every record bumps the partition epoch by one;
 * directories that are all MIGRATING (or absent) become one MIGRATING per replica
   (`defaultToMigrating`); a record whose directories do not match its replicas in length
-  is refused (`InvalidReplicaDirectoriesException`). Kafka checks nothing else here: before
-  3.7-IV2 records carry no directories, so a registration whose directories are real ids
-  (only Kafka's tests build one) keeps them when its replicas change, lengths apart.
+  is refused (`checkDirectories`: `InvalidReplicaDirectoriesException`), and so is any
+  result whose directories, when it has some, differ in length from its replicas (the
+  private constructor's `IllegalArgumentException`): a change that resizes the replicas
+  of a registration with real directory ids but sets no directories is refused too.
 
 ELR fields (KIP-966, `eligible_leader_replicas` and `last_known_elr`) are empty unless the
 controller runs with ELR enabled.
@@ -58,6 +59,10 @@ class PartitionRegistration:
         """`new PartitionRegistration(PartitionRecord)`: no directories (before 3.7-IV2) or
         all MIGRATING become one MIGRATING per replica (`defaultToMigrating`)."""
         directories = record.directories
+        if directories and len(directories) != len(record.replicas):
+            raise InvalidReplicaDirectoriesError(
+                f"The record's directories do not match its replicas: {record}"
+            )
         if all(d == MIGRATING_DIRECTORY for d in directories):
             directories = (MIGRATING_DIRECTORY,) * len(record.replicas)
         return PartitionRegistration(
@@ -117,6 +122,11 @@ class PartitionRegistration:
             directories = record.directories
         if all(d == MIGRATING_DIRECTORY for d in directories):
             directories = (MIGRATING_DIRECTORY,) * len(replicas)
+        elif len(directories) != len(replicas):
+            # the private constructor: "The lengths for replicas and directories do not match."
+            raise InvalidReplicaDirectoriesError(
+                f"The lengths for replicas and directories do not match: {record}"
+            )
         if record.leader == NO_LEADER_CHANGE:
             leader, leader_epoch = self.leader, self.leader_epoch
         else:

@@ -5,7 +5,10 @@ ISR, leader and epochs (decisions: `ReplicationControlManager.createTopic` /
 from __future__ import annotations
 
 from ..kraft import replication_control as rc
-from ..kraft.partition_registration import PartitionRegistration
+from ..kraft.partition_registration import (
+    InvalidReplicaDirectoriesError,
+    PartitionRegistration,
+)
 from ..kraft.records import (
     MetadataPartitionRecord,
 )
@@ -88,9 +91,22 @@ class Topics(VerifierBase):
             return
         else:
             assert predicted is not None
+            try:
+                written = PartitionRegistration.from_record(r)
+            except InvalidReplicaDirectoriesError as exc:
+                ev.divergences.append(
+                    Divergence(
+                        SAFETY,
+                        (f"Kafka's replay refuses this record: {exc}",),
+                        "QuorumController.replay",
+                        (e.offset,),
+                        label,
+                    )
+                )
+                return
             severity, reasons = classify(
                 None,
-                PartitionRegistration.from_record(r),
+                written,
                 PartitionRegistration.from_record(predicted),
                 st.registry,
                 st.context(r.topic_id).unclean_leader_election

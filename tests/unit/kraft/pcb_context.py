@@ -4,6 +4,7 @@ test_partition_change_builder.py and test_partition_change_builder_elr.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from state_machines.kraft.metadata_version import MetadataVersion as MV
@@ -13,7 +14,7 @@ from state_machines.kraft.partition_change_builder import (
     PartitionChangeBuilder,
 )
 from state_machines.kraft.partition_registration import PartitionRegistration
-from state_machines.kraft.records import UNASSIGNED_DIRECTORY
+from state_machines.kraft.records import MIGRATING_DIRECTORY, UNASSIGNED_DIRECTORY
 from state_machines.model import NO_LEADER
 from state_machines.states import LeaderRecoveryState
 
@@ -98,10 +99,26 @@ OFFLINE_ID = "LKfUsCBnQKekvL9O5dY9nw"
 TOPIC_ID = "FbrrdcfiR-KC2CPSTHaJrg"  # the ELR tests' topic id
 
 
+def stored(reg: PartitionRegistration, mv: MV) -> PartitionRegistration:
+    """`reg` as a controller at `mv` holds it. Before 3.7-IV2 a PartitionRecord carries no
+    directories, so its replay gives one MIGRATING per replica (`defaultToMigrating`).
+    Kafka's tests give such registrations real ids and only look at the record `build`
+    returns; here `build` also replays it (`merge`), and Kafka's constructor refuses real
+    ids whose number differs from the new replicas'."""
+    if mv.is_directory_assignment_supported:
+        return reg
+    return replace(reg, directories=(MIGRATING_DIRECTORY,) * len(reg.replicas))
+
+
+def foo_at(version: int) -> PartitionRegistration:
+    """FOO as a controller writing PartitionChangeRecord `version` holds it."""
+    return stored(FOO, mv_for_record_version(version))
+
+
 def foo_builder(mv: MV, **kw: Any) -> PartitionChangeBuilder:
     """`createFooBuilder(MetadataVersion)`."""
     return PartitionChangeBuilder(
-        partition=FOO,
+        partition=stored(FOO, mv),
         topic_id=FOO_ID,
         partition_id=0,
         is_acceptable_leader=lambda r: r != 3,
@@ -120,7 +137,7 @@ def foo_builder_v(version: int, **kw: Any) -> PartitionChangeBuilder:
 
 def bar_builder(version: int, **kw: Any) -> PartitionChangeBuilder:
     return PartitionChangeBuilder(
-        partition=BAR,
+        partition=stored(BAR, mv_for_record_version(version)),
         topic_id=BAR_ID,
         partition_id=0,
         is_acceptable_leader=lambda r: r != 3,

@@ -60,6 +60,7 @@ from tests.unit.kraft.pcb_context import (
     built,
     default_dir,
     elr_builder,
+    foo_at,
     foo_builder,
     foo_builder_v,
     offline_builder,
@@ -237,7 +238,7 @@ def test_isr_change_doesnt_bump_leader_epoch(version: int) -> None:
     change = built(foo_builder_v(version, target_isr=(2, 1)))
     assert change.record == PartitionChangeRecord(FOO_ID, 0, isr=(2, 1))
     assert change.version == version
-    assert change.registration == replace(FOO, isr=(2, 1), partition_epoch=201)
+    assert change.registration == replace(foo_at(version), isr=(2, 1), partition_epoch=201)
 
 
 @pytest.mark.parametrize("version", RECORD_VERSIONS)
@@ -247,7 +248,7 @@ def test_isr_change_and_leader_change(version: int) -> None:
     assert change.record == PartitionChangeRecord(FOO_ID, 0, isr=(2, 3), leader=2)
     assert change.version == version
     assert change.registration == replace(
-        FOO, isr=(2, 3), leader=2, leader_epoch=101, partition_epoch=201
+        foo_at(version), isr=(2, 3), leader=2, leader_epoch=101, partition_epoch=201
     )
 
 
@@ -258,9 +259,12 @@ def test_reassignment_rearranges_replicas(version: int) -> None:
     change = built(foo_builder_v(version, target_replicas=(3, 2, 1)))
     assert change.record == PartitionChangeRecord(FOO_ID, 0, replicas=(3, 2, 1), directories=dirs)
     assert change.version == version
-    # Before 3.7-IV2 the registration keeps its directories (the same length).
+    # Before 3.7-IV2 the registration keeps its (MIGRATING) directories.
     assert change.registration == replace(
-        FOO, replicas=(3, 2, 1), directories=dirs or FOO.directories, partition_epoch=201
+        foo_at(version),
+        replicas=(3, 2, 1),
+        directories=dirs or foo_at(version).directories,
+        partition_epoch=201,
     )
 
 
@@ -357,7 +361,7 @@ def test_unclean_leader_election(version: int) -> None:
     )
     assert change.version == version
     assert change.registration == replace(
-        FOO,
+        foo_at(version),
         isr=(2,),
         leader=2,
         leader_recovery_state=RECOVERING,
@@ -494,15 +498,11 @@ def test_stopped_leader_is_demoted_after_reassignment_completes_even_if_no_new_e
 ):
     """testStoppedLeaderIsDemotedAfterReassignmentCompletesEvenIfNoNewEligibleLeaders:
     a reassignment from [0, 1] to [2, 3] completes while no replica is acceptable; leader 0,
-    being removed, must not stay leader."""
+    being removed, must not stay leader. (Kafka's test gives real directory ids at 3.1-IV0;
+    the ones a 3.1-IV0 controller holds, MIGRATING, let the record be replayed here.)"""
     part = PartitionRegistration(
         replicas=(2, 3, 0, 1),
-        directories=(
-            "XCBQClkBSZyphD87QUXzDA",
-            "Or2Rp9tTQOSVuy12hsfmTA",
-            "pThsodMNSwGvljTfc1RNVQ",
-            "d8CGoNJmS5mJdF20tc8P7g",
-        ),
+        directories=(MIGRATING_DIRECTORY,) * 4,
         isr=(0, 1),
         removing_replicas=(0, 1),
         adding_replicas=(2, 3),
