@@ -858,10 +858,11 @@ def test_one_line_and_the_documented_exit_code(row: Row, outcomes) -> None:
     assert proc.stdout == "", shown
     if row.no_file:
         assert not os.path.exists(row.no_file.format(tmp=tmp))
-    if (
-        row.code == exits.UNREACHABLE
-    ):  # the deadline (10 s) and the process's start, not librdkafka's minutes
-        assert proc.seconds < 15, shown
+    if row.code == exits.UNREACHABLE:
+        # The 10 s deadline ends the wait, not librdkafka, which retries without end. The
+        # bound leaves room for the process's start on a loaded 2-core machine (16 s was
+        # seen under CI) while still failing a wait that ignores the deadline.
+        assert proc.seconds < 60, shown
 
 
 def test_the_line_names_the_command(outcomes) -> None:
