@@ -62,6 +62,7 @@ from .kraft.commands import (
 from .model import BrokerFact, ControllerConfig, ReplicaAssignment
 from .outputs import Output
 from .partition_record import Facts, PartitionRecord
+from .speed import IdentityMemo
 from .states import PartitionState, ReplicaState
 from .values import quick_init
 
@@ -87,9 +88,7 @@ class PartitionResult:
 def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig) -> Run:
     """A run over `rec` whose view of the brokers is updated by the command's."""
     old, told = rec.brokers, ctx.brokers
-    # an entry holds `old` and `told`, so while it lives no other object has their ids
-    made = _VIEWS.get((id(old), id(told))) or _view(old, told)
-    view, brokers = made[2], made[3]
+    view, brokers = _VIEWS.get(old, told) or _VIEWS.put((old, told), _view(old, told))
     if view is not old:
         rec = PartitionRecord(
             rec.topic,
@@ -106,20 +105,14 @@ def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig
     return Run(rec, Facts(ctx, config, brokers, rec.offline_dirs))
 
 
-# A partition's view of the brokers updated by a command's facts, by identity of the two:
-# (view, facts, the new view, the new view as the dict `Facts` reads, never written to).
-# The partitions a fan-out reaches hold the same few views (one per context the directory
-# made, contexts being shared by replica set), so each update is worked out once and the
-# partitions share its result.
-_VIEWS: dict[
-    tuple[int, int],
-    tuple[
-        tuple[tuple[int, BrokerFact], ...],
-        tuple[tuple[int, BrokerFact], ...],
-        tuple[tuple[int, BrokerFact], ...],
-        dict[int, BrokerFact],
-    ],
-] = {}
+# A partition's view of the brokers updated by a command's facts, by identity of the two
+# (the memo holds them, `speed.IdentityMemo`): the new view, and the new view as the dict
+# `Facts` reads, never written to. The partitions a fan-out reaches hold the same few views
+# (one per context the directory made, contexts being shared by replica set), so each
+# update is worked out once and the partitions share its result.
+_VIEWS: IdentityMemo[tuple[tuple[tuple[int, BrokerFact], ...], dict[int, BrokerFact]]] = (
+    IdentityMemo(65536)
+)
 
 
 # The (broker, fact) pairs of the partitions' broker views, the last one made for each
@@ -130,12 +123,7 @@ _BROKER_PAIRS: dict[int, tuple[int, BrokerFact]] = {}
 
 def _view(
     old: tuple[tuple[int, BrokerFact], ...], told: tuple[tuple[int, BrokerFact], ...]
-) -> tuple[
-    tuple[tuple[int, BrokerFact], ...],
-    tuple[tuple[int, BrokerFact], ...],
-    tuple[tuple[int, BrokerFact], ...],
-    dict[int, BrokerFact],
-]:
+) -> tuple[tuple[tuple[int, BrokerFact], ...], dict[int, BrokerFact]]:
     brokers = dict(old)
     changed = False
     for b, fact in told:
@@ -152,10 +140,7 @@ def _view(
                 pair = _BROKER_PAIRS[b] = (b, fact)
             pairs.append(pair)
         view = tuple(pairs)
-    if len(_VIEWS) > 65536:
-        _VIEWS.clear()
-    made = _VIEWS[(id(old), id(told))] = (old, told, view, brokers)
-    return made
+    return view, brokers
 
 
 def partition_step(
