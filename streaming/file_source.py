@@ -22,34 +22,22 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
+from .file_lines import (
+    complete_files,
+    count_lines,
+    event_lines,
+    feedback_batches,
+    feedback_file,
+    feedback_rows,
+)
+
+# the readers' file handling is `file_lines.py` (no pyspark), also read by the sink and the
+# job's health check under these names
+__all__ = ["EventFilesSource", "FeedbackSource", "feedback_file"]
+_complete_files, _count_lines = complete_files, count_lines
+
 EVENT_SCHEMA = "value binary, offset long, source string"
 FEEDBACK_SCHEMA = "batch long, payload string"  # payload: feedback lines joined by newlines
-FEEDBACK_ROW_CHARS = 16 * 1024
-
-
-def _complete_files(path: str) -> list[str]:
-    if not os.path.isdir(path):
-        return []
-    names = sorted(n for n in os.listdir(path) if not n.startswith((".", "_")))
-    out = []
-    for name in names:
-        full = os.path.join(path, name)
-        if not os.path.isfile(full):
-            continue
-        size = os.path.getsize(full)
-        if size == 0:
-            continue
-        with open(full, "rb") as fh:
-            fh.seek(size - 1)
-            if fh.read(1) != b"\n":
-                break  # still being written: later files wait for it, keeping line numbers stable
-        out.append(name)
-    return out
-
-
-def _count_lines(full: str) -> int:
-    with open(full, "rb") as fh:
-        return sum(1 for _ in fh)
 
 
 @dataclass
@@ -69,9 +57,9 @@ class EventFilesReader(DataSourceStreamReader):
 
     def _total_lines(self) -> int:
         total = 0
-        for name in _complete_files(self.path):
+        for name in complete_files(self.path):
             if name not in self._line_counts:  # files are immutable once complete
-                self._line_counts[name] = _count_lines(os.path.join(self.path, name))
+                self._line_counts[name] = count_lines(os.path.join(self.path, name))
             total += self._line_counts[name]
         return total
 
@@ -96,19 +84,7 @@ class EventFilesReader(DataSourceStreamReader):
         return [_LineRange(self.path, start["line"], end["line"])]
 
     def read(self, partition: _LineRange) -> Iterator[tuple[Any, ...]]:  # type: ignore[override]
-        index = 0
-        for name in _complete_files(partition.path):
-            if index >= partition.end:
-                break
-            full = os.path.join(partition.path, name)
-            with open(full, "rb") as fh:
-                for line_no, raw in enumerate(fh, 1):
-                    if partition.start <= index < partition.end:
-                        # `source` names the file and its 1-based line, as `simulate` does
-                        yield (raw.rstrip(b"\r\n"), index, f"{name}:{line_no}")
-                    index += 1
-                    if index >= partition.end:
-                        break
+        yield from event_lines(partition.path, partition.start, partition.end)
 
     def commit(self, end: dict[str, Any]) -> None:
         pass
@@ -133,18 +109,6 @@ class _BatchFiles(InputPartition):
     upto: int
 
 
-def feedback_file(path: str, batch_id: int) -> str:
-    return os.path.join(path, f"{batch_id:012d}.jsonl")
-
-
-def _feedback_batches(path: str) -> list[int]:
-    if not os.path.isdir(path):
-        return []
-    return sorted(
-        int(n[:-6]) for n in os.listdir(path) if n.endswith(".jsonl") and n[:-6].isdigit()
-    )
-
-
 class FeedbackReader(DataSourceStreamReader):
     def __init__(self, options: Mapping[str, str]) -> None:
         self.path = options["path"]
@@ -158,7 +122,7 @@ class FeedbackReader(DataSourceStreamReader):
             # the job is stopping: a feedback file (deletion reports, summaries, a wake)
             # must not plan a batch the stop would abandon; a restart reads it
             return start
-        batches = _feedback_batches(self.path)
+        batches = feedback_batches(self.path)
         return {"batch": max([start["batch"], *batches])}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
@@ -167,17 +131,8 @@ class FeedbackReader(DataSourceStreamReader):
         return [_BatchFiles(self.path, start["batch"], end["batch"])]
 
     def read(self, partition: _BatchFiles) -> Iterator[tuple[Any, ...]]:  # type: ignore[override]
-        """Each feedback file's lines, joined by newlines into rows of about
-        FEEDBACK_ROW_CHARS characters: a creation of a million partitions sends a million
-        summaries, which cost far less as a few thousand rows (the sequencer splits them)."""
-        for batch in _feedback_batches(partition.path):
-            if partition.after < batch <= partition.upto:
-                with open(feedback_file(partition.path, batch), encoding="utf-8") as fh:
-                    while True:
-                        chunk = fh.readlines(FEEDBACK_ROW_CHARS)
-                        if not chunk:
-                            break
-                        yield (batch, "".join(chunk).rstrip("\n"))
+        """Each feedback file's lines, joined by newlines into rows (`file_lines.feedback_rows`)."""
+        yield from feedback_rows(partition.path, partition.after, partition.upto)
 
     def commit(self, end: dict[str, Any]) -> None:
         pass
