@@ -52,7 +52,7 @@ from state_machines.partition_summaries import summary_of
 from state_machines.states import PartitionState
 from streaming import exits
 
-from .controller_state import ControllerState, check_checkpoint, load_with_spark
+from .controller_state import ControllerState, check_checkpoint, load_state
 
 BROKER_PREFIX = "broker-"
 UNCLEAN = "unclean.leader.election.enable"
@@ -502,7 +502,7 @@ def status_line(result: dict[str, Any]) -> str:
 
 def cmd_health(args: argparse.Namespace) -> int:
     check_checkpoint(args.checkpoint, args.batch)
-    result = report(load_with_spark(args.checkpoint, args.batch, "shadow-controller-health"))
+    result = report(load_state(args.checkpoint, args.batch, "shadow-controller-health"))
     sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else render(result))
     return exit_code(result)
 

@@ -8,10 +8,12 @@ source's start for batch 0) to its own, so for the events source the batch's eve
 `cause_offset`s in [start, end). Sources are named by the shape of their offsets, which is
 stable whatever order the plan lists them in.
 
-The state is the state *after* batch N, read with Spark's state data source readers through
-`streaming/state_reader.py` (the only module that touches them). It reflects the events
-before the events source's end offset, less any the sequencer still holds (a cause waiting
-for its partitions' reports and the events read behind it): `reflects` says which.
+The state is the state *after* batch N, replayed without Spark and checked against the
+job's output where the checkpoint allows it (`fast_state.py`), else read with Spark's state
+data source readers through `streaming/state_reader.py` (the only module that touches
+them). It reflects the events before the events source's end offset, less any the
+sequencer still holds (a cause waiting for its partitions' reports and the events read
+behind it): `reflects` says which.
 `inspect()` returns plain data; `render_table()` and `--json` are two views of it, and the
 text never shows a Python or JSON value (`None`, `null`) for something unknown.
 """
@@ -280,22 +282,42 @@ def inspect(
 ) -> dict[str, Any]:
     """The job's state after micro-batch `batch` (default: the latest committed), as plain
     data: batch, latest_committed, sources, partitions, brokers, missing_partitions,
-    missing_brokers."""
+    missing_brokers. Read with Spark's state readers."""
     batch, latest = checked_batch(checkpoint, batch)
+    for p in partitions:
+        parse_topic_partition(p)
     meta = state_reader.operators(spark, checkpoint)
     oldest = max(r["minBatchId"] for r in meta.values())
     if batch < oldest:
         raise InspectError(f"the state of batch {batch} is no longer kept (oldest: {oldest})")
-
-    wanted = [parse_topic_partition(p) for p in partitions]
     records = state_reader.partition_records(spark, checkpoint, batch)
+    directory = state_reader.directory_records(spark, checkpoint, batch)
+    pending = state_reader.sequencer_pending(spark, checkpoint, batch, meta)
+    held = [e.offset for e in state_reader.sequencer_buffer(spark, checkpoint, batch, meta)]
+    return inspect_state(
+        checkpoint, batch, latest, records, directory, pending, held, partitions, broker
+    )
+
+
+def inspect_state(
+    checkpoint: str,
+    batch: int,
+    latest: int,
+    records: dict[tuple[str, int], Any],
+    directory: dict[str, Any],
+    pending: Any,
+    held: list[int],
+    partitions: tuple[str, ...] | list[str] = (),
+    broker: int | None = None,
+) -> dict[str, Any]:
+    """`inspect`'s data from the state after `batch`, however it was read (Spark's state
+    readers, or the replay of `fast_state.py`)."""
+    wanted = [parse_topic_partition(p) for p in partitions]
     rows = [_partition_row(records[k]) for k in sorted(records)]
     if wanted:
         rows = [r for r in rows if (r["topic"], r["partition"]) in set(wanted)]
     if broker is not None:
         rows = [r for r in rows if _on_broker(r, broker)]
-
-    directory = state_reader.directory_records(spark, checkpoint, batch)
     brokers = sorted(
         (
             _broker_row(int(k[len(BROKER_PREFIX) :]), v)
@@ -307,8 +329,6 @@ def inspect(
     if broker is not None:
         brokers = [b for b in brokers if b["id"] == broker]
     sources = batch_sources(checkpoint, batch)
-    pending = state_reader.sequencer_pending(spark, checkpoint, batch, meta)
-    held = [e.offset for e in state_reader.sequencer_buffer(spark, checkpoint, batch, meta)]
     return {
         "checkpoint": checkpoint,
         "batch": batch,
@@ -428,7 +448,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         partitions = partition_names(args)
         checked_batch(args.checkpoint, args.batch)
         refuse_kraft(args.checkpoint, _mode(args.checkpoint))
-        result = _inspect_with_spark(args, partitions)
+        result = _inspect_replayed(args, partitions) or _inspect_with_spark(args, partitions)
         if args.topic and not partitions:
             _keep_topic(result, args.topic)
         if result["missing_partitions"]:
@@ -437,6 +457,27 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return report("inspect", exc)
     sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.json else render_table(result))
     return 0
+
+
+def _inspect_replayed(args: argparse.Namespace, partitions: list[str]) -> dict[str, Any] | None:
+    """`inspect` from the replay of the checkpoint's micro-batches (`fast_state.py`), or
+    None when it cannot be used."""
+    from .fast_state import replayed
+
+    state = replayed(args.checkpoint, args.batch)
+    if state is None:
+        return None
+    return inspect_state(
+        args.checkpoint,
+        state.batch,
+        state.latest,
+        state.partitions,
+        state.directory,
+        state.pending,
+        [e.offset for e in state.buffered],
+        tuple(partitions),
+        args.broker,
+    )
 
 
 def _inspect_with_spark(args: argparse.Namespace, partitions: list[str]) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 the decisions Kafka's controller would make for hypothetical events at micro-batch N, and
 their impact, without touching the checkpoint.
 
-Theory of operation. The state after batch N is read once (`controller_state.load`:
-Spark's state readers, nothing written) and the events are folded in process with the
+Theory of operation. The state after batch N is read once (`controller_state.load_state`:
+the job's batches replayed without Spark and checked against its output, else Spark's state
+readers; nothing written) and the events are folded in process with the
 core's loop (`state_machines/loop.py`: the `Sequencer`, `fold_partition`, the directory's
 records and the controlled-shutdown merge), the way the job's next micro-batches would:
 

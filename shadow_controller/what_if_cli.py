@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from .controller_state import check_checkpoint, load_with_spark
+from .controller_state import check_checkpoint, load_state
 from .what_if import WhatIfError, check_events, hypotheses, render, what_if
 from .what_if_restart import render_restart, restart_broker
 
@@ -25,7 +25,7 @@ def cmd_what_if(args: argparse.Namespace) -> int:
     check_events(events, load_settings(args.checkpoint).limits)
     if args.limit < 0:
         raise WhatIfError(f"--limit {args.limit}: give a number of lines, 0 or more")
-    state = load_with_spark(args.checkpoint, args.batch, "shadow-controller-what-if")
+    state = load_state(args.checkpoint, args.batch, "shadow-controller-what-if")
     if restart is not None:
         result = restart_broker(state, restart)
         text = render_restart(result, args.limit)
