@@ -36,7 +36,6 @@ from .partition import PartitionRecord
 from .update_metadata import merge as merge_update_metadata
 
 TopicPartition = tuple[str, int]
-_new_tuple = tuple.__new__
 
 
 # a decision's (key, seq), read without a Python call per decision
@@ -115,9 +114,8 @@ class Engine:
             cmd: Command = w.item  # type: ignore[assignment]
             tp = (cmd.topic, cmd.partition)
             target = w.target
-            # PartitionSlot(...) without the named tuple's Python-level __new__
             record, _, seq_next[target] = fold_partition(
-                _new_tuple(PartitionSlot, (partitions.get(tp), offset, seq_next.get(target, 0))),
+                PartitionSlot(partitions.get(tp), offset, seq_next.get(target, 0)),
                 [w],
                 config,
                 replies,

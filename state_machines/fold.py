@@ -34,8 +34,6 @@ from .partition import PartitionRecord
 from .rule_sets import rules_for
 from .update_metadata import Piece
 
-_new_tuple = tuple.__new__
-
 # ---------------------------------------------------------------------------------------
 # 2. the partitions' fold
 
@@ -122,8 +120,7 @@ def fold_partition(
                     decision(cause, o.key(), seq_next, o, cause_id)
                     seq_next += 1
                 elif kind is UpdateMetadataShare:
-                    # Piece(...), without the named tuple's Python-level __new__
-                    replies.metadata.append(_new_tuple(Piece, (cause, cause_id, w.round, o)))
+                    replies.metadata.append(Piece(cause, cause_id, w.round, o))
                 elif kind is StillLeads:
                     replies.still.append((cause, o))
                 elif kind is ObservationOutcome:
@@ -143,7 +140,7 @@ def fold_partition(
                 cmd.topic, cmd.partition, rules.summary_of(record), cmd.cause_offset, ts, before
             )
         )
-    return _new_tuple(PartitionSlot, (record, seq_cause, seq_next))
+    return PartitionSlot(record, seq_cause, seq_next)
 
 
 def fold_partitions(

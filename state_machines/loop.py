@@ -49,8 +49,6 @@ from .topic_deletion import after_reports
 # The target of work that is not a partition's: the directory's own records and dead letters.
 DIRECT = "__direct__"
 
-_new_tuple = tuple.__new__
-
 
 @dataclass(frozen=True, slots=True)
 class RawEvent:
@@ -344,11 +342,7 @@ class Sequencer:
             command_order = result.command_order or range(len(commands))
             for i, cmd in zip(command_order, commands, strict=True):
                 tp = (cmd.topic, cmd.partition)
-                # Work(...) without the named tuple's Python-level __new__: a fan-out makes
-                # one per partition
-                work.append(
-                    _new_tuple(Work, (f"{tp[0]}-{tp[1]}", offset, round_, i, cmd, cause_id))
-                )
+                work.append(Work(f"{tp[0]}-{tp[1]}", offset, round_, i, cmd, cause_id))
                 touched.add(tp)
                 if cmd.ctx.queued_for_deletion:
                     expected += 1

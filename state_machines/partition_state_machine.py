@@ -51,7 +51,6 @@ from .states import VALID_PREVIOUS_PARTITION_STATES, PartitionState
 P = PartitionState
 # each state's name, read without the enum's `value` property (a Python call per read)
 _NAME: dict[PartitionState, str] = {s: s.value for s in PartitionState}
-_new_tuple = tuple.__new__
 
 
 class Refusal(NamedTuple):
@@ -90,7 +89,7 @@ def handle_state_changes(
     if target is not P.OnlinePartition:
         if current is not target:
             out.append(PartitionStateChangeRecord(topic, partition, _NAME[current], _NAME[target]))
-        return _new_tuple(PartitionStep, (rec.with_state(target), out, None, False))
+        return PartitionStep(rec.with_state(target), out, None, False)
     batch = RequestBatch()
     if current is P.NewPartition:
         leadership, failure = _initialize_leader_and_isr(rec, facts, batch)
@@ -125,10 +124,8 @@ def handle_state_changes(
             rec.reassignment_started,
         )
     out.extend(batch.records(topic, partition, facts.is_registered))
-    # PartitionStep(...), without the named tuple's Python-level __new__
-    return _new_tuple(
-        PartitionStep,
-        (new, out, None if failure is None else Refusal(failure), batch.update_metadata),
+    return PartitionStep(
+        new, out, None if failure is None else Refusal(failure), batch.update_metadata
     )
 
 

@@ -37,7 +37,6 @@ from .states import VALID_PREVIOUS_REPLICA_STATES, ReplicaState
 R = ReplicaState
 # each state's name, read without the enum's `value` property (a Python call per read)
 _NAME: dict[ReplicaState, str] = {s: s.value for s in ReplicaState}
-_new_tuple = tuple.__new__
 
 # The (broker, state) pairs of every partition's `replica_states`, one object per value:
 # a hundred thousand partitions hold three each, and pairs made anew for each record are
@@ -153,7 +152,7 @@ def handle_state_changes(
         out.extend(batch.records(topic, partition, facts.is_registered))
     if not (added or changed) and leadership is rec.leadership and assignment is rec.assignment:
         # Online -> Online at failover, or every transition refused: the same record
-        return _new_tuple(Step, (rec, out, batch.update_metadata))
+        return Step(rec, out, batch.update_metadata)
     pairs = _PAIRS
     items = sorted(states.items()) if added else states.items()
     replica_states = tuple([pairs[s].get(b) or _pair(b, s) for b, s in items])
@@ -169,8 +168,7 @@ def handle_state_changes(
         rec.offline_dirs,
         rec.reassignment_started,
     )
-    # Step(new, out, ...), without the named tuple's Python-level __new__
-    return _new_tuple(Step, (new, out, batch.update_metadata))
+    return Step(new, out, batch.update_metadata)
 
 
 # -- transitions: doHandleStateChanges, one case per target state --------------------------

@@ -21,8 +21,6 @@ from state_machines.outputs import Record, UpdateMetadataSend
 from . import codec, command_codec
 from .json_text import canonical_json
 
-_new_tuple = tuple.__new__
-
 __all__ = [
     "OutputRow",
     "dead_letter",
@@ -255,16 +253,13 @@ def unpack_work(packed: Iterable[str]) -> list[Work]:
                 for member in members:
                     topic, partition, i = member.split("\t")
                     work.append(
-                        _new_tuple(
-                            Work,
-                            (
-                                f"{topic}-{partition}",
-                                c,
-                                r,
-                                int(i),
-                                Command(topic, int(partition), *parts),
-                                cause_id,
-                            ),
+                        Work(
+                            f"{topic}-{partition}",
+                            c,
+                            r,
+                            int(i),
+                            Command(topic, int(partition), *parts),
+                            cause_id,
                         )
                     )
                 continue
