@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TextIO
 
+from state_machines.speed import IdentityMemo
 from streaming import exits
 from streaming.metadata_log.batches import (
     DELETE_HORIZON_FLAG,
@@ -106,13 +107,17 @@ def _camel(name: str) -> str:
 # how each field is shown: as is, a tuple as a list, bytes as base64, a struct (array)
 _PLAIN, _LIST, _BYTES, _STRUCTS, _STRUCT = range(5)
 _Plan = tuple[tuple[str, str, Field, int], ...]
-_PLANS: dict[tuple[int, int], _Plan] = {}
+# per version, by identity of the schema's fields, which the memo holds
+_PLANS: dict[int, IdentityMemo[_Plan]] = {}
 
 
 def _plan(fields: tuple[Field, ...], version: int) -> _Plan:
     """The fields of a version in order, each with its key, JSON name and kind; computed
     once per schema and version."""
-    plan = _PLANS.get((id(fields), version))
+    plans = _PLANS.get(version)
+    if plans is None:
+        plans = _PLANS[version] = IdentityMemo(4096)
+    plan = plans.get(fields)
     if plan is None:
         kinds = {"bytes": _BYTES, "[]": _STRUCTS, "{}": _STRUCT}
         plan = tuple(
@@ -125,7 +130,7 @@ def _plan(fields: tuple[Field, ...], version: int) -> _Plan:
             for f in fields
             if f.present(version)
         )
-        _PLANS[(id(fields), version)] = plan
+        plans.put((fields,), plan)
     return plan
 
 

@@ -14,14 +14,18 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from state_machines.speed import IdentityMemo
+
 from .schemas import Field
 from .wire import uuid_bytes, uvarint
 
 _FIXED = {"int8": ">b", "int16": ">h", "uint16": ">H", "int32": ">i", "int64": ">q"}
 _UUIDS: dict[object, bytes] = {}
-_ELEMENTS: dict[int, Field] = {}  # by id: the tables live as long as the process
-_KEYS: dict[int, frozenset[str]] = {}
-_PLANS: dict[tuple[int, int], tuple[tuple[Field, bool, bool], ...]] = {}
+# By identity of the tables' objects, which each memo holds (`speed.IdentityMemo`): a
+# table loaded again is new objects and misses, never another table's entry.
+_ELEMENTS: IdentityMemo[Field] = IdentityMemo(65536)
+_KEYS: IdentityMemo[frozenset[str]] = IdentityMemo(65536)
+_PLANS: dict[int, IdentityMemo[tuple[tuple[Field, bool, bool], ...]]] = {}
 
 
 def _value(f: Field, version: int, value: Any, where: str) -> bytes:
@@ -59,10 +63,10 @@ def _value(f: Field, version: int, value: Any, where: str) -> bytes:
             return head + struct.pack(f">{len(items)}i", *items)
         if t == "[]":
             return head + b"".join(write_body(f.fields, version, item, where) for item in items)
-        element = _ELEMENTS.get(id(f))
+        element = _ELEMENTS.get(f)
         if element is None:
-            element = _ELEMENTS[id(f)] = Field(
-                f.name, f.key, t[2:], f.versions, f.nullable, None, None
+            element = _ELEMENTS.put(
+                (f,), Field(f.name, f.key, t[2:], f.versions, f.nullable, None, None)
             )
         return head + b"".join(_value(element, version, item, where) for item in items)
     raise ValueError(f"{where}: no encoder for type {t} of {f.name}")
@@ -73,17 +77,20 @@ def write_body(
 ) -> bytes:
     """A message body or struct at `version` from `values` by snake_case name (a missing
     key is the field's default)."""
-    keys = _KEYS.get(id(fields))
+    keys = _KEYS.get(fields)
     if keys is None:
-        keys = _KEYS[id(fields)] = frozenset(f.key for f in fields)
+        keys = _KEYS.put((fields,), frozenset(f.key for f in fields))
     if not keys.issuperset(values):
         raise ValueError(f"{where}: no field(s) {sorted(set(values) - keys)}")
     out: list[bytes] = []
     tagged: list[tuple[int, bytes]] = []
-    plan = _PLANS.get((id(fields), version))
+    plans = _PLANS.get(version)
+    if plans is None:
+        plans = _PLANS[version] = IdentityMemo(65536)
+    plan = plans.get(fields)
     if plan is None:
-        plan = _PLANS[(id(fields), version)] = tuple(
-            (f, f.present(version), f.tagged(version)) for f in fields
+        plan = plans.put(
+            (fields,), tuple((f, f.present(version), f.tagged(version)) for f in fields)
         )
     for f, present, is_tagged in plan:
         value = values.get(f.key, f.default)
