@@ -28,8 +28,9 @@ codec), so a caller cannot tell the two apart.
 Anything else falls back to the state readers (`None`; with --verbose, one line on stderr
 saying why): input other than `file:` (Kafka's offsets or a metadata log are not read here),
 file output missing or differing, an offset log entry purged (Spark keeps the last 100), an
-input file shorter than the log says, more than `REPLAY_MAX_EVENTS` events, or any error
-while replaying. The replay writes nothing.
+input file shorter than the log says, more than `REPLAY_MAX_EVENTS` events or
+`REPLAY_MAX_DECISION_BYTES` of decisions, or any error while replaying. The replay writes
+nothing.
 """
 
 from __future__ import annotations
@@ -54,10 +55,13 @@ from streaming.storage import PartitionStorage, fold_group, partition_storage, s
 
 from .inspect import checked_batch, read_offset_log
 
-# The most events batches 0..N may have read for the replay to be tried: replaying is
-# about 10,000 events a second on a loaded machine, so past this the state readers' fixed
-# cost is the cheaper one.
+# The most events batches 0..N may have read, and the most bytes of decisions they may
+# have written, for the replay to be tried. Its cost is the decisions it makes again: about
+# 3,000 a second (1 MB of them) on the 2-core build machine at load 12 (`run_batches` over
+# 4,005 events of broker bounces on 40 partitions: 87,500 decisions, 32.8 MB, 27 to 36 s),
+# so past 8 MB the state readers' fixed cost (11-16 s quiet, 40-55 s loaded) is the cheaper.
 REPLAY_MAX_EVENTS = 200_000
+REPLAY_MAX_DECISION_BYTES = 8_000_000
 
 
 class NotReplayable(Exception):
@@ -163,6 +167,15 @@ def _replay(checkpoint: str, batch: int, latest: int) -> Replayed:
     total = ends[-1][0]
     if total > REPLAY_MAX_EVENTS:
         raise NotReplayable(f"{total} events to replay, more than {REPLAY_MAX_EVENTS}")
+    written = sum(
+        os.path.getsize(path)
+        for path in (_decisions_file(settings.output[5:], b) for b in range(batch + 1))
+        if os.path.isfile(path)
+    )
+    if written > REPLAY_MAX_DECISION_BYTES:
+        raise NotReplayable(
+            f"{written} bytes of decisions to replay, more than {REPLAY_MAX_DECISION_BYTES}"
+        )
     lines = list(event_lines(settings.input[5:], 0, total))
     if len(lines) != total:
         raise NotReplayable(f"the input holds {len(lines)} complete lines, the job read {total}")
@@ -216,6 +229,11 @@ def _run(
     )
 
 
+def _decisions_file(out_base: str, b: int) -> str:
+    """`decision_parts.decisions_file`, whose module needs numpy (the executors' parts)."""
+    return os.path.join(out_base, f"decisions-{b:012d}.jsonl")
+
+
 def _storage(settings: JobSettings) -> PartitionStorage:
     return partition_storage(settings.partition_buckets, settings.shuffle_partitions)
 
@@ -231,7 +249,7 @@ def _check(b: int, out_base: str, feedback_dir: str, rows: list[Any] | None) -> 
         decisions = [doc for _, doc in whole.decisions]
         dlq = [compact_json(d) for d in whole.assembled.dlq]
         feedback = whole.assembled.reports
-    written = _file_lines(os.path.join(out_base, f"decisions-{b:012d}.jsonl"))
+    written = _file_lines(_decisions_file(out_base, b))
     if written is None:
         raise NotReplayable(f"no decisions file of batch {b} in {out_base}")
     if written != decisions:
