@@ -6,7 +6,7 @@ whose input was cut short, is read with the state readers and still answered rig
 
 Each story is one checkpoint (module-scoped), run two events a micro-batch so that some
 batches end with a cause held (a deletion waiting for its reports, the events behind it)
-and with feedback unread."""
+and with feedback unread; one runs in scale mode."""
 
 from __future__ import annotations
 
@@ -106,13 +106,20 @@ STORIES: dict[str, list[dict[str, Any]]] = {
 }
 
 
+# scale mode (job.partition_buckets): partitions kept in buckets, decision runs written by
+# the partition stage (storage.Buckets, decision_parts.py)
+STORIES["controlled-shutdown-in-buckets"] = STORIES["controlled-shutdown"]
+BUCKETS = {"controlled-shutdown-in-buckets": 2}
+
+
 @pytest.fixture(scope="module", params=sorted(STORIES))
 def story(
     request: pytest.FixtureRequest, spark: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     base = tmp_path_factory.mktemp(request.param)
     lines = [json.dumps({"v": 1, **e}).encode() for e in STORIES[request.param]]
-    run_file_job(spark, base, lines, max_offsets=2)
+    buckets = BUCKETS.get(request.param, 0)
+    run_file_job(spark, base, lines, max_offsets=2, buckets=buckets)
     ckpt = str(base / "ckpt")
     # what `shadow-controller run` records; the replay reads the input and output from it
     save_settings(
@@ -121,6 +128,7 @@ def story(
             output=f"file:{base / 'out'}",
             checkpoint=ckpt,
             max_offsets_per_trigger=2,
+            partition_buckets=buckets,
         ),
         ckpt,
     )
