@@ -32,8 +32,9 @@ from streaming.pipeline import read_feedback
 from streaming.settings.checkpoint import load_settings
 
 from . import fast_state
+from .checkpoint_files import checked_batch, read_offset_log
 from .errors import InspectError
-from .inspect import checked_batch, read_offset_log, refuse_kraft
+from .inspect import refuse_kraft
 
 TopicPartition = tuple[str, int]
 

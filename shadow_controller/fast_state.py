@@ -53,7 +53,7 @@ from streaming.settings.schema import JobSettings
 from streaming.spark_log import is_verbose
 from streaming.storage import PartitionStorage, fold_group, partition_storage, stored_records
 
-from .inspect import checked_batch, read_offset_log
+from .checkpoint_files import checked_batch, read_offset_log
 
 # The most events batches 0..N may have read, and the most bytes of decisions they may
 # have written, for the replay to be tried. Its cost is the decisions it makes again: about

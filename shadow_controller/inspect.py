@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -32,6 +31,9 @@ from streaming import state_reader
 from streaming.exits import UsageError
 from streaming.settings.checkpoint import CheckpointError, load_settings
 
+from .checkpoint_files import checked_batch as checked_batch
+from .checkpoint_files import committed_batches as committed_batches
+from .checkpoint_files import read_offset_log as read_offset_log
 from .console import report
 from .errors import InspectError
 from .topic_partition import checked_partition, parse_topic_partition, partition_names
@@ -39,30 +41,7 @@ from .topic_partition import checked_partition, parse_topic_partition, partition
 BROKER_PREFIX = "broker-"
 
 
-# --- the offset log ---------------------------------------------------------------------
-
-
-def _log_batches(directory: str) -> list[int]:
-    if not os.path.isdir(directory):
-        return []
-    return sorted(int(n) for n in os.listdir(directory) if n.isdigit())
-
-
-def committed_batches(checkpoint: str) -> list[int]:
-    return _log_batches(os.path.join(checkpoint, "query", "commits"))
-
-
-def read_offset_log(checkpoint: str, batch: int) -> list[Any] | None:
-    """The per-source offsets batch `batch` read up to, in source order (None for a source
-    without an offset, Spark's "-"); None when the entry is gone (purged or never written)."""
-    path = os.path.join(checkpoint, "query", "offsets", str(batch))
-    if not os.path.isfile(path):
-        return None
-    with open(path, encoding="utf-8") as fh:
-        lines = fh.read().splitlines()
-    if not lines or not lines[0].startswith("v"):
-        raise InspectError(f"{path}: not a Spark offset log entry")
-    return [None if line.strip() in ("-", "") else json.loads(line) for line in lines[2:]]
+# --- the offset log's sources (the files: `checkpoint_files.py`) ---------------------------
 
 
 def _is_kafka_offsets(offset: Any) -> bool:
@@ -251,26 +230,6 @@ def refuse_kraft(checkpoint: str, mode: str) -> None:
             "built "
             f"for kraft mode yet)"
         )
-
-
-def checked_batch(checkpoint: str, batch: int | None) -> tuple[int, int]:
-    """(the batch asked for, default the latest committed; the latest committed), or
-    InspectError: read from the checkpoint's files, without Spark."""
-    if not os.path.isdir(checkpoint):
-        raise InspectError(f"{checkpoint}: no such checkpoint directory")
-    committed = committed_batches(checkpoint)
-    if not committed:
-        raise InspectError(
-            f"{checkpoint}: no committed micro-batch (is it a shadow-controller checkpoint?)"
-        )
-    latest = committed[-1]
-    if batch is None:
-        batch = latest
-    if batch not in committed:
-        raise InspectError(
-            f"batch {batch} is not committed in {checkpoint} (committed: {committed[0]}..{latest})"
-        )
-    return batch, latest
 
 
 def inspect(
