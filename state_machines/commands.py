@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from .kraft.commands import KraftContext, KraftOp
 from .model import BrokerFact, LeaderAndIsr, ReplicaAssignment
+from .speed import quick_init
 from .states import PartitionState, ReplicaState
-from .values import quick_init
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from .model import LeaderAndIsr
+from .speed import quick_init
 from .states import LeaderRecoveryState
-from .values import quick_init
 
 BrokerPredicate = Callable[[int], bool]
 

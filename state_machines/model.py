@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .speed import quick_init
 from .states import LeaderRecoveryState
-from .values import quick_init
 
 NO_LEADER = -1
 NO_EPOCH = -1

@@ -62,9 +62,8 @@ from .kraft.commands import (
 from .model import BrokerFact, ControllerConfig, ReplicaAssignment
 from .outputs import Output
 from .partition_record import Facts, PartitionRecord
-from .speed import IdentityMemo
+from .speed import IdentityMemo, quick_init
 from .states import PartitionState, ReplicaState
-from .values import quick_init
 
 __all__ = [
     "PartitionRecord",

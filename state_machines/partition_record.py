@@ -30,8 +30,8 @@ from .model import (
     ReplicaAssignment,
 )
 from .outputs import Output
+from .speed import quick_init
 from .states import PartitionState, ReplicaState
-from .values import quick_init
 
 
 @quick_init

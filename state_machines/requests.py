@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 from .model import LeaderAndIsr
 from .outputs import LeaderAndIsrRecord, Output, StopReplicaRecord
+from .speed import quick_init
 from .states import LeaderRecoveryState
-from .values import quick_init
 
 # each state's name, read without the enum's `value` property (a Python call per read)
 _RECOVERY_NAME: dict[LeaderRecoveryState, str] = {s: s.value for s in LeaderRecoveryState}

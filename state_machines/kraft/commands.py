@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..outputs import Output
-from ..values import quick_init
+from ..speed import quick_init
 from .cluster_control import BrokerRegistration
 from .partition_registration import PartitionRegistration
 from .replication_control import TopicContext
