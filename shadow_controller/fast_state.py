@@ -193,7 +193,9 @@ def _run(
     """Batches 0..`batch` as `operators.py` runs them, each checked against the job's
     output; `ends[b + 1]` is batch b's end offsets (`ends[0]` the sources' start)."""
     config, storage = settings.controller, _storage(settings)
-    out_base, feedback_dir = settings.output[5:], settings.feedback_dir
+    # the feedback files of the checkpoint asked (it may have moved since settings.json
+    # recorded its path), as `controller_state.unread_feedback` reads them
+    out_base, feedback_dir = settings.output[5:], os.path.join(checkpoint, "feedback")
     directory: dict[str, Any] = {}
     pending: Pending | None = None
     buffered: list[RawEvent] = []
