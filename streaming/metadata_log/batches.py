@@ -89,7 +89,6 @@ def _records(b: bytes, count: int, base_offset: int, base_timestamp: int) -> tup
     varints of one and two bytes (every length below 8 KiB) are read inline."""
     out: list[LogRecord] = []
     append = out.append
-    new = tuple.__new__
     lb = len(b)
     p = 0
     for _ in range(count):
@@ -159,14 +158,14 @@ def _records(b: bytes, count: int, base_offset: int, base_timestamp: int) -> tup
                 raise RecordDecodeError(
                     f"a record's fields take {p - end + length} of its {length} bytes"
                 )
-            append(new(LogRecord, (offset, ts, key, value, _NO_HEADERS)))
+            append(LogRecord(offset, ts, key, value, _NO_HEADERS))
         else:
             headers, p = _headers(b, p)
             if p != end:
                 raise RecordDecodeError(
                     f"a record's fields take {p - end + length} of its {length} bytes"
                 )
-            append(new(LogRecord, (offset, ts, key, value, headers)))
+            append(LogRecord(offset, ts, key, value, headers))
     if p != lb:
         raise RecordDecodeError(f"{lb - p} byte(s) after the batch's {count} records")
     return tuple(out)
