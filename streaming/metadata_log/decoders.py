@@ -18,6 +18,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from state_machines.speed import new_tuple
+
 from .errors import RecordDecodeError
 from .schemas import Field, Schema
 from .wire import UUID_CACHE, read_uvarint, uuid_text
@@ -302,7 +304,7 @@ def _compile(
         "_end": lambda b, p: _end(b, p, where),
         "_E": RecordDecodeError,
         "_R": result,
-        "_new": tuple.__new__,
+        "_new": new_tuple,  # speed.new_tuple: the result NamedTuple without its __new__
         "_M": {},  # this decoder's memo
         "_S": [0, 0],  # and its state
         "_MEMO_SIZE": _MEMO_SIZE,

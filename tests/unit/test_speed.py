@@ -26,7 +26,7 @@ import pytest
 import state_machines
 from state_machines import outputs
 from state_machines.model import LeaderAndIsr
-from state_machines.speed import IdentityMemo, document_writer, quick_init
+from state_machines.speed import IdentityMemo, document_writer, new_tuple, quick_init
 from state_machines.states import LeaderRecoveryState
 
 
@@ -362,3 +362,44 @@ def test_names_that_would_change_the_source_are_refused(
 ) -> None:
     with pytest.raises(ValueError, match="document_writer"):
         document_writer((), arguments, fields)
+
+
+# --- new_tuple ------------------------------------------------------------------------
+
+
+def test_new_tuple_builds_what_the_constructor_builds() -> None:
+    from streaming.metadata_log.records import MetadataRecord
+
+    values = (3, 1, "PartitionRecord", {"partition_id": 0})
+    built = new_tuple(MetadataRecord, values)
+    assert type(built) is MetadataRecord and built == MetadataRecord(*values)
+    assert built.fields is values[3]
+
+
+def _metadata_cases() -> list[tuple[str, int]]:
+    from streaming.metadata_log.schemas import METADATA
+
+    cases = []
+    for schema in METADATA:
+        assert schema.valid.high is not None
+        cases += [(schema.name, v) for v in range(schema.valid.low, schema.valid.high + 1)]
+    return cases
+
+
+@pytest.mark.parametrize("name, version", _metadata_cases())
+def test_each_decoded_record_has_exactly_its_class_fields(name: str, version: int) -> None:
+    """The decoders' generated code builds each record with `new_tuple`, which does not
+    check the count of values: every record type and version decodes to the record its
+    constructor builds from the same values (twice: the memoised types' second decoding
+    takes the memo's path)."""
+    from streaming.metadata_log.encode import metadata_value
+    from streaming.metadata_log.records import MetadataRecord, decode_metadata
+    from streaming.metadata_log.schemas import METADATA_BY_NAME
+
+    value = metadata_value(name, version)
+    for _ in range(2):
+        decoded = decode_metadata(value)
+        assert type(decoded) is MetadataRecord
+        assert len(decoded) == len(MetadataRecord._fields)
+        assert decoded == MetadataRecord(*decoded)
+        assert decoded[:3] == (METADATA_BY_NAME[name].api_key, version, name)
