@@ -87,7 +87,7 @@ class PartitionResult:
 def _begin(rec: PartitionRecord, ctx: PartitionContext, config: ControllerConfig) -> Run:
     """A run over `rec` whose view of the brokers is updated by the command's."""
     old, told = rec.brokers, ctx.brokers
-    view, brokers = _VIEWS.get(old, told) or _VIEWS.put((old, told), _view(old, told))
+    view, brokers = _VIEWS.get_pair(old, told) or _VIEWS.put((old, told), _view(old, told))
     if view is not old:
         rec = PartitionRecord(
             rec.topic,

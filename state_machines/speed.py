@@ -33,21 +33,22 @@ of four alternated runs, 1.08x; 9 % when it was introduced). On this VM the benc
 move by up to a quarter between runs of identical code, so the construction figures are
 the firm ones.
 
-`document_writer`: a function that turns a record into its contract document (a dict: a
-few constants, the call's arguments, then each field, a tuple-typed field's tuple as a
-list), generated with `exec` as one dict display. The fan-out's decisions all pass
-through it (`outputs.to_contract`); the same work done with `attrgetter` and a loop over
-the tuple fields took 2.1x as long (0.26 against 0.56 s for the 272,001 decisions of a
-20,000-partition story), about 6 % of `bench/engine_steps.py`. It is safe because the
-source is made from checked identifiers only (field and argument names must be Python
-identifiers, keys are written with `repr`, constants are passed as values, never as
-text), and tests/unit/test_speed.py compares each record class's writer with the plain
-loop it stands in for, so a field added to a record is written like the others.
+`document_writer`: a function that turns a record into its contract document (a dict: a few
+constants, the call's arguments, then each field, a tuple-typed field's tuple as a list),
+generated with `exec` as one dict display. The fan-out's decisions all pass through it
+(`outputs.to_contract`); the same work done with `attrgetter` and a loop over the tuple
+fields took 2.1x as long (0.26 against 0.56 s for the 272,001 decisions of a
+20,000-partition story), about 6 % of `bench/engine_steps.py`'s CPU time at that size (the
+end-to-end runs could not resolve it). It is safe because the source is made from checked
+identifiers only (field and argument names must be Python identifiers, keys are written
+with `repr`, constants are passed as values, never as text), and tests/unit/test_speed.py
+compares each record class's writer with the plain loop it stands in for, so a field added
+to a record is written like the others.
 
 `new_tuple`: `tuple.__new__`, which builds a named tuple from a tuple of its values without
 the Python-level `__new__` the class's constructor runs. Used only by the metadata-log
 decoders (`streaming/metadata_log/decoders.py`), whose generated code builds a
-`MetadataRecord` or `ControlRecord` (four fields) per record of a log holding millions:
+`MetadataRecord` (four fields) per record of a log holding millions:
 without it `bench/metadata_log_decode.py --partitions 100000 --repeat 3 --distinct`
 decoded 237,529 against 256,055 records a CPU second (medians of three alternated runs,
 1.08x the time). The shortcut skips the constructor's check of the values' count, so
@@ -126,6 +127,12 @@ class IdentityMemo(Generic[V]):
     def get(self, *objects: object) -> V | None:
         """The value put for these very objects (in this order), or None."""
         entry = self._entries.get(tuple(map(id, objects)))
+        return None if entry is None else entry[1]
+
+    def get_pair(self, a: object, b: object) -> V | None:
+        """`get(a, b)` without the tuple of a variable count: the broker-view memo's lookup
+        runs once per partition step."""
+        entry = self._entries.get((id(a), id(b)))
         return None if entry is None else entry[1]
 
     def put(self, objects: tuple[object, ...], value: V) -> V:

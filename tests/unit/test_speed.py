@@ -49,6 +49,8 @@ def test_a_hit_is_for_the_very_objects_not_equal_ones() -> None:
     assert memo.get(b, a) is None  # order counts
     assert memo.get(Obj(), b) is None  # an equal object is not the same object
     assert memo.get(a) is None  # and neither is a shorter key
+    assert memo.get_pair(a, b) == "ab" and memo.get_pair(b, a) is None
+    assert memo.get_pair(Obj(), b) is None
 
 
 def test_the_objects_of_a_key_live_while_their_entry_does() -> None:
