@@ -175,6 +175,11 @@ def _questions(ckpt: str) -> Iterator[list[str]]:
 def test_the_tools_print_the_same_both_ways(
     story: dict[str, Any], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """What the tools print is a function of the state, which the test above holds equal at
+    every batch of every story; one story whose state holds a waiting cause is enough to
+    show the printing agrees (each Spark-path question costs a Spark read)."""
+    if story["name"] != "deletion":
+        pytest.skip("one story is enough")
     questions = list(_questions(story["checkpoint"]))
     replayed = [_printed(q, capsys) for q in questions]
     monkeypatch.setattr(fast_state, "REPLAY_MAX_EVENTS", -1)  # nothing is replayed
