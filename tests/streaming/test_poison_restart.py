@@ -24,7 +24,7 @@ from tests.streaming.spark_helpers import (
     simulate_records,
     write_input,
 )
-from tests.streaming.test_restart import run_cli, wait_for
+from tests.streaming.test_restart import RESTART_MAX_OFFSETS, run_cli, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -59,7 +59,7 @@ def test_sigkill_with_poison_interleaved_then_restart_loses_nothing(tmp_path: Pa
         "the kill lands mid-run"
     )
 
-    second = run_cli(tmp_path, "--available-now")
+    second = run_cli(tmp_path, "--available-now", max_offsets=RESTART_MAX_OFFSETS)
     out, _ = second.communicate(timeout=600)
     assert second.returncode == 0, out.decode()[-3000:]
 

@@ -31,7 +31,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_cli(base: Path, *extra: str) -> subprocess.Popen:
+# The first run takes 6 events a micro-batch, so that the kill or the stop lands mid-run;
+# the restart reads the rest 30 at a time: Spark replays the uncommitted batch with the
+# offsets it logged whatever this says, and the rest needs fewer micro-batches (each costs
+# about a second of Spark's fixed work, several under CI's load).
+RESTART_MAX_OFFSETS = 30
+
+
+def run_cli(base: Path, *extra: str, max_offsets: int = 6) -> subprocess.Popen:
     cmd = [
         sys.executable,
         "-m",
@@ -44,7 +51,7 @@ def run_cli(base: Path, *extra: str) -> subprocess.Popen:
         "--checkpoint",
         str(base / "ckpt"),
         "--set",
-        "job.max_offsets_per_trigger=6",
+        f"job.max_offsets_per_trigger={max_offsets}",
         "--set",
         'job.trigger_interval="0 seconds"',
         *extra,
@@ -100,7 +107,7 @@ def test_sigkill_mid_run_then_restart_loses_nothing(spark, tmp_path: Path) -> No
     written_before_restart = len(list((tmp_path / "out").glob("decisions-*.jsonl")))
     assert written_before_restart < len(lines) // 6, "the kill must land mid-run"
 
-    second = run_cli(tmp_path, "--available-now")
+    second = run_cli(tmp_path, "--available-now", max_offsets=RESTART_MAX_OFFSETS)
     out, _ = second.communicate(timeout=600)
     assert second.returncode == 0, out.decode()[-3000:]
 
@@ -146,7 +153,7 @@ def test_sigterm_stops_after_a_committed_batch_and_a_restart_completes(
     commits = sorted(int(p.name) for p in (query / "commits").iterdir() if p.name.isdigit())
     assert offsets and offsets == commits, "the stop left a planned batch uncommitted"
 
-    rest = run_cli(tmp_path, "--available-now")
+    rest = run_cli(tmp_path, "--available-now", max_offsets=RESTART_MAX_OFFSETS)
     out, _ = rest.communicate(timeout=600)
     assert rest.returncode == 0, out.decode()[-3000:]
     engine = Engine()
