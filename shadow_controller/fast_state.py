@@ -40,6 +40,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from state_machines.errors import ShadowControllerError
 from state_machines.loop import Pending, RawEvent, Sequencer
 from state_machines.partition import PartitionRecord
 from streaming import codec, directory_store
@@ -64,7 +65,7 @@ REPLAY_MAX_EVENTS = 200_000
 REPLAY_MAX_DECISION_BYTES = 8_000_000
 
 
-class NotReplayable(Exception):
+class NotReplayable(ShadowControllerError):
     """Why the replay is not used: the state readers answer instead."""
 
 
