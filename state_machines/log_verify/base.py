@@ -138,16 +138,17 @@ class VerifierBase:
             else:
                 self.state.replay(e)
         except ShadowControllerError as exc:  # ReplayError, InvalidReplicaDirectoriesError
-            ev.divergences.append(
-                Divergence(
-                    SAFETY,
-                    (f"Kafka's replay refuses this record: {exc}",),
-                    "QuorumController.replay",
-                    (e.offset,),
-                )
-            )
+            self._refused(ev, e, exc)
             return False
         return True
+
+    @staticmethod
+    def _refused(ev: OpenEvent, e: LogEntry, exc: Exception, label: str | None = None) -> None:
+        """A record Kafka's replay refuses: a safety divergence of `ev`."""
+        reason = (f"Kafka's replay refuses this record: {exc}",)
+        ev.divergences.append(
+            Divergence(SAFETY, reason, "QuorumController.replay", (e.offset,), label)
+        )
 
     def _check_version(self, ev: OpenEvent, e: LogEntry, version: int) -> None:
         """The record version Kafka writes at the log's metadata.version

@@ -94,15 +94,7 @@ class Topics(VerifierBase):
             try:
                 written = PartitionRegistration.from_record(r)
             except InvalidReplicaDirectoriesError as exc:
-                ev.divergences.append(
-                    Divergence(
-                        SAFETY,
-                        (f"Kafka's replay refuses this record: {exc}",),
-                        "QuorumController.replay",
-                        (e.offset,),
-                        label,
-                    )
-                )
+                self._refused(ev, e, exc, label)
                 return
             severity, reasons = classify(
                 None,
