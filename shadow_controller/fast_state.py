@@ -45,6 +45,7 @@ from state_machines.loop import Pending, RawEvent, Sequencer
 from state_machines.partition import PartitionRecord
 from streaming import codec, directory_store
 from streaming.assemble import assemble_batch
+from streaming.batches import MemoryState
 from streaming.file_lines import event_lines, feedback_file, feedback_rows
 from streaming.json_text import compact_json
 from streaming.packing import pack_groups, pack_outputs, unpack_outputs, unpack_work
@@ -80,30 +81,6 @@ class Replayed:
     partitions: dict[tuple[str, int], PartitionRecord]
     pending: Pending | None
     buffered: list[RawEvent]
-
-
-class _GroupState:
-    """One group's state, shaped like Spark's `GroupState` (what `storage.py` uses)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value: tuple[Any, ...] | None = None
-
-    @property
-    def exists(self) -> bool:
-        return self.value is not None
-
-    @property
-    def get(self) -> tuple[Any, ...]:
-        assert self.value is not None
-        return self.value
-
-    def update(self, newValue: tuple[Any, ...]) -> None:
-        self.value = newValue
-
-    def remove(self) -> None:
-        self.value = None
 
 
 def replayed(checkpoint: str, batch: int | None = None) -> Replayed | None:
@@ -200,7 +177,7 @@ def _run(
     directory: dict[str, Any] = {}
     pending: Pending | None = None
     buffered: list[RawEvent] = []
-    states: dict[str, _GroupState] = {}
+    states: dict[str, MemoryState] = {}
     for b in range(batch + 1):
         (line_lo, fb_lo), (line_hi, fb_hi) = ends[b], ends[b + 1]
         events = [RawEvent(offset, raw, source) for raw, offset, source in lines[line_lo:line_hi]]
@@ -218,7 +195,7 @@ def _run(
         # runs to parts, which the sink merges in the same order (decision_parts.py)
         packed: list[str] = []
         for grp, texts in groups.items():
-            state = states.setdefault(grp, _GroupState())
+            state = states.setdefault(grp, MemoryState())
             packed.extend(pack_outputs(fold_group(storage, grp, state, unpack_work(texts), config)))
         _check(b, out_base, feedback_dir, unpack_outputs(packed))
     return Replayed(
@@ -272,7 +249,7 @@ def _stored_directory(directory: dict[str, Any]) -> dict[str, Any]:
 
 
 def _stored_partitions(
-    storage: PartitionStorage, states: dict[str, _GroupState]
+    storage: PartitionStorage, states: dict[str, MemoryState]
 ) -> dict[tuple[str, int], PartitionRecord]:
     """Every partition as the state readers decode it: each group's state by the names of
     its schema's fields (`storage.stored_records`, `state_reader.partition_records`)."""
