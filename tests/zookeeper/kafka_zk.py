@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
+from kazoo.retry import KazooRetry
 
 # -- Scala's iteration orders ----------------------------------------------------------
 
@@ -238,16 +239,25 @@ class KafkaZkCluster:
             self.admin.ensure_path(path)
 
     def _session(self) -> KazooClient:
-        client = KazooClient(hosts=self.connect, timeout=self.session_timeout_s)
+        # kazoo's default connection back-off doubles up to 60 s, so after a 30 s outage a
+        # session may sleep most of a minute before it tries again; the bridge caps it at 5 s
+        # (zk_reader), the test cluster at 1 s so that it is never the slow side
+        client = KazooClient(
+            hosts=self.connect,
+            timeout=self.session_timeout_s,
+            connection_retry=KazooRetry(max_tries=-1, max_delay=1.0),
+        )
         client.start(timeout=30)
         return client
 
     def wait_connected(self, deadline_s: float = 60.0) -> None:
         """Until every session of the cluster is connected again (after an outage)."""
         deadline = time.monotonic() + deadline_s
-        while not all(c.connected for c in [self.admin, *self.brokers.values()]):
+        sessions = {"admin": self.admin, **{f"broker {b}": c for b, c in self.brokers.items()}}
+        while not all(c.connected for c in sessions.values()):
             if time.monotonic() > deadline:
-                raise AssertionError("the test cluster's sessions did not reconnect")
+                down = [name for name, c in sessions.items() if not c.connected]
+                raise AssertionError(f"sessions not reconnected after {deadline_s} s: {down}")
             time.sleep(0.05)
 
     def close(self) -> None:
