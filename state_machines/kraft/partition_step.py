@@ -56,8 +56,8 @@ from ..outputs import (
 from ..partition import describe_error
 from ..partition_summaries import interned_summary, replica_count
 from ..states import LeaderRecoveryState, PartitionState
+from . import alter_partition_reassignments, broker_isr_updates, elect_leaders, shadow_rules
 from . import replication_control as rc
-from . import shadow_rules
 from .alter_partition import alter_partition
 from .cluster_control import BrokerRegistry
 from .commands import (
@@ -81,11 +81,11 @@ from .partition_registration import PartitionRegistration
 from .records import ApiMessageAndVersion, PartitionChangeRecord
 
 _HANDLERS = {
-    "handleBrokerFenced": rc.handle_broker_fenced,
-    "handleBrokerInControlledShutdown": rc.handle_broker_in_controlled_shutdown,
-    "handleBrokerUnregistered": rc.handle_broker_unregistered,
-    "handleBrokerUnfenced": rc.handle_broker_unfenced,
-    "handleBrokerUncleanShutdown": rc.handle_broker_unclean_shutdown,
+    "handleBrokerFenced": broker_isr_updates.handle_broker_fenced,
+    "handleBrokerInControlledShutdown": broker_isr_updates.handle_broker_in_controlled_shutdown,
+    "handleBrokerUnregistered": broker_isr_updates.handle_broker_unregistered,
+    "handleBrokerUnfenced": broker_isr_updates.handle_broker_unfenced,
+    "handleBrokerUncleanShutdown": broker_isr_updates.handle_broker_unclean_shutdown,
 }
 
 
@@ -177,16 +177,18 @@ def kraft_partition_step(
                 # `hasLeaderships` after the handler
                 out.append(StillLeads(op.broker_id, topic, pid))
         case BalanceLeader():
-            change = rc.balance_partition_leader(reg, ctx.topic, pid, registry)
+            change = elect_leaders.balance_partition_leader(reg, ctx.topic, pid, registry)
             if change is not None:
                 appended((ApiMessageAndVersion(change.record, change.version),))
                 new = change.registration
         case ElectUnclean():
-            records, new, _ = rc.maybe_elect_unclean_leader(reg, ctx.topic, pid, registry)
+            records, new, _ = elect_leaders.maybe_elect_unclean_leader(
+                reg, ctx.topic, pid, registry
+            )
             appended(records)
         case ElectLeader():
-            records, new, error = rc.elect_leader(
-                reg, ctx.topic, pid, registry, cast(rc.ElectionType, op.election_type)
+            records, new, error = elect_leaders.elect_leader(
+                reg, ctx.topic, pid, registry, cast(elect_leaders.ElectionType, op.election_type)
             )
             appended(records)
             if op.listed or error.error != Errors.ELECTION_NOT_NEEDED:
@@ -232,7 +234,7 @@ def kraft_partition_step(
                     )
                 )
         case AlterReassignment():
-            records, new, error = rc.alter_partition_reassignment(
+            records, new, error = alter_partition_reassignments.alter_partition_reassignment(
                 reg, ctx.topic, pid, registry, op.target_replicas
             )
             appended(records)

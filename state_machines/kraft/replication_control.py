@@ -18,18 +18,23 @@ active and its directory online (`LeaderAcceptor`).
 Handler             Kafka                                          answer
 ------------------  ---------------------------------------------  --------------------------
 create_partition    createTopic / buildPartitionRegistration       ApiError
+  (here)
 handle_broker_*     handleBrokerFenced, ...Unregistered,           (records only)
-                    ...Unfenced, ...InControlledShutdown,
-                    ...UncleanShutdown (generateLeaderAndIsrUpdates)
+  (broker_isr_       ...Unfenced, ...InControlledShutdown,
+  updates.py)       ...UncleanShutdown (generateLeaderAndIsrUpdates)
 handle_directories_ handleDirectoriesOffline                       (records only)
-  offline
+  offline (idem)
 elect_leader        electLeader                                    ApiError
+  (elect_leaders.py)
+balance_partition_  maybeTriggerLeaderChangeForPartitions...       (records only)
+  leader (idem)     WithoutPreferredLeader, one partition
 alter_partition     alterPartition / validateAlterPartitionData    AlterPartitionPartitionResponse
                     (alter_partition.py)
 alter_partition_    alterPartitionReassignment (change / cancel)   ApiError
-  reassignment
-balance_partition_  maybeTriggerLeaderChangeForPartitions...       (records only)
-  leader            WithoutPreferredLeader, one partition
+  reassignment      (alter_partition_reassignments.py)
+
+This module holds what they share: the topic's context, `LeaderAcceptor`, the builder as
+every handler sets it up (`_builder`), and createTopic's partition handler.
 
 The answers (`ApiError`, AlterPartition's partition data and response) are in
 messages.py; a new partition's record is `PartitionRegistration.to_record`.
@@ -43,32 +48,15 @@ names and collisions, the replica placer, directory assignment requests, listing
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Literal
+from dataclasses import dataclass
 
 from ..election import BrokerPredicate
 from ..errors import InvariantViolation
 from ..kafka_errors import Errors
-from ..model import NO_LEADER
 from .cluster_control import BrokerRegistry
-from .messages import (
-    API_NONE,
-    ELECTION_NOT_NEEDED,
-    ELIGIBLE_LEADERS_NOT_AVAILABLE,
-    PREFERRED_LEADER_NOT_AVAILABLE,
-    ApiError,
-)
+from .messages import API_NONE, ApiError
 from .metadata_version import MetadataVersion
-from .partition_change_builder import (
-    DefaultDirProvider,
-    Election,
-    PartitionChange,
-    PartitionChangeBuilder,
-)
-from .partition_reassignment_replicas import (
-    PartitionReassignmentReplicas,
-    PartitionReassignmentRevert,
-)
+from .partition_change_builder import DefaultDirProvider, PartitionChange, PartitionChangeBuilder
 from .partition_registration import PartitionRegistration
 from .records import MIGRATING_DIRECTORY, ApiMessageAndVersion
 
@@ -259,273 +247,3 @@ def create_partition(
     default_dir = cluster_describer_default_dir(registry, mv)
     registration = build_partition_registration(replicas, isr, [default_dir(r) for r in replicas])
     return (registration.to_record(topic_id, partition_id, mv),), registration, API_NONE
-
-
-# -- broker lifecycle: generateLeaderAndIsrUpdates ---------------------------------------
-
-
-def generate_leader_and_isr_update(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-    *,
-    broker_to_remove: int = NO_LEADER,
-    broker_to_add: int = NO_LEADER,
-    broker_with_unclean_shutdown: int = NO_LEADER,
-) -> PartitionChange | None:
-    """`generateLeaderAndIsrUpdates` for one partition.
-
-    `broker_to_remove` leaves the ISR and may not lead; `broker_to_add` may lead although
-    the registry still shows it fenced (it is being unfenced); `broker_with_unclean_shutdown`
-    leaves ISR and ELR and may not lead. The topic's unclean setting makes the election
-    UNCLEAN."""
-
-    def acceptable(r: int) -> bool:
-        return r not in (broker_to_remove, broker_with_unclean_shutdown) and (
-            r == broker_to_add or registry.is_active(r)
-        )
-
-    b = _builder(
-        partition, topic, partition_id, registry, leader_acceptor(registry, partition, acceptable)
-    )
-    if topic.unclean_leader_election:
-        b = replace(b, election=Election.UNCLEAN)
-    if broker_with_unclean_shutdown != NO_LEADER:
-        b = replace(b, unclean_shutdown_replicas=(broker_with_unclean_shutdown,))
-    # `Replicas.copyWithout(isr, {remove, unclean})`: a no-op when both are NO_LEADER.
-    removed = (broker_to_remove, broker_with_unclean_shutdown)
-    b = replace(b, target_isr=tuple(r for r in partition.isr if r not in removed))
-    return b.build()
-
-
-def handle_broker_fenced(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-    broker_id: int,
-) -> PartitionChange | None:
-    """`handleBrokerFenced` for a partition with the broker in its ISR; the handler then
-    writes `cluster_control.fence_broker_record` (after the partitions). Kafka fences on a
-    session timeout (`maybeFenceOneStaleBroker`) and on a heartbeat asking for it."""
-    return generate_leader_and_isr_update(
-        partition, topic, partition_id, registry, broker_to_remove=broker_id
-    )
-
-
-def handle_broker_unregistered(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-    broker_id: int,
-) -> PartitionChange | None:
-    """`handleBrokerUnregistered` for a partition with the broker in its ISR (then, in a
-    second pass, its ELR); `cluster_control.unregister_broker_record` follows."""
-    return generate_leader_and_isr_update(
-        partition, topic, partition_id, registry, broker_to_remove=broker_id
-    )
-
-
-def handle_broker_unfenced(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-    broker_id: int,
-) -> PartitionChange | None:
-    """`handleBrokerUnfenced` for a leaderless partition (`partitionsWithNoLeader`), after
-    `cluster_control.unfence_broker_record`: the broker counts as active, so a partition it
-    can lead gets a leader."""
-    return generate_leader_and_isr_update(
-        partition, topic, partition_id, registry, broker_to_add=broker_id
-    )
-
-
-def handle_broker_in_controlled_shutdown(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-    broker_id: int,
-) -> PartitionChange | None:
-    """`handleBrokerInControlledShutdown` for a partition with the broker in its ISR, after
-    `cluster_control.controlled_shutdown_record`: the broker leaves the ISR and leadership."""
-    return generate_leader_and_isr_update(
-        partition, topic, partition_id, registry, broker_to_remove=broker_id
-    )
-
-
-def handle_directories_offline(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-    broker_id: int,
-) -> PartitionChange | None:
-    """`handleDirectoriesOffline` for a partition with a replica in one of the broker's
-    newly offline directories (`directoriesToPartitions`;
-    `cluster_control.directories_offline_record` names them and closes the handler): the
-    broker leaves the ISR and leadership, as if fenced."""
-    return generate_leader_and_isr_update(
-        partition, topic, partition_id, registry, broker_to_remove=broker_id
-    )
-
-
-def handle_broker_unclean_shutdown(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-    broker_id: int,
-) -> PartitionChange | None:
-    """`handleBrokerUncleanShutdown` for a partition with the broker in its ISR or ELR: only
-    when metadata.version supports ELR (then the broker leaves both)."""
-    if not topic.metadata_version.is_elr_supported:
-        return None
-    return generate_leader_and_isr_update(
-        partition, topic, partition_id, registry, broker_with_unclean_shutdown=broker_id
-    )
-
-
-# -- ElectLeaders ------------------------------------------------------------------------
-
-ElectionType = Literal["PREFERRED", "UNCLEAN"]
-
-
-def elect_leader(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-    election_type: ElectionType,
-) -> tuple[tuple[ApiMessageAndVersion, ...], PartitionRegistration, ApiError]:
-    """`electLeader`: ELECTION_NOT_NEEDED when the preferred replica already leads (PREFERRED)
-    or the partition has a leader (UNCLEAN); else the builder's PREFERRED or UNCLEAN election
-    (the topic's unclean setting plays no part), and when it changes nothing,
-    PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE. Asked for every
-    partition (no partitions in the request), Kafka leaves ELECTION_NOT_NEEDED out of the
-    response."""
-    preferred = partition.replicas[0] if partition.replicas else NO_LEADER
-    if (election_type == "PREFERRED" and partition.leader == preferred) or (
-        election_type == "UNCLEAN" and partition.leader != NO_LEADER
-    ):
-        return (), partition, ELECTION_NOT_NEEDED
-    election = Election.PREFERRED if election_type == "PREFERRED" else Election.UNCLEAN
-    change = replace(_builder(partition, topic, partition_id, registry), election=election).build()
-    if change is None:
-        answer = (
-            PREFERRED_LEADER_NOT_AVAILABLE
-            if election_type == "PREFERRED"
-            else ELIGIBLE_LEADERS_NOT_AVAILABLE
-        )
-        return (), partition, answer
-    return _records(change), change.registration, API_NONE
-
-
-def maybe_elect_unclean_leader(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-) -> tuple[tuple[ApiMessageAndVersion, ...], PartitionRegistration, ApiError | None]:
-    """One leaderless partition of `maybeTriggerUncleanLeaderElectionForLeaderlessPartitions`:
-    an UNCLEAN `electLeader` when the topic allows it, else nothing (None)."""
-    if not topic.unclean_leader_election:
-        return (), partition, None
-    return elect_leader(partition, topic, partition_id, registry, "UNCLEAN")
-
-
-def balance_partition_leader(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-) -> PartitionChange | None:
-    """One imbalanced partition (its leader is not its first replica) of
-    `maybeTriggerLeaderChangeForPartitionsWithoutPreferredLeader`: a PREFERRED election;
-    Kafka stops once `maxElectionsPerImbalance` records are written."""
-    return replace(
-        _builder(partition, topic, partition_id, registry), election=Election.PREFERRED
-    ).build()
-
-
-def is_imbalanced(partition: PartitionRegistration) -> bool:
-    """Membership of `imbalancedPartitions`, kept on replay: `!hasPreferredLeader()`."""
-    return partition.leader != (partition.replicas[0] if partition.replicas else NO_LEADER)
-
-
-# -- AlterPartitionReassignments ---------------------------------------------------------
-
-
-def alter_partition_reassignment(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-    target_replicas: Sequence[int] | None,
-) -> tuple[tuple[ApiMessageAndVersion, ...], PartitionRegistration, ApiError]:
-    """`alterPartitionReassignment` for a known partition: `target_replicas` None cancels
-    (`cancelPartitionReassignment`), else `changePartitionReassignment`. Kafka throws its
-    refusals and answers them with `ApiError.fromThrowable`, which drops a message equal to
-    the error's default."""
-    if target_replicas is None:
-        return _cancel_partition_reassignment(partition, topic, partition_id, registry)
-    return _change_partition_reassignment(
-        partition, topic, partition_id, registry, tuple(target_replicas)
-    )
-
-
-def _cancel_partition_reassignment(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-) -> tuple[tuple[ApiMessageAndVersion, ...], PartitionRegistration, ApiError]:
-    if not (partition.removing_replicas or partition.adding_replicas):
-        return (), partition, ApiError(Errors.NO_REASSIGNMENT_IN_PROGRESS)
-    revert = PartitionReassignmentRevert.of(partition)
-    if revert.unclean and not topic.unclean_leader_election:
-        return (
-            (),
-            partition,
-            ApiError(
-                Errors.INVALID_REPLICA_ASSIGNMENT,
-                f"Unable to revert partition assignment for {topic.name}:{partition_id} "
-                f"because it would require an unclean leader election.",
-            ),
-        )
-    b = _builder(partition, topic, partition_id, registry)
-    if topic.unclean_leader_election:
-        b = replace(b, election=Election.UNCLEAN)
-    change = replace(
-        b,
-        target_isr=revert.isr,
-        target_replicas=revert.replicas,
-        target_removing=(),
-        target_adding=(),
-    ).build()
-    return _records(change), _after(partition, change), API_NONE
-
-
-def _change_partition_reassignment(
-    partition: PartitionRegistration,
-    topic: TopicContext,
-    partition_id: int,
-    registry: BrokerRegistry,
-    target: tuple[int, ...],
-) -> tuple[tuple[ApiMessageAndVersion, ...], PartitionRegistration, ApiError]:
-    invalid = validate_manual_partition_assignment(target, registry)
-    if invalid is not None:
-        return (), partition, invalid
-    reassignment = PartitionReassignmentReplicas.from_assignments(partition.replicas, target)
-    b = _builder(partition, topic, partition_id, registry)
-    if reassignment.replicas != partition.replicas:
-        b = replace(b, target_replicas=reassignment.replicas)
-    if reassignment.removing:
-        b = replace(b, target_removing=reassignment.removing)
-    if reassignment.adding:
-        b = replace(b, target_adding=reassignment.adding)
-    change = b.build()
-    return _records(change), _after(partition, change), API_NONE

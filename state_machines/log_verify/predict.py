@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import ShadowControllerError
+from ..kraft import alter_partition_reassignments, broker_isr_updates, elect_leaders
 from ..kraft import replication_control as rc
 from ..kraft.alter_partition import alter_partition
 from ..kraft.cluster_control import BrokerRegistry
@@ -42,30 +43,36 @@ Handler = Callable[
 
 # Kafka's handlers (ReplicationControlManager) for the broker events, by the name the report uses
 HANDLERS: dict[str, tuple[str, Handler]] = {
-    "BrokerFenced": ("ReplicationControlManager.handleBrokerFenced", rc.handle_broker_fenced),
-    "BrokerUnfenced": ("ReplicationControlManager.handleBrokerUnfenced", rc.handle_broker_unfenced),
+    "BrokerFenced": (
+        "ReplicationControlManager.handleBrokerFenced",
+        broker_isr_updates.handle_broker_fenced,
+    ),
+    "BrokerUnfenced": (
+        "ReplicationControlManager.handleBrokerUnfenced",
+        broker_isr_updates.handle_broker_unfenced,
+    ),
     "ControlledShutdown": (
         "ReplicationControlManager.handleBrokerInControlledShutdown",
-        rc.handle_broker_in_controlled_shutdown,
+        broker_isr_updates.handle_broker_in_controlled_shutdown,
     ),
     "BrokerUnregistered": (
         "ReplicationControlManager.handleBrokerUnregistered",
-        rc.handle_broker_unregistered,
+        broker_isr_updates.handle_broker_unregistered,
     ),
     "BrokerShutdown": (
         "ReplicationControlManager.handleBrokerShutdown (4.0, a clean shutdown or no ELR; from "
         "ClusterControlManager.registerBroker)",
-        rc.handle_broker_fenced,
+        broker_isr_updates.handle_broker_fenced,
     ),
     "BrokerUncleanShutdown": (
         "ReplicationControlManager.handleBrokerUncleanShutdown (from ClusterControlManager"
         ".registerBroker)",
-        rc.handle_broker_unclean_shutdown,
+        broker_isr_updates.handle_broker_unclean_shutdown,
     ),
     "BrokerRegistration": ("ClusterControlManager.registerBroker", lambda *_: None),
     "DirectoriesOffline": (
         "ReplicationControlManager.handleDirectoriesOffline",
-        rc.handle_directories_offline,
+        broker_isr_updates.handle_directories_offline,
     ),
 }
 
@@ -184,7 +191,7 @@ def _reassign(
     target: tuple[int, ...] | None,
 ) -> Explanation:
     kind, method = REASSIGNMENT
-    records, after, error = rc.alter_partition_reassignment(
+    records, after, error = alter_partition_reassignments.alter_partition_reassignment(
         old, state.context(tp[0]), tp[1], state.registry, target
     )
     if not error.is_success:
@@ -200,7 +207,7 @@ def _elect(
     state: LogState, tp: TopicPartition, old: PartitionRegistration, election: str
 ) -> Explanation:
     kind, method = PREFERRED if election == "PREFERRED" else UNCLEAN
-    records, after, error = rc.elect_leader(
+    records, after, error = elect_leaders.elect_leader(
         old,
         state.context(tp[0]),
         tp[1],

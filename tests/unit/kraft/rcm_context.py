@@ -30,11 +30,25 @@ from state_machines.kraft.alter_partition import (
     alter_partition_request_error,
     unknown_topic_error,
 )
+from state_machines.kraft.alter_partition_reassignments import alter_partition_reassignment
+from state_machines.kraft.broker_isr_updates import (
+    handle_broker_fenced,
+    handle_broker_in_controlled_shutdown,
+    handle_broker_unclean_shutdown,
+    handle_broker_unfenced,
+)
 from state_machines.kraft.cluster_control import (
     BrokerRegistry,
     controlled_shutdown_record,
     fence_broker_record,
     unfence_broker_record,
+)
+from state_machines.kraft.elect_leaders import (
+    ElectionType,
+    balance_partition_leader,
+    elect_leader,
+    is_imbalanced,
+    maybe_elect_unclean_leader,
 )
 from state_machines.kraft.messages import (
     ELECTION_NOT_NEEDED,
@@ -54,19 +68,9 @@ from state_machines.kraft.records import (
     RegisterBrokerRecord,
 )
 from state_machines.kraft.replication_control import (
-    ElectionType,
     TopicContext,
-    alter_partition_reassignment,
-    balance_partition_leader,
     create_partition,
     effective_min_isr,
-    elect_leader,
-    handle_broker_fenced,
-    handle_broker_in_controlled_shutdown,
-    handle_broker_unclean_shutdown,
-    handle_broker_unfenced,
-    is_imbalanced,
-    maybe_elect_unclean_leader,
 )
 from state_machines.model import NO_LEADER
 from state_machines.states import LeaderRecoveryState

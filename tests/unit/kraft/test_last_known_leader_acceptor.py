@@ -15,11 +15,12 @@ from __future__ import annotations
 import pytest
 
 from state_machines.errors import ShadowControllerError
+from state_machines.kraft.broker_isr_updates import handle_broker_unfenced
 from state_machines.kraft.cluster_control import BrokerRegistry, unfence_broker_record
 from state_machines.kraft.metadata_version import MetadataVersion
 from state_machines.kraft.partition_registration import PartitionRegistration
 from state_machines.kraft.records import RegisterBrokerRecord
-from state_machines.kraft.replication_control import TopicContext, handle_broker_unfenced
+from state_machines.kraft.replication_control import TopicContext
 
 MV = MetadataVersion.from_version_string("4.0-IV1")
 TOPIC = TopicContext(

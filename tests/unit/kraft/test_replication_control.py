@@ -16,6 +16,7 @@ from state_machines.kraft.broker_heartbeat_manager import (
     calculate_next_broker_state,
     heartbeat_handler,
 )
+from state_machines.kraft.broker_isr_updates import handle_directories_offline
 from state_machines.kraft.cluster_control import directories_offline_record
 from state_machines.kraft.messages import API_NONE, ApiError
 from state_machines.kraft.metadata_version import MetadataVersion as MV
@@ -31,7 +32,6 @@ from state_machines.kraft.records import (
 from state_machines.kraft.replication_control import (
     cluster_describer_default_dir,
     create_partition,
-    handle_directories_offline,
     validate_manual_partition_assignment,
 )
 from tests.unit.kraft.rcm_context import Ctx, default_broker_epoch, dir_of, pcr, registration
