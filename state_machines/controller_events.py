@@ -7,9 +7,11 @@ where Kafka's controller walks partitions: each handler below updates the direct
 records (brokers, topics, the controller's own), answers what needs no partition (an
 unknown partition, a stale broker epoch, a request to an inactive controller), and sends
 one `Command` to every partition the event concerns. The partitions run the rest
-(`partition.partition_step`); topic deletion's events are in `topic_deletion.py`, the
-admin and broker requests (reassignment, AlterPartition, leader election) in
-`controller_requests.py`.
+(`partition.partition_step`). This module holds the dispatch, the failover and the
+events that load or compare context (snapshots, observations); the broker events are in
+`broker_events.py`, the topic and config events in `topic_events.py`, topic deletion's
+events in `topic_deletion.py`, the admin and broker requests (reassignment,
+AlterPartition, leader election) in `controller_requests.py`.
 
 A broker change reaches every partition Kafka's `triggerOnlinePartitionStateChange` would
 try to elect (New or Offline, of a topic not queued for deletion), as the partitions'
@@ -25,22 +27,11 @@ from typing import assert_never
 
 from . import event_types as ev
 from . import leader_balance
-from .commands import (
-    BrokersFailed,
-    BrokersStarted,
-    CreatePartition,
-    Failover,
-    LoadPartition,
-    LogDirFailure,
-    Observe,
-    Op,
-    ShutdownBroker,
-    TriggerOnline,
-)
+from .broker_events import broker_failure, broker_startup, controlled_shutdown, replica_dir_failure
+from .commands import Failover, LoadPartition, Observe
 from .controller_requests import alter_partition, partition_reassignment, replica_leader_election
 from .directory import (
     CONTROLLER_KEY,
-    BrokerRecord,
     Continuation,
     DirectoryRecord,
     DirectoryResult,
@@ -49,18 +40,17 @@ from .directory import (
     topic_key,
 )
 from .errors import InvariantViolation
-from .kafka_errors import Errors
-from .model import BrokerFact, ControllerConfig, LeaderAndIsr, ReplicaAssignment, equals_ignore_case
-from .outputs import (
-    ControlledShutdownResultRecord,
-    DivergenceRecord,
-    ObservationOutcome,
-    StateChangeFailedRecord,
-)
-from .partition_summaries import offline_partitions, partitions_with_offline_leader
+from .model import ControllerConfig, LeaderAndIsr, ReplicaAssignment
+from .outputs import DivergenceRecord, ObservationOutcome, StateChangeFailedRecord
 from .scala_hash import CallHints
 from .states import LeaderRecoveryState
 from .topic_deletion import on_stop_replica_response, on_topic_deletion
+from .topic_events import (
+    broker_config_change,
+    partition_expansion,
+    topic_config_change,
+    topic_creation,
+)
 
 
 def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continuation | None:
@@ -123,177 +113,6 @@ def _controller_failover(d: DirectoryView, e: ev.ControllerFailover) -> Continua
     return Continuation(failover_init=True, resume=True)
 
 
-def _broker_startup(
-    d: DirectoryView, e: ev.BrokerStartup
-) -> tuple[Continuation | None, tuple[ev.Event, ...]]:
-    rec = d.broker(e.broker_id)
-    fact = rec.fact
-    if fact.registered:
-        cached = fact.broker_epoch
-        if (
-            e.broker_epoch is not None
-            and cached is not None
-            and e.broker_epoch > cached
-            and d.controller.active
-        ):
-            # A bounce (processBrokerChange): failure, then startup with the new epoch.
-            return _broker_failure(d, ev.BrokerFailure(e.broker_id)), (e,)
-        if e.broker_epoch is not None and (cached is None or e.broker_epoch > cached):
-            d.put_broker(e.broker_id, replace(rec, fact=replace(fact, broker_epoch=e.broker_epoch)))
-        return None, ()
-    # onBrokerStartup: replicasOnOfflineDirs.remove(broker)
-    d.put_broker(e.broker_id, BrokerRecord(BrokerFact(True, False, e.broker_epoch)))
-    if not d.controller.active:
-        return None, ()
-    hosted = d.hosted(e.broker_id)
-    # onBrokerStartup: UpdateMetadata to the existing brokers (no partitions), then to the
-    # new one with every partition with leadership of a topic not queued for deletion
-    # (partitionsWithLeaders); the new broker's replicas go online, then
-    # triggerOnlinePartitionStateChange elects every New or Offline partition of the cluster
-    d.update_metadata(site=0, recipients=[b for b in d.live_or_shutting_down() if b != e.broker_id])
-    d.update_metadata(site=1, recipients=[e.broker_id])
-    targets = _with_retries(d, hosted)
-    if d.config.emit_update_metadata:
-        targets = sorted({*targets, *_partitions_with_leaders(d)})
-    started = BrokersStarted((e.broker_id,))
-    for t, p in targets:
-        d.send(t, p, started, (e.broker_id,))
-    queued = frozenset(t for t, _ in hosted if t in d.controller.queued_topics)
-    return (Continuation(resume_topics=queued) if queued else None), ()
-
-
-def _broker_failure(d: DirectoryView, e: ev.BrokerFailure) -> Continuation | None:
-    rec = d.broker(e.broker_id)
-    if not rec.fact.registered:
-        return None
-    # onBrokerFailure also removes the broker from shuttingDownBrokerIds
-    # onBrokerFailure also removes it from replicasOnOfflineDirs
-    d.put_broker(e.broker_id, BrokerRecord(BrokerFact(False, False, None)))
-    if not d.controller.active:
-        return None
-    targets = d.hosted(e.broker_id)
-    # onReplicasBecomeOffline: partitionsWithOfflineLeader is cluster-wide (a leader that is
-    # not online anywhere: -1, dead, shutting down, on a failed dir), then
-    # triggerOnlinePartitionStateChange elects every New or Offline partition of the cluster.
-    leaders = _offline_leaders(d)
-    failed = BrokersFailed((e.broker_id,))
-    for t, p in _with_retries(d, [*targets, *leaders]):
-        leader = leaders.get((t, p), -1)
-        d.send(t, p, failed, (e.broker_id, leader) if leader >= 0 else (e.broker_id,))
-    # onReplicasBecomeOffline: when no partition changed leader or ISR (every election failed
-    # and no replica outside a queued topic went offline), UpdateMetadata on its own
-    d.update_metadata(site=5, unless_sites=(2, 3))
-    queued = frozenset(t for t, p in d.hosted(e.broker_id) if t in d.controller.queued_topics)
-    return Continuation(mark_topics=queued, resume=True) if queued else None
-
-
-def _offline_leaders(d: DirectoryView) -> dict[tuple[str, int], int]:
-    """`partitionsWithOfflineLeader` (partition_summaries.py): each partition's leader, whose
-    fact its command carries (the partition may not have heard of that broker lately)."""
-    return {(t, p): leader for t, p, leader in partitions_with_offline_leader(d)}
-
-
-def _partitions_with_leaders(d: DirectoryView) -> list[tuple[str, int]]:
-    """`partitionsWithLeaders`: partitions with leadership of topics not queued for
-    deletion, as the partitions' summaries say."""
-    out: list[tuple[str, int]] = []
-    for topic in sorted(d.controller.topics):
-        rec = d.topic(topic)
-        if rec is not None and not rec.queued:
-            out.extend((topic, p) for p, s in rec.summaries if s.leader is not None)
-    return out
-
-
-def _with_retries(d: DirectoryView, targets: list[tuple[str, int]]) -> list[tuple[str, int]]:
-    """`targets`, with every partition `triggerOnlinePartitionStateChange` elects, in
-    (topic, partition) order."""
-    queued = d.controller.queued_topics
-    more = [tp for tp in d.touched if tp[0] not in queued]
-    # the distinct partitions, sorted: deduplicated in order, so that the sort meets a few
-    # sorted runs (`targets` and the offline partitions come in order) instead of a set's
-    return sorted(dict.fromkeys([*targets, *offline_partitions(d), *more]))
-
-
-def _controlled_shutdown(d: DirectoryView, e: ev.ControlledShutdown) -> None:
-    if not d.controller.active:
-        return
-    rec = d.broker(e.broker_id)
-
-    def refuse(error: Errors) -> None:
-        d.outputs.append(ControlledShutdownResultRecord(e.broker_id, (), error))
-
-    if e.broker_epoch is not None and e.broker_epoch != -1:
-        if not rec.fact.registered:
-            # liveBrokerIdAndEpochs(id) throws for an unknown id before the availability check
-            refuse(Errors.UNKNOWN_SERVER_ERROR)
-            return
-        if rec.fact.broker_epoch is not None and e.broker_epoch < rec.fact.broker_epoch:
-            refuse(Errors.STALE_BROKER_EPOCH)
-            return
-    if not rec.fact.registered:
-        refuse(Errors.BROKER_NOT_AVAILABLE)
-        return
-    d.put_broker(e.broker_id, replace(rec, fact=replace(rec.fact, shutting_down=True)))
-    # the result's partitions_remaining is filled from the partitions' StillLeads
-    d.outputs.append(ControlledShutdownResultRecord(e.broker_id, (), None))
-    shutdown = ShutdownBroker(e.broker_id)
-    for t, p in d.hosted(e.broker_id):
-        d.send(t, p, shutdown, (e.broker_id,))
-
-
-def _new_partitions(
-    d: DirectoryView, topic: str, partitions: tuple[tuple[int, tuple[int, ...]], ...]
-) -> None:
-    active = d.controller.active
-    d.remember_partitions(topic, partitions)
-    # onNewPartitionCreation's replica calls span the new partitions: their brokers' order
-    hints = CallHints(set().union(*[replicas for _, replicas in partitions])) if active else None
-    ops: dict[tuple[int, ...], Op] = {}  # one op per assignment: partitions share it
-    for p, replicas in partitions:
-        op = ops.get(replicas)
-        if op is None:
-            op = ops[replicas] = (
-                CreatePartition(replicas, hints(replicas) if hints.needed else ())
-                if hints is not None
-                else LoadPartition(ReplicaAssignment(replicas))
-            )
-        d.send(topic, p, op, replicas)
-
-
-def _topic_creation(d: DirectoryView, e: ev.TopicCreation) -> None:
-    if d.topic(e.topic) is not None:
-        return  # processTopicChange only acts on topics it has not seen
-    d.put(topic_key(e.topic), TopicRecord(configs=e.configs))
-    c = d.controller
-    d.put(CONTROLLER_KEY, replace(c, topics=c.topics | {e.topic}))
-    _new_partitions(d, e.topic, e.partitions)
-
-
-def _partition_expansion(d: DirectoryView, e: ev.PartitionExpansion) -> None:
-    rec = d.topic(e.topic)
-    if rec is None or rec.queued:
-        return  # unknown topic; or being deleted: Kafka restores the old assignment
-    known = set(rec.partition_ids())
-    _new_partitions(d, e.topic, tuple((p, r) for p, r in e.partitions if p not in known))
-
-
-def _topic_config_change(d: DirectoryView, e: ev.TopicConfigChange) -> None:
-    rec = d.topic(e.topic)
-    if rec is None:
-        return
-    # The topic's config znode holds the whole override set: a change replaces it.
-    d.put(topic_key(e.topic), replace(rec, configs=e.configs))
-    # TopicConfigHandler.processConfigChanges: unclean.leader.election.enable=true on a topic
-    # triggers triggerOnlinePartitionStateChange(topic). It reads the value with Scala's
-    # toBoolean, untrimmed (the election's LogConfig trims it): " true" enables unclean
-    # elections for the topic but triggers nothing here.
-    if d.controller.active and equals_ignore_case(
-        dict(e.configs).get("unclean.leader.election.enable", ""), "true"
-    ):
-        for p in rec.partition_ids():
-            d.send(e.topic, p, TriggerOnline())
-
-
 def _partition_state_snapshot(d: DirectoryView, e: ev.PartitionStateSnapshot) -> None:
     if d.controller.active:
         d.outputs.append(
@@ -351,72 +170,6 @@ def _observed_partition_state(d: DirectoryView, e: ev.ObservedPartitionState) ->
     )
 
 
-def _broker_config_change(d: DirectoryView, e: ev.BrokerConfigChange) -> None:
-    """The cluster-wide dynamic defaults (`DynamicBrokerConfig`). Of the controller's
-    settings only `unclean.leader.election.enable` is dynamic in 3.9.0; turning it from false
-    to true runs `processUncleanLeaderElectionEnable`: triggerOnlinePartitionStateChange()."""
-    c = d.controller
-    configs = dict(c.dynamic_configs)
-    for key, value in e.configs:
-        if value is None:
-            configs.pop(key, None)
-        else:
-            configs[key] = value
-    merged = tuple(sorted(configs.items()))
-    if merged == c.dynamic_configs:
-        return
-    enabled_before = d.config.cluster_unclean_enabled(c.dynamic_configs)
-    d.put(CONTROLLER_KEY, replace(c, dynamic_configs=merged))
-    if c.active and not enabled_before and d.config.cluster_unclean_enabled(merged):
-        for t, p in _with_retries(d, []):
-            d.send(t, p, TriggerOnline())
-
-
-def _replica_dir_failure(d: DirectoryView, e: ev.ReplicaDirFailure) -> Continuation | None:
-    """`processLogDirEventNotification` -> `onBrokerLogDirFailure(broker)`: LeaderAndIsr to
-    every replica on the broker; then `processLeaderAndIsrResponseReceived` for its answer,
-    KAFKA_STORAGE_ERROR for `e.partitions`: the new ones join `replicasOnOfflineDirs` and
-    `onReplicasBecomeOffline` runs for them."""
-    if not d.controller.active:
-        return None
-    brec = d.broker(e.broker_id)
-    hosted = d.hosted(e.broker_id)
-    if not brec.fact.registered:
-        # a broker that is not live never answers: only the notification's LeaderAndIsr
-        # round is run (and its requests are dropped at send)
-        for t, p in hosted:
-            d.send(t, p, LogDirFailure(e.broker_id, False, False), (e.broker_id,))
-        return None
-    answered = set(hosted)
-    failed = {tp for tp in e.partitions if tp in answered}
-    new = failed - set(brec.offline_dirs)
-    if new:
-        d.put_broker(
-            e.broker_id, replace(brec, offline_dirs=tuple(sorted({*brec.offline_dirs, *new})))
-        )
-    targets = list(hosted)
-    leaders: dict[tuple[str, int], int] = {}
-    if new:
-        # onReplicasBecomeOffline: partitionsWithOfflineLeader is cluster-wide (a leader that
-        # is not online anywhere), then every New or Offline partition is elected
-        leaders = _offline_leaders(d)
-        targets = _with_retries(d, [*targets, *leaders])
-    for t, p in targets:
-        leader = leaders.get((t, p), -1)
-        d.send(
-            t,
-            p,
-            LogDirFailure(e.broker_id, (t, p) in new, bool(new)),
-            (e.broker_id, leader) if leader >= 0 else (e.broker_id,),
-        )
-    if new:
-        # onReplicasBecomeOffline's own UpdateMetadata (see _broker_failure)
-        d.update_metadata(site=6, unless_sites=(3, 4))
-    # failReplicaDeletion for the new offline replicas of topics queued for deletion
-    queued = frozenset(t for t, _ in new if t in d.controller.queued_topics)
-    return Continuation(mark_topics=queued, resume=True) if queued else None
-
-
 def _maybe_advance_event_time(d: DirectoryView) -> None:
     """Keep the latest event time seen (not Kafka's: the tools read it as "now")."""
     c = d.controller
@@ -447,15 +200,15 @@ def directory_step(
         case ev.ControllerFailover():
             cont = _controller_failover(d, event)
         case ev.BrokerStartup():
-            cont, followups = _broker_startup(d, event)
+            cont, followups = broker_startup(d, event)
         case ev.BrokerFailure():
-            cont = _broker_failure(d, event)
+            cont = broker_failure(d, event)
         case ev.ControlledShutdown():
-            _controlled_shutdown(d, event)
+            controlled_shutdown(d, event)
         case ev.TopicCreation():
-            _topic_creation(d, event)
+            topic_creation(d, event)
         case ev.PartitionExpansion():
-            _partition_expansion(d, event)
+            partition_expansion(d, event)
         case ev.TopicDeletion():
             cont = on_topic_deletion(d, event)
         case ev.StopReplicaResponse():
@@ -467,15 +220,15 @@ def directory_step(
         case ev.ReplicaLeaderElection():
             replica_leader_election(d, event)
         case ev.TopicConfigChange():
-            _topic_config_change(d, event)
+            topic_config_change(d, event)
         case ev.PartitionStateSnapshot():
             _partition_state_snapshot(d, event)
         case ev.ObservedPartitionState():
             _observed_partition_state(d, event)
         case ev.BrokerConfigChange():
-            _broker_config_change(d, event)
+            broker_config_change(d, event)
         case ev.ReplicaDirFailure():
-            cont = _replica_dir_failure(d, event)
+            cont = replica_dir_failure(d, event)
         case ev.ControllerTick():
             pass  # time passed: what was due ran before this step
         case ev.RebalanceCheck():
