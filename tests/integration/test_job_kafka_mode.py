@@ -1,7 +1,8 @@
 """The Spark job in Kafka mode on a real broker (the embedded Tansu) against `simulate`.
 
 Events are produced in multi-record batches (linger), so the reader's handling of Tansu's
-watermark fault is on the path; decisions are read back from the decisions topic.
+watermark fault is on the path; decisions are read back from the decisions topic. Each
+scenario log runs in the Kafka shell `scenario_runs` deals it, or in file mode.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from state_machines.outputs import contract_key
 from streaming.settings.schema import JobSettings
 from tests.integration.kafka_helpers import consume_all
 from tests.property.generator import generate_log
+from tests.streaming.scenario_runs import scenario_params
 from tests.streaming.spark_helpers import assert_same_multiset, run_to_end, simulate_records
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
-
-LOGS = sorted((Path(__file__).parents[1] / "scenarios" / "logs").glob("*.jsonl"))
 
 
 def run_kafka_job(
@@ -51,13 +51,15 @@ def run_kafka_job(
     return settings, run_to_end(spark, settings)
 
 
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
+@pytest.mark.parametrize(("log", "buckets"), scenario_params("kafka"))
 def test_scenario_log_same_decisions_as_simulate(
-    spark, bootstrap, new_topic, produce, tmp_path, log: Path
+    spark, bootstrap, new_topic, produce, tmp_path, log: Path, buckets: int
 ):
     lines = log.read_bytes().splitlines()
     expected = simulate_records(lines)
-    settings, _ = run_kafka_job(spark, bootstrap, new_topic, produce, tmp_path, lines)
+    settings, _ = run_kafka_job(
+        spark, bootstrap, new_topic, produce, tmp_path, lines, buckets=buckets
+    )
     got = consume_all(bootstrap, settings.decisions_topic, len(expected))
     for msg in got:
         record = json.loads(msg.value())

@@ -1,8 +1,10 @@
 """The Spark job in file mode against `simulate`: the same multiset of decision records.
 
 Real local Spark (one session per test run), real files. Scenario logs run in one
-micro-batch; generated logs run with a small `maxOffsetsPerTrigger`, so they span many
-micro-batches and their topic deletions go through the feedback files.
+micro-batch, each log in the file shell `scenario_runs` deals it (the others run on the
+Kafka connector); generated logs, which hold every kind of event, run in both keyings with
+a small `maxOffsetsPerTrigger`, so they span many micro-batches and their topic deletions
+go through the feedback files.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pytest
 
 from state_machines.model import ControllerConfig
 from tests.property.generator import generate_log
+from tests.streaming.scenario_runs import scenario_params
 from tests.streaming.spark_helpers import (
     assert_same_multiset,
     read_dlq,
@@ -23,15 +26,11 @@ from tests.streaming.spark_helpers import (
 
 pytestmark = pytest.mark.spark
 
-LOGS = sorted((Path(__file__).parents[1] / "scenarios" / "logs").glob("*.jsonl"))
-
-
 # both keyings: one Spark group per partition (default), and scale mode's 4 buckets
 MODES = [pytest.param(0, id="per-partition"), pytest.param(4, id="buckets-4")]
 
 
-@pytest.mark.parametrize("buckets", MODES)
-@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.stem)
+@pytest.mark.parametrize(("log", "buckets"), scenario_params("file"))
 def test_scenario_log_same_decisions_as_simulate(
     spark, tmp_path: Path, log: Path, buckets: int
 ) -> None:
