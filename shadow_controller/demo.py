@@ -18,15 +18,30 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from state_machines.errors import InvalidEvent
+from state_machines.events import parse_line
 from state_machines.model import ControllerConfig
+from streaming.exits import CommandError
 from streaming.job import spark_session, start
 from streaming.settings.schema import JobSettings
 from streaming.sink import BatchSink
+from streaming.stopping import first_line
 
 from .broker import create_topics, embedded_broker
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SCENARIO = ROOT / "examples" / "three-brokers.jsonl"
+
+
+def describe_line(line: bytes, offset: int, dlq_topic: str) -> str:
+    """An input line as the demo shows it; one the contract refuses, with the reason the
+    job gives it in the dead letters (`events.parse_line`)."""
+    try:
+        parse_line(line, offset)
+    except InvalidEvent as exc:
+        return f"not an event ({exc}): the job writes it to {dlq_topic}"
+    event = json.loads(line)
+    return f"{event.get('id', '')}: {describe_event(event)}"
 
 
 def describe_event(event: dict[str, Any]) -> str:
@@ -131,7 +146,8 @@ def run_demo(
     from confluent_kafka import Consumer, Producer
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING)
-    events = [json.loads(line) for line in scenario.read_text().splitlines() if line.strip()]
+    # the lines go to the job as they are: one the contract refuses goes to its dead letters
+    lines = [line for line in scenario.read_bytes().splitlines() if line.strip()]
     work = Path(tempfile.mkdtemp(prefix="shadow-demo-"))
     print("starting the embedded Kafka broker (Tansu) ...", file=out, flush=True)
     with embedded_broker(log_dir=work) as broker:
@@ -175,12 +191,12 @@ def run_demo(
         shown = [0]
         latencies: list[float] = []
         try:
-            for offset, event in enumerate(events):
+            for offset, line in enumerate(lines):
                 produced_at = time.monotonic()
-                producer.produce(settings.events_topic, json.dumps(event).encode())
+                producer.produce(settings.events_topic, line)
                 producer.flush(30)
                 print(
-                    f"\n#{offset} {event.get('id', '')}: {describe_event(event)}",
+                    f"\n#{offset} {describe_line(line, offset, settings.dlq_topic)}",
                     file=out,
                     flush=True,
                 )
@@ -229,7 +245,7 @@ def _print_decisions_of(
     first: float | None = None
     while time.monotonic() < end:
         if query.exception() is not None:
-            raise RuntimeError(f"the job failed: {query.exception()}")
+            raise CommandError(f"the job failed: {first_line(query.exception())}")
         msg = consumer.poll(0.2)
         if msg is None:
             progress = query.lastProgress
