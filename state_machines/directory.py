@@ -33,8 +33,9 @@ from .commands import Command, Op, PartitionContext, PartitionSummary
 from .kraft.cluster_control import BrokerRegistration
 from .kraft.schedule import HeartbeatStates, KraftTasks
 from .model import UNKNOWN_BROKER, BrokerFact, ControllerConfig
-from .outputs import ROUND_BROKERS, ObservationOutcome, Record, UpdateMetadataSend
+from .outputs import ObservationOutcome, Record
 from .states import ReplicaState
+from .update_metadata_records import ROUND_BROKERS, UpdateMetadataSend
 
 CONTROLLER_KEY = "controller"
 

@@ -22,12 +22,13 @@ from collections.abc import Sequence
 from . import partition_state_machine as psm
 from . import replica_state_machine as rsm
 from .election import ElectionStrategy
-from .outputs import Output, StateChangeFailedRecord, UpdateMetadataShare
+from .outputs import Output, StateChangeFailedRecord
 from .partition_record import Facts, PartitionRecord
 from .partition_state_machine import Refusal
 from .requests import RequestBatch
 from .states import PartitionState, ReplicaState
 from .update_metadata import partition_state
+from .update_metadata_records import UpdateMetadataShare
 
 
 class Run:

@@ -17,22 +17,16 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .appended_record import AppendedRecord
 from .commands import Command, DeletionReport, SummaryReport
 from .kraft.commands import KraftContext, KraftPartition
 from .loop import DeadLetter, Wake, Work
 from .model import ControllerConfig
-from .outputs import (
-    AppendedRecord,
-    ControlledShutdownResultRecord,
-    ObservationOutcome,
-    Record,
-    StillLeads,
-    UpdateMetadataSend,
-    UpdateMetadataShare,
-)
+from .outputs import ControlledShutdownResultRecord, ObservationOutcome, Record, StillLeads
 from .partition import PartitionRecord
 from .rule_sets import rules_for
 from .update_metadata import Piece
+from .update_metadata_records import UpdateMetadataSend, UpdateMetadataShare
 
 # ---------------------------------------------------------------------------------------
 # 2. the partitions' fold

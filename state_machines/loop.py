@@ -41,10 +41,11 @@ from .errors import InvalidEvent
 from .event_types import CauseStep, KraftTask, RebalanceCheck
 from .events import DEFAULT_LIMITS, Envelope, InputLimits, parse_line
 from .model import ControllerConfig
-from .outputs import ObservationOutcome, Record, UpdateMetadataSend
+from .outputs import ObservationOutcome, Record
 from .partition import describe_error
 from .rule_sets import rules_for
 from .topic_deletion import after_reports
+from .update_metadata_records import UpdateMetadataSend
 
 # The target of work that is not a partition's: the directory's own records and dead letters.
 DIRECT = "__direct__"

@@ -3,56 +3,33 @@
 Records are values without their envelope; the engine adds `v`, `cause_offset`, `cause_id`
 and `seq` (the index among the records one cause produced for one record key).
 `StillLeads` is internal: the partition step's share of a `ControlledShutdownResult`, merged
-into the result by `fold.merge_shutdown_shares`; so are `UpdateMetadataShare` and
-`UpdateMetadataSend`, merged into `UpdateMetadataRecord`s by `update_metadata.merge`.
+into the result by `fold.merge_shutdown_shares`.
+
+This module holds the ZK controller's decisions, the unions of every record and output,
+and their contract documents (`to_contract`, `contract_key`). The UpdateMetadata records
+and their internal shares are in update_metadata_records.py, KRaft's `AppendedRecord` in
+appended_record.py, the records' base in contract_record.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from functools import cache
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
-from .kraft.records import (
-    CONFIG_RESOURCE_TOPIC,
-    NO_LEADER_CHANGE,
-    MetadataPartitionRecord,
-    MetadataRecord,
-    MetadataTopicRecord,
-    PartitionChangeRecord,
-)
+from .appended_record import AppendedRecord, appended_key, appended_writer
+from .contract_record import ContractRecord
 from .speed import document_writer, quick_init
-from .states import LeaderRecoveryState
-
-
-@cache
-def field_names(cls: type) -> tuple[str, ...]:
-    """A dataclass's field names: dataclasses.fields() is slow enough to matter on the hot
-    paths that turn records, commands and decisions into documents."""
-    return tuple(f.name for f in fields(cls))
-
-
-class _Record:
-    TYPE: ClassVar[str]
-
-    def key(self) -> str:
-        return f"{self.topic}-{self.partition}"  # type: ignore[attr-defined]
-
-    def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        # as a plain `type`: mypy checks `type[_Record]` against the cache's Hashable with
-        # the instance's `__hash__` (python/mypy#11470)
-        cls: type = type(self)
-        for name in field_names(cls):
-            value = getattr(self, name)
-            out[name] = list(value) if isinstance(value, tuple) else value
-        return out
+from .update_metadata_records import (
+    UpdateMetadataRecord,
+    UpdateMetadataShare,
+    update_metadata_writer,
+)
 
 
 @quick_init
 @dataclass(frozen=True, slots=True)
-class LeaderAndIsrRecord(_Record):
+class LeaderAndIsrRecord(ContractRecord):
     TYPE: ClassVar[str] = "LeaderAndIsr"
     topic: str
     partition: int
@@ -72,7 +49,7 @@ class LeaderAndIsrRecord(_Record):
 
 @quick_init
 @dataclass(frozen=True, slots=True)
-class StopReplicaRecord(_Record):
+class StopReplicaRecord(ContractRecord):
     TYPE: ClassVar[str] = "StopReplica"
     topic: str
     partition: int
@@ -83,7 +60,7 @@ class StopReplicaRecord(_Record):
 
 @quick_init
 @dataclass(frozen=True, slots=True)
-class PartitionStateChangeRecord(_Record):
+class PartitionStateChangeRecord(ContractRecord):
     TYPE: ClassVar[str] = "PartitionStateChange"
     topic: str
     partition: int
@@ -93,7 +70,7 @@ class PartitionStateChangeRecord(_Record):
 
 @quick_init
 @dataclass(frozen=True, slots=True)
-class ReplicaStateChangeRecord(_Record):
+class ReplicaStateChangeRecord(ContractRecord):
     TYPE: ClassVar[str] = "ReplicaStateChange"
     topic: str
     partition: int
@@ -104,7 +81,7 @@ class ReplicaStateChangeRecord(_Record):
 
 @quick_init
 @dataclass(frozen=True, slots=True)
-class StateChangeFailedRecord(_Record):
+class StateChangeFailedRecord(ContractRecord):
     TYPE: ClassVar[str] = "StateChangeFailed"
     topic: str
     partition: int
@@ -114,7 +91,7 @@ class StateChangeFailedRecord(_Record):
 
 
 @dataclass(frozen=True, slots=True)
-class ControlledShutdownResultRecord(_Record):
+class ControlledShutdownResultRecord(ContractRecord):
     """Kafka's reply to a ControlledShutdownRequest. `error` (Kafka's error name or null) is
     an addition to the contract's fields: the contract requires a refused request to be
     answered, and this is the record that answers it."""
@@ -129,7 +106,7 @@ class ControlledShutdownResultRecord(_Record):
 
 
 @dataclass(frozen=True, slots=True)
-class AlterPartitionResultRecord(_Record):
+class AlterPartitionResultRecord(ContractRecord):
     TYPE: ClassVar[str] = "AlterPartitionResult"
     topic: str
     partition: int
@@ -143,7 +120,7 @@ class AlterPartitionResultRecord(_Record):
 
 @quick_init
 @dataclass(frozen=True, slots=True)
-class ElectionResultRecord(_Record):
+class ElectionResultRecord(ContractRecord):
     TYPE: ClassVar[str] = "ElectionResult"
     topic: str
     partition: int
@@ -153,7 +130,7 @@ class ElectionResultRecord(_Record):
 
 
 @dataclass(frozen=True, slots=True)
-class DivergenceRecord(_Record):
+class DivergenceRecord(ContractRecord):
     TYPE: ClassVar[str] = "Divergence"
     topic: str
     partition: int
@@ -172,189 +149,6 @@ class StillLeads:
     broker_id: int
     topic: str
     partition: int
-
-
-@dataclass(frozen=True, slots=True)
-class UpdateMetadataRecord(_Record):
-    """One UpdateMetadata send (`sendUpdateMetadataRequests`): the same request to every
-    broker in `recipients`, carrying the cluster's `live_brokers` and the states of the
-    partitions of one Kafka batch (UpdateMetadataPartitionState, `zk_version` being the
-    partition epoch), in (topic, partition) order. A send of more than
-    `update_metadata.MAX_PARTITIONS_PER_RECORD` partitions is split over records with
-    consecutive `seq`."""
-
-    TYPE: ClassVar[str] = "UpdateMetadata"
-    # the send's place in its cause, and the record's key: update-metadata-<round>[-<scope>]-<site>
-    send: str
-    recipients: tuple[int, ...]
-    live_brokers: tuple[int, ...]
-    partitions: tuple[MetadataState, ...]
-
-    def key(self) -> str:
-        return self.send
-
-
-# UpdateMetadataPartitionState as a plain tuple (a partition shares one per send: a tuple of
-# ints and int tuples is not tracked by the cyclic collector), and its contract fields
-MetadataState = tuple[
-    str, int, int, int, int, tuple[int, ...], int, tuple[int, ...], tuple[int, ...]
-]
-METADATA_STATE_FIELDS = (
-    "topic",
-    "partition",
-    "controller_epoch",
-    "leader",
-    "leader_epoch",
-    "isr",
-    "zk_version",
-    "replicas",
-    "offline_replicas",
-)
-
-
-def _update_metadata_writer(
-    r: UpdateMetadataRecord, cause_offset: int, cause_id: str | None, seq: int
-) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "type": r.TYPE,
-        "cause_offset": cause_offset,
-        "cause_id": cause_id,
-        "seq": seq,
-        "send": r.send,
-        "recipients": list(r.recipients),
-        "live_brokers": list(r.live_brokers),
-        "partitions": [
-            {
-                "topic": t,
-                "partition": p,
-                "controller_epoch": ce,
-                "leader": leader,
-                "leader_epoch": le,
-                "isr": list(isr),
-                "zk_version": zk,
-                "replicas": list(replicas),
-                "offline_replicas": list(offline),
-            }
-            for t, p, ce, leader, le, isr, zk, replicas, offline in r.partitions
-        ],
-    }
-
-
-class UpdateMetadataShare(NamedTuple):
-    """Internal: a partition's share of one UpdateMetadata send. `site` names the Kafka
-    batch within its round (the flow's call, in Kafka's order); `scope` is "" for a batch of
-    many partitions, or names the one thing the batch is for (a partition's reassignment, a
-    broker's rebalance). `state` is the partition's UpdateMetadataPartitionState, or None
-    when the batch names the brokers only (no leadership: Kafka skips the partition).
-    `mark` only records that the batch ran (for `UpdateMetadataSend.unless_sites`)."""
-
-    site: int
-    scope: str
-    topic: str
-    partition: int
-    state: MetadataState | None
-    mark: bool = False
-
-
-# UpdateMetadataSend.site of the round's live or shutting-down brokers
-ROUND_BROKERS = -1
-
-
-@dataclass(frozen=True, slots=True)
-class UpdateMetadataSend:
-    """Internal, from the directory: `site` -1 gives the round's live or shutting-down
-    brokers (the recipients of every send a LeaderAndIsr queued); any other site is an
-    explicit `sendUpdateMetadataRequest(recipients, ...)`, sent even without partitions
-    unless a partition shared at one of `unless_sites` in the same round."""
-
-    site: int
-    recipients: tuple[int, ...]
-    unless_sites: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class AppendedRecord(_Record):
-    """Kraft mode's decision: one metadata record the quorum controller appends
-    (kraft/records.py), with the version Kafka writes it at, under the key of the entity it
-    concerns (kraft/outputs.py builds them). Its document's `type` is Kafka's record name;
-    a `PartitionChangeRecord` carries only the fields it changes; leader recovery states
-    are Kafka's bytes (0 RECOVERED, 1 RECOVERING)."""
-
-    TYPE: ClassVar[str] = (
-        "MetadataRecord"  # not written: the document's type is the record's own name
-    )
-    entity: str
-    topic: str | None
-    partition: int | None
-    version: int
-    record: MetadataRecord
-    # not Kafka's record: the new leader is not in the previous ISR (`electionWasClean` false,
-    # what KRaft's UncleanLeaderElectionsPerSec counts); written as `"election": "unclean"`,
-    # the field ZK-mode's LeaderAndIsr records carry
-    unclean: bool = False
-    # not Kafka's: the record's place in its cause's appends, (round, index, k) — the
-    # directory step's round, the place of the output or command that made it in the step's
-    # production order, and its index among that command's outputs (fold.py sets it). A
-    # cause's records sorted by it are in the order the quorum controller appends them;
-    # written as `append_order`
-    order: tuple[int, int, int] | None = None
-
-    def key(self) -> str:
-        return self.entity
-
-    def placed(self, order: tuple[int, int, int]) -> AppendedRecord:
-        """This record at `order` (a constructor call: a fan-out places one per partition)."""
-        return AppendedRecord(
-            self.entity, self.topic, self.partition, self.version, self.record, self.unclean, order
-        )
-
-
-# Kafka's record names, where this project's class is renamed
-KAFKA_NAMES: dict[type, str] = {
-    MetadataPartitionRecord: "PartitionRecord",
-    MetadataTopicRecord: "TopicRecord",
-}
-_RECOVERY_BYTE = {LeaderRecoveryState.RECOVERED: 0, LeaderRecoveryState.RECOVERING: 1}
-
-
-def kafka_name(record: MetadataRecord) -> str:
-    cls = type(record)
-    return KAFKA_NAMES.get(cls, cls.__name__)
-
-
-def _appended_writer(
-    r: AppendedRecord, cause_offset: int, cause_id: str | None, seq: int
-) -> dict[str, Any]:
-    m = r.record
-    doc: dict[str, Any] = {
-        "v": 1,
-        "type": kafka_name(m),
-        "cause_offset": cause_offset,
-        "cause_id": cause_id,
-        "seq": seq,
-    }
-    if r.topic is not None:
-        doc["topic"] = r.topic
-    if r.partition is not None:
-        doc["partition"] = r.partition
-    doc["version"] = r.version
-    only_changes = isinstance(m, PartitionChangeRecord)
-    cls: type = type(m)
-    for name in field_names(cls):
-        value = getattr(m, name)
-        if only_changes and (value is None or (name == "leader" and value == NO_LEADER_CHANGE)):
-            continue
-        if isinstance(value, tuple):
-            value = list(value)
-        elif isinstance(value, LeaderRecoveryState):
-            value = _RECOVERY_BYTE[value]
-        doc[name] = value
-    if r.unclean:
-        doc["election"] = "unclean"
-    if r.order is not None:
-        doc["append_order"] = list(r.order)
-    return doc
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,34 +176,18 @@ Output = Record | StillLeads | ObservationOutcome | UpdateMetadataShare
 
 
 def contract_key(doc: dict[str, Any]) -> str:
-    """The record key of a contract document (`_Record.key` of the record it was written from)."""
+    """The record key of a contract document (`ContractRecord.key` of the record it was
+    written from)."""
     kind = doc["type"]
     if (
         "version" in doc
     ):  # kraft mode's metadata records (AppendedRecord), the only ones with a version
-        return _appended_key(doc)
+        return appended_key(doc)
     if kind == ControlledShutdownResultRecord.TYPE:
         return f"broker-{doc['broker_id']}"
     if kind == UpdateMetadataRecord.TYPE:
         return str(doc["send"])
     return f"{doc['topic']}-{doc['partition']}"
-
-
-def _appended_key(doc: dict[str, Any]) -> str:
-    """The key of an `AppendedRecord`'s document (kraft/outputs.py names the keys)."""
-    kind = doc["type"]
-    if "partition" in doc:
-        return f"{doc['topic']}-{doc['partition']}"
-    if kind in ("TopicRecord", "RemoveTopicRecord") or (
-        kind == "ConfigRecord" and doc["resource_type"] == CONFIG_RESOURCE_TOPIC
-    ):
-        return f"topic/{doc['topic']}"
-    if kind == "ConfigRecord":
-        return "cluster" if doc["resource_name"] == "" else f"broker-{doc['resource_name']}"
-    if kind == "ClearElrRecord":
-        return f"topic/{doc['topic_name']}" if doc["topic_name"] else "cluster"
-    broker = doc["id"] if kind in ("FenceBrokerRecord", "UnfenceBrokerRecord") else doc["broker_id"]
-    return f"broker-{broker}"
 
 
 def to_contract(
@@ -424,8 +202,8 @@ def to_contract(
 
 _Writer = Callable[[Any, int, "str | None", int], dict[str, Any]]
 _WRITERS: dict[type, _Writer] = {
-    UpdateMetadataRecord: _update_metadata_writer,
-    AppendedRecord: _appended_writer,
+    UpdateMetadataRecord: update_metadata_writer,
+    AppendedRecord: appended_writer,
 }
 
 

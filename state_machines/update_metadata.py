@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
 from .model import LeaderAndIsr
-from .outputs import (
+from .partition_record import Facts, PartitionRecord
+from .update_metadata_records import (
     ROUND_BROKERS,
     MetadataState,
     UpdateMetadataRecord,
     UpdateMetadataSend,
     UpdateMetadataShare,
 )
-from .partition_record import Facts, PartitionRecord
 
 # An UpdateMetadata send to a starting broker carries every partition of the cluster: its
 # record is split after this many partitions (about 150 KB of JSON), under one key.

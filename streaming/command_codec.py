@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from state_machines import commands, model, outputs
+from state_machines import commands, contract_record, model
 
 from .json_text import canonical_json, compact_json, json_str
 from .record_codec import brokers_in, brokers_out, la_in, la_out
@@ -35,7 +35,7 @@ def _op_out(op: Any) -> list[Any]:
     cls: type = type(op)
     return [
         cls.__name__,
-        *(getattr(op, n) for n in outputs.field_names(cls)),
+        *(getattr(op, n) for n in contract_record.field_names(cls)),
     ]  # tuples encode as arrays
 
 

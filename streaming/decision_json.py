@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from state_machines import outputs
+from state_machines import contract_record, outputs, update_metadata_records
 
 from .json_text import compact_json, json_ints, json_opt, json_str
 from .versions import CONTRACT_VERSION
@@ -94,7 +94,7 @@ def _int_opt(value: int | None) -> str:
     return "null" if value is None else str(value)
 
 
-def metadata_state_json(s: outputs.MetadataState) -> str:
+def metadata_state_json(s: update_metadata_records.MetadataState) -> str:
     """One UpdateMetadataPartitionState of an UpdateMetadata record, as the contract writes it."""
     t, p, ce, leader, le, isr, zk, replicas, offline = s
     return (
@@ -123,7 +123,10 @@ def update_metadata_json(
 
 
 def _update_metadata_json(
-    r: outputs.UpdateMetadataRecord, cause_offset: int, cause_id: str | None, seq: int
+    r: update_metadata_records.UpdateMetadataRecord,
+    cause_offset: int,
+    cause_id: str | None,
+    seq: int,
 ) -> str:
     return update_metadata_json(
         cause_offset,
@@ -137,7 +140,7 @@ def _update_metadata_json(
 
 
 _TEMPLATES: dict[type, Any] = {
-    outputs.UpdateMetadataRecord: _update_metadata_json,
+    update_metadata_records.UpdateMetadataRecord: _update_metadata_json,
     outputs.LeaderAndIsrRecord: _lair_json,
     outputs.StopReplicaRecord: _stop_json,
     outputs.ReplicaStateChangeRecord: _replica_change_json,
@@ -162,5 +165,5 @@ def decision_json(record: outputs.Record, cause_offset: int, cause_id: str | Non
         "cause_id": cause_id,
         "seq": seq,
     }
-    doc.update((n, getattr(record, n)) for n in outputs.field_names(cls))
+    doc.update((n, getattr(record, n)) for n in contract_record.field_names(cls))
     return compact_json(doc)

@@ -16,7 +16,8 @@ from typing import Any
 
 from state_machines.commands import Command
 from state_machines.loop import DIRECT, DeadLetter, Wake, Work
-from state_machines.outputs import Record, UpdateMetadataSend
+from state_machines.outputs import Record
+from state_machines.update_metadata_records import UpdateMetadataSend
 
 from . import codec, command_codec
 from .json_text import canonical_json

@@ -34,12 +34,9 @@ from state_machines.fold import (
 )
 from state_machines.loop import Wake, Work
 from state_machines.model import ControllerConfig
-from state_machines.outputs import (
-    ControlledShutdownResultRecord,
-    Record,
-    UpdateMetadataSend,
-)
+from state_machines.outputs import ControlledShutdownResultRecord, Record
 from state_machines.update_metadata import Piece, Round, gather
+from state_machines.update_metadata_records import UpdateMetadataSend
 
 from . import codec
 from .batch_gauges import shift_rows

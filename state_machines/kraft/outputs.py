@@ -27,7 +27,7 @@ share: AlterPartitionResult, ElectionResult, ControlledShutdownResult, StateChan
 
 from __future__ import annotations
 
-from ..outputs import AppendedRecord
+from ..appended_record import AppendedRecord
 from .records import (
     CONFIG_RESOURCE_TOPIC,
     ApiMessageAndVersion,

@@ -17,10 +17,10 @@ from state_machines.outputs import (
     ObservationOutcome,
     StateChangeFailedRecord,
     StillLeads,
-    UpdateMetadataShare,
     to_contract,
 )
 from state_machines.partition import PartitionRecord
+from state_machines.update_metadata_records import UpdateMetadataShare
 from streaming import codec, command_codec, record_codec
 from streaming.decision_json import decision_json
 from streaming.directory_codec import directory_out
