@@ -17,7 +17,7 @@ from ..kafka_errors import Errors
 from ..states import LeaderRecoveryState
 from .cluster_control import BrokerRegistry
 from .messages import AlterPartitionPartitionData, AlterPartitionPartitionResponse, BrokerState
-from .partition_change_builder import Election
+from .partition_change import Election
 from .partition_registration import PartitionRegistration
 from .records import NO_LEADER_CHANGE, ApiMessageAndVersion
 from .replication_control import TopicContext, _after, _builder, _records

@@ -16,7 +16,7 @@ from dataclasses import replace
 from ..kafka_errors import Errors
 from .cluster_control import BrokerRegistry
 from .messages import API_NONE, ApiError
-from .partition_change_builder import Election
+from .partition_change import Election
 from .partition_reassignment_replicas import (
     PartitionReassignmentReplicas,
     PartitionReassignmentRevert,

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from ..model import NO_LEADER
 from .cluster_control import BrokerRegistry
-from .partition_change_builder import Election, PartitionChange
+from .partition_change import Election, PartitionChange
 from .partition_registration import PartitionRegistration
 from .replication_control import TopicContext, _builder, leader_acceptor
 

@@ -23,7 +23,7 @@ from .messages import (
     PREFERRED_LEADER_NOT_AVAILABLE,
     ApiError,
 )
-from .partition_change_builder import Election, PartitionChange
+from .partition_change import Election, PartitionChange
 from .partition_registration import PartitionRegistration
 from .records import ApiMessageAndVersion
 from .replication_control import TopicContext, _builder, _records

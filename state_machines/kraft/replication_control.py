@@ -56,7 +56,8 @@ from ..kafka_errors import Errors
 from .cluster_control import BrokerRegistry
 from .messages import API_NONE, ApiError
 from .metadata_version import MetadataVersion
-from .partition_change_builder import DefaultDirProvider, PartitionChange, PartitionChangeBuilder
+from .partition_change import DefaultDirProvider, PartitionChange
+from .partition_change_builder import PartitionChangeBuilder
 from .partition_registration import PartitionRegistration
 from .records import MIGRATING_DIRECTORY, ApiMessageAndVersion
 

@@ -4,7 +4,7 @@ shutdown flag (records after it); offline directories (verifier.py has the table
 
 from __future__ import annotations
 
-from ..kraft.partition_change_builder import PartitionChange
+from ..kraft.partition_change import PartitionChange
 from ..kraft.partition_registration import PartitionRegistration
 from ..kraft.records import (
     FENCING_CHANGE_FENCE,

@@ -25,7 +25,7 @@ from ..kraft.alter_partition import alter_partition
 from ..kraft.cluster_control import BrokerRegistry
 from ..kraft.messages import AlterPartitionPartitionData, ApiError, BrokerState
 from ..kraft.metadata_version import MetadataVersion
-from ..kraft.partition_change_builder import PartitionChange
+from ..kraft.partition_change import PartitionChange
 from ..kraft.partition_registration import PartitionRegistration
 from ..kraft.records import (
     LOST_DIRECTORY,

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kraft.partition_change_builder import PartitionChange
+from ..kraft.partition_change import PartitionChange
 from ..kraft.records import (
     PartitionChangeRecord,
 )

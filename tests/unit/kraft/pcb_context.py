@@ -8,11 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from state_machines.kraft.metadata_version import MetadataVersion as MV
-from state_machines.kraft.partition_change_builder import (
-    Election,
-    PartitionChange,
-    PartitionChangeBuilder,
-)
+from state_machines.kraft.partition_change import Election, PartitionChange
+from state_machines.kraft.partition_change_builder import PartitionChangeBuilder
 from state_machines.kraft.partition_registration import PartitionRegistration
 from state_machines.kraft.records import MIGRATING_DIRECTORY, UNASSIGNED_DIRECTORY
 from state_machines.model import NO_LEADER

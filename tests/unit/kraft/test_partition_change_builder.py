@@ -24,12 +24,8 @@ from dataclasses import replace
 import pytest
 
 from state_machines.kraft.metadata_version import MetadataVersion as MV
-from state_machines.kraft.partition_change_builder import (
-    DefaultDirProviderNotSet,
-    Election,
-    ElectionResult,
-    PartitionChangeBuilder,
-)
+from state_machines.kraft.partition_change import DefaultDirProviderNotSet, Election, ElectionResult
+from state_machines.kraft.partition_change_builder import PartitionChangeBuilder
 from state_machines.kraft.partition_reassignment_replicas import (
     PartitionReassignmentReplicas,
     PartitionReassignmentRevert,
