@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from state_machines.speed import new_tuple
+
 from .compression import CODECS, CodecError, decompress
 from .errors import CorruptBatch, MetadataLogError, RecordDecodeError
 from .wire import read_varint
@@ -86,7 +88,8 @@ _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 
 def _records(b: bytes, count: int, base_offset: int, base_timestamp: int) -> tuple[LogRecord, ...]:
     """DefaultRecord.readFrom, `count` times from the start of `b`; every byte used. The
-    varints of one and two bytes (every length below 8 KiB) are read inline."""
+    varints of one and two bytes (every length below 8 KiB) are read inline. Each
+    LogRecord is built with `speed.new_tuple` (its values are always the five fields)."""
     out: list[LogRecord] = []
     append = out.append
     lb = len(b)
@@ -158,7 +161,7 @@ def _records(b: bytes, count: int, base_offset: int, base_timestamp: int) -> tup
                 raise RecordDecodeError(
                     f"a record's fields take {p - end + length} of its {length} bytes"
                 )
-            append(LogRecord(offset, ts, key, value, _NO_HEADERS))
+            append(new_tuple(LogRecord, (offset, ts, key, value, _NO_HEADERS)))
         else:
             headers, p = _headers(b, p)
             if p != end:

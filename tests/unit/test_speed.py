@@ -405,3 +405,23 @@ def test_each_decoded_record_has_exactly_its_class_fields(name: str, version: in
         assert len(decoded) == len(MetadataRecord._fields)
         assert decoded == MetadataRecord(*decoded)
         assert decoded[:3] == (METADATA_BY_NAME[name].api_key, version, name)
+
+
+def test_each_framed_record_is_what_the_log_record_constructor_builds() -> None:
+    """`batches._records` builds each LogRecord with `new_tuple`: every record of a
+    batch (with a key, with a null value, with a timestamp of its own) equals the
+    LogRecord its constructor builds from the same values, with exactly its fields."""
+    from streaming.metadata_log.batches import LogRecord, parse_batch
+    from streaming.metadata_log.encode import encode_batch, metadata_value
+
+    value = metadata_value("FeatureLevelRecord", name="metadata.version", feature_level=21)
+    records: list[bytes | tuple[bytes | None, bytes | None]] = [value, (b"k", value), (b"k", None)]
+    times = [1_700_000_000_000, 1_700_000_000_007, 1_700_000_000_003]
+    batch = parse_batch("test", 0, encode_batch(records, 5, timestamps=times))
+    expected = [(None, value), (b"k", value), (b"k", None)]
+    assert len(batch.records) == 3
+    for i, record in enumerate(batch.records):
+        assert type(record) is LogRecord
+        assert len(record) == len(LogRecord._fields)
+        assert record == LogRecord(*record)
+        assert record == LogRecord(5 + i, times[i], *expected[i], ())
