@@ -88,8 +88,9 @@ _NO_HEADERS: tuple[tuple[str, bytes | None], ...] = ()
 
 def _records(b: bytes, count: int, base_offset: int, base_timestamp: int) -> tuple[LogRecord, ...]:
     """DefaultRecord.readFrom, `count` times from the start of `b`; every byte used. The
-    varints of one and two bytes (every length below 8 KiB) are read inline. Each
-    LogRecord is built with `speed.new_tuple` (its values are always the five fields)."""
+    varints of one and two bytes (every length below 8 KiB) are read inline, and the offset
+    delta's of three (the 8193rd record of a batch on). Each LogRecord is built with
+    `speed.new_tuple` (its values are always the five fields)."""
     out: list[LogRecord] = []
     append = out.append
     lb = len(b)
@@ -128,8 +129,16 @@ def _records(b: bytes, count: int, base_offset: int, base_timestamp: int) -> tup
                 offset = base_offset + ((c >> 1) ^ -(c & 1))
                 p += 2
             else:
-                c, p = read_varint(b, p)
-                offset = base_offset + c
+                e = b[p + 2]
+                if e < 0x80:
+                    # a delta of 8192 or more: QuorumController.MAX_RECORDS_PER_BATCH is
+                    # 10000, a snapshot's batch (KafkaRaftClient.MAX_BATCH_SIZE_BYTES) 8 MiB
+                    c = (c & 0x7F) | (d & 0x7F) << 7 | e << 14
+                    offset = base_offset + ((c >> 1) ^ -(c & 1))
+                    p += 3
+                else:
+                    c, p = read_varint(b, p)
+                    offset = base_offset + c
         if b[p] == 1:
             key = None
             p += 1
