@@ -37,6 +37,15 @@ ROOT = Path(__file__).resolve().parents[2]
 # about a second of Spark's fixed work, several under CI's load).
 RESTART_MAX_OFFSETS = 30
 
+# The logs end a few events after their first topic deletions. Once a deletion is pending,
+# the sequencer admits the next events one micro-batch at a time until its reports come
+# back through the feedback files (and a replica on a dead broker keeps it pending), so
+# every event after it costs a micro-batch: the 77 events of generate_log(7, 70) took 50
+# micro-batches, 300 s of the test at load 10-15. Each log is a prefix of the longer one
+# (the generator draws event by event), with the same deletions where they were.
+SIGKILL_LOG = (7, 24)  # 31 events: deletions at offsets 21, 26 and 29
+SIGTERM_LOG = (13, 30)  # 37 events: deletions at 28 and 34, stop-replica responses at 31, 35
+
 
 def run_cli(base: Path, *extra: str, max_offsets: int = 6) -> subprocess.Popen:
     cmd = [
@@ -90,7 +99,8 @@ def final_partitions_from_checkpoint(spark, checkpoint: Path) -> dict[str, dict]
 
 
 def test_sigkill_mid_run_then_restart_loses_nothing(spark, tmp_path: Path) -> None:
-    lines = [json.dumps(e).encode() for e in generate_log(7, n_events=70)]
+    seed, n_events = SIGKILL_LOG
+    lines = [json.dumps(e).encode() for e in generate_log(seed, n_events=n_events)]
     write_input(tmp_path / "in", lines, files=2)
 
     first = run_cli(tmp_path)
@@ -110,6 +120,7 @@ def test_sigkill_mid_run_then_restart_loses_nothing(spark, tmp_path: Path) -> No
     second = run_cli(tmp_path, "--available-now", max_offsets=RESTART_MAX_OFFSETS)
     out, _ = second.communicate(timeout=600)
     assert second.returncode == 0, out.decode()[-3000:]
+    assert b"deletion reports" in out, "the restart reads deletion reports from the feedback"
 
     engine = Engine()
     expected: list[str] = []
@@ -128,10 +139,9 @@ def test_sigkill_mid_run_then_restart_loses_nothing(spark, tmp_path: Path) -> No
     )
 
 
-def test_sigterm_stops_after_a_committed_batch_and_a_restart_completes(
-    spark, tmp_path: Path
-) -> None:
-    lines = [json.dumps(e).encode() for e in generate_log(13, n_events=60)]
+def test_sigterm_stops_after_a_committed_batch_and_a_restart_completes(tmp_path: Path) -> None:
+    seed, n_events = SIGTERM_LOG
+    lines = [json.dumps(e).encode() for e in generate_log(seed, n_events=n_events)]
     write_input(tmp_path / "in", lines)
     job = run_cli(tmp_path)
     try:
@@ -156,6 +166,7 @@ def test_sigterm_stops_after_a_committed_batch_and_a_restart_completes(
     rest = run_cli(tmp_path, "--available-now", max_offsets=RESTART_MAX_OFFSETS)
     out, _ = rest.communicate(timeout=600)
     assert rest.returncode == 0, out.decode()[-3000:]
+    assert b"deletion reports" in out, "the restart reads deletion reports from the feedback"
     engine = Engine()
     expected = [
         canonical(r) for i, line in enumerate(lines) for r in engine.process(parse_line(line, i))
