@@ -39,7 +39,7 @@ from state_machines.directory import CONTROLLER_KEY, ControllerRecord, TopicReco
 from state_machines.loop import Pending, RawEvent
 from state_machines.model import ControllerConfig
 
-from . import controller_metrics
+from . import controller_metrics, gauge_shares
 from .controller_metrics import REPLICA_GAUGES
 from .summary_text import summary_of_fields
 
@@ -179,4 +179,4 @@ def _counts(fields: str, none: str, how: list[Any], kraft: bool) -> tuple[int, .
         return (0,) * len(PARTITION_GAUGES)
     min_isr, started, count_imbalance = how
     summary = summary_of_fields(fields.replace(",", "\t"))
-    return controller_metrics.summary_counts(summary, min_isr, started, count_imbalance, kraft)
+    return gauge_shares.summary_counts(summary, min_isr, started, count_imbalance, kraft)

@@ -446,11 +446,11 @@ def test_kraft_mode_serves_kraft_gauges_computed_by_hand() -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_gauges_counted_again_from_scratch_are_the_same(mode: str, seed: int) -> None:
     """The gauges keep each topic's share with the record it was counted from
-    (`controller_metrics._SHARES`) and count only topics whose record, min ISR or
+    (`gauge_shares._SHARES`) and count only topics whose record, min ISR or
     controller activity changed. After every event of a generated log (creations,
     failures, elections, deletions, min ISR configs, controller moves) the kept shares
     give what a count from scratch gives."""
-    import streaming.controller_metrics as cm
+    import streaming.gauge_shares as cm
     from tests.property.generator import generate_log
 
     config = ControllerConfig(mode=mode)
@@ -471,13 +471,13 @@ def test_gauges_counted_again_from_scratch_are_the_same(mode: str, seed: int) ->
 @pytest.mark.parametrize("seed", range(4))
 def test_gauges_of_shared_summary_objects_are_those_of_distinct_ones(mode: str, seed: int) -> None:
     """Each summary object is counted once and its counts found again by its id for every
-    pair holding it (`controller_metrics._summed`): the sequencer holds equal summaries as
+    pair holding it (`gauge_shares._summed`): the sequencer holds equal summaries as
     one object.
     A directory whose topics hold every summary as one object, as the sequencer reads them,
     has the gauges of the same directory whose every pair holds its own copy."""
     import dataclasses
 
-    import streaming.controller_metrics as cm
+    import streaming.gauge_shares as cm
     from state_machines.directory import TopicRecord
     from tests.property.generator import generate_log
 

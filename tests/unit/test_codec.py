@@ -188,7 +188,7 @@ def test_summaries_written_before_the_replica_counts_read_with_them_unknown() ->
     from state_machines.commands import PartitionSummary, SummaryReport
     from state_machines.directory import TopicRecord
     from state_machines.states import PartitionState
-    from streaming.controller_metrics import replica_metrics
+    from streaming.gauge_shares import replica_metrics
     from streaming.pipeline import _summary_line, read_feedback
 
     old = '["T",1,[[0,[1,2]]],[],false,false,false,[],[[0,"OnlinePartition",1,1]]]'
