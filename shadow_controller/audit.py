@@ -6,14 +6,14 @@ controller's, checked by the rules below; PartitionRecord and PartitionChangeRec
 KRaft's metadata records, replayed and checked by `audit_kraft`'s rules. Records of
 neither kind leave nothing to check, and the audit says so (exit 2), never "ok".
 
-The ZK rules are computed per partition over its LeaderAndIsr records in (cause_offset, seq)
-order, then each rule becomes a column that must hold `ok` on every record; a record that
-breaks the rule holds where it broke instead (`orders-0 at cause_offset 14`), so the
-report's unexpected values name the partitions and cause offsets. Two Kafka facts shape
-the rules: one request batch keeps only the last state per broker, so within one cause a
-broker can be sent an older state than another (rules compare a cause's newest state with
-the previous cause's); and a deleted and re-created topic starts again at epoch 0 (an
-`initial` election starts a new generation).
+The ZK rules (audit_zk.py) are computed per partition over its LeaderAndIsr records in
+(cause_offset, seq) order, then each rule becomes a column that must hold `ok` on every
+record; a record that breaks the rule holds where it broke instead (`orders-0 at
+cause_offset 14`), so the report's unexpected values name the partitions and cause offsets.
+Two Kafka facts shape the rules: one request batch keeps only the last state per broker, so
+within one cause a broker can be sent an older state than another (rules compare a cause's
+newest state with the previous cause's); and a deleted and re-created topic starts again at
+epoch 0 (an `initial` election starts a new generation).
 
 Outcomes, by `exits` code:
 
@@ -30,18 +30,15 @@ Outcomes, by `exits` code:
   Unlike `simulate`, a bad line is not skipped: a rule that holds over part of a log says
   nothing about the whole of it.
 
-On a terminal (stderr a TTY), loading a big input and checking its partitions show progress
-bars, each only once its step has taken a moment; anything else gets no progress output,
-from us or from Great Expectations.
+The records are read by audit_load.py. On a terminal (stderr a TTY), loading a big input
+and checking its partitions show progress bars, each only once its step has taken a moment;
+anything else gets no progress output, from us or from Great Expectations.
 """
 
 from __future__ import annotations
 
-import glob
 import json
 import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import unquote, urlparse
@@ -52,56 +49,14 @@ import pandas as pd
 from streaming.exits import CHECK_FAILED, OK, UsageError
 
 from . import audit_kraft
+from .audit_load import load_records, progress_stream
 from .audit_outcome import AuditResult, BrokenPartition, RuleOutcome
+from .audit_zk import RULES, invariant_frame
 
-RULES = {
-    "leader_in_isr_unless_unclean": "the leader (when not -1) is in the ISR unless the "
-    "election is unclean",
-    "isr_within_replicas": "after each cause, the ISR is within the replicas (except Kafka's "
-    "last member kept with leader -1)",
-    "leader_epoch_never_decreases": "a partition's leader epoch never decreases from one cause "
-    "to the next",
-    "one_leader_per_epoch": "one leader per (partition, leader epoch)",
-    "partition_epoch_increases_on_change": "a changed partition state has a strictly larger "
-    "partition epoch",
-}
 HELD = "ok"  # the value of a rule's column on a record that keeps it
 # the rules of each rule set, and the records they read
 RULE_SETS = {"zk": RULES, "kraft": audit_kraft.RULES}
 AUDITED = {"zk": "LeaderAndIsr", "kraft": "PartitionRecord and PartitionChangeRecord"}
-
-# the fields the rules read, and their JSON types (docs/contract.md, the decisions)
-_INT_FIELDS = ("partition", "seq", "leader", "leader_epoch", "partition_epoch")
-_INT_LIST_FIELDS = ("isr", "replicas")
-
-
-def decision_files(path: str) -> list[str]:
-    """A decisions file, or the `decisions-*.jsonl` files of a file-output directory."""
-    if os.path.isdir(path):
-        return sorted(glob.glob(os.path.join(path, "decisions-*.jsonl")))
-    if not os.path.exists(path):
-        raise UsageError(f"{path}: no such decisions file or directory")
-    return [path]
-
-
-def load_decisions(
-    path: str, progress: TextIO | None | bool = True, progress_delay: float = 0.5
-) -> pd.DataFrame:
-    """A decisions file, a directory of `decisions-*.jsonl` files (file output), or a dump
-    of the decisions topic (one JSON record a line), as one row per record. A line that is
-    not a decision record raises `UsageError` naming its file and 1-based line number.
-    `progress`: a stream for a progress bar, True for stderr when it is a terminal, or
-    False/None for none; it is drawn only once loading has taken `progress_delay` seconds."""
-    return pd.DataFrame(load_records(path, progress, progress_delay))
-
-
-def load_records(
-    path: str, progress: TextIO | None | bool = True, progress_delay: float = 0.5
-) -> list[dict[str, Any]]:
-    """`load_decisions`'s records as they are (a KRaft change record's absent fields stay
-    absent, where a frame would fill them with NaN)."""
-    files = decision_files(path)
-    return list(_records(files, _progress_stream(progress), progress_delay))
 
 
 def rule_set_of(records: list[dict[str, Any]], path: str) -> str:
@@ -123,169 +78,6 @@ def rule_set_of(records: list[dict[str, Any]], path: str) -> str:
             "rule was checked"
         )
     return "zk" if zk else "kraft"
-
-
-def _progress_stream(progress: TextIO | None | bool) -> TextIO | None:
-    return (sys.stderr if sys.stderr.isatty() else None) if progress is True else (progress or None)
-
-
-def _bar(stream: TextIO | None, total: int, desc: str, delay: float, **kwargs: Any) -> Any:
-    """A tqdm bar on `stream` that a step over in under `delay` seconds never draws; None
-    without a stream."""
-    if stream is None:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(
-        total=total, desc=desc, file=stream, delay=delay, leave=False, dynamic_ncols=True, **kwargs
-    )
-
-
-def _records(files: list[str], stream: TextIO | None, delay: float) -> Iterator[dict[str, Any]]:
-    total = sum(os.path.getsize(f) for f in files) if stream is not None else 0
-    bar = _bar(stream, total, "loading decisions", delay, unit="B", unit_scale=True)
-    try:
-        for f in files:
-            pending = 0
-            with open(f, "rb") as fh:
-                for number, raw in enumerate(fh, 1):
-                    pending += len(raw)
-                    if bar is not None and pending >= 1 << 20:
-                        bar.update(pending)
-                        pending = 0
-                    if raw.strip():
-                        yield _decision(raw, f, number)
-            if bar is not None:
-                bar.update(pending)
-    finally:
-        if bar is not None:
-            bar.close()
-
-
-def _decision(raw: bytes, file: str, number: int) -> dict[str, Any]:
-    try:
-        record = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        reason = (
-            f"not JSON ({exc.msg} at column {exc.colno})"
-            if isinstance(exc, json.JSONDecodeError)
-            else f"not UTF-8 JSON ({exc})"
-        )
-        raise UsageError(f"{file}:{number}: {reason}") from None
-    problem = _problem(record)
-    if problem:
-        raise UsageError(f"{file}:{number}: {problem}")
-    decision: dict[str, Any] = record
-    return decision
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _problem(record: Any) -> str | None:
-    """Why `record` is not a decision record the rules can read, or None."""
-    if not isinstance(record, dict):
-        return f"not a decision record (a JSON {type(record).__name__}, not an object)"
-    if not isinstance(record.get("type"), str):
-        return "not a decision record (no string 'type')"
-    if not _is_int(record.get("cause_offset")):
-        return f"{record['type']} record without an integer 'cause_offset'"
-    if record["type"] != "LeaderAndIsr":
-        return audit_kraft.problem(record)
-    if not isinstance(record.get("topic"), str):
-        return "LeaderAndIsr record without a string 'topic'"
-    for field in _INT_FIELDS:
-        if not _is_int(record.get(field)):
-            return f"LeaderAndIsr record without an integer '{field}'"
-    for field in _INT_LIST_FIELDS:
-        value = record.get(field)
-        if not isinstance(value, list) or not all(_is_int(x) for x in value):
-            return f"LeaderAndIsr record without a list of integers '{field}'"
-    if not isinstance(record.get("leader_recovery_state"), str):
-        return "LeaderAndIsr record without a string 'leader_recovery_state'"
-    if "election" not in record or not isinstance(record["election"], (str, type(None))):
-        return "LeaderAndIsr record without 'election' (a string or null)"
-    return None
-
-
-def invariant_frame(
-    decisions: pd.DataFrame, progress: TextIO | None = None, progress_delay: float = 0.5
-) -> pd.DataFrame:
-    """One row per LeaderAndIsr record with one boolean column per rule; with a `progress`
-    stream, a bar over the partitions (the per-cause rules are the slow part)."""
-    lair = (
-        decisions[decisions["type"] == "LeaderAndIsr"].copy()
-        if "type" in decisions
-        else pd.DataFrame()
-    )
-    if lair.empty:
-        return pd.DataFrame({rule: pd.Series(dtype=bool) for rule in RULES})
-    lair = lair.sort_values(["topic", "partition", "cause_offset", "seq"]).reset_index(drop=True)
-    lair["isr_set"] = lair["isr"].map(frozenset)
-    lair["leader_in_isr_unless_unclean"] = [
-        leader == -1 or leader in isr or election == "unclean"
-        for leader, isr, election in zip(
-            lair["leader"], lair["isr_set"], lair["election"], strict=False
-        )
-    ]
-    lair["generation"] = (
-        (lair["election"] == "initial").groupby([lair["topic"], lair["partition"]]).cumsum()
-    )
-    keys = ["topic", "partition", "generation"]
-    ok_isr, ok_le, ok_pe = [], [], []
-    groups = lair.groupby(keys, sort=False)
-    bar = _bar(progress, groups.ngroups, "checking partitions", progress_delay, unit=" partitions")
-    for _, part in groups:
-        if bar is not None:
-            bar.update()
-        prev_state = None
-        prev_le = prev_pe = -1
-        for _, cause in part.groupby("cause_offset", sort=True):
-            newest = cause.loc[cause["partition_epoch"].idxmax()]
-            state = (
-                newest["leader"],
-                newest["leader_epoch"],
-                newest["isr_set"],
-                newest["leader_recovery_state"],
-            )
-            isr_ok = newest["isr_set"] <= set(newest["replicas"]) or (
-                len(newest["isr_set"]) == 1 and newest["leader"] == -1
-            )
-            le_ok = cause["leader_epoch"].max() >= prev_le
-            pe_ok = prev_state is None or state == prev_state or newest["partition_epoch"] > prev_pe
-            for _ in range(len(cause)):
-                ok_isr.append(bool(isr_ok))
-                ok_le.append(bool(le_ok))
-                ok_pe.append(bool(pe_ok))
-            prev_state, prev_le, prev_pe = (
-                state,
-                cause["leader_epoch"].max(),
-                newest["partition_epoch"],
-            )
-    if bar is not None:
-        bar.close()
-    # the per-group loops visit rows in (keys, cause_offset) order; align them to that order
-    ordered = lair.sort_values(keys + ["cause_offset", "seq"], kind="stable")
-    for rule in (
-        "isr_within_replicas",
-        "leader_epoch_never_decreases",
-        "partition_epoch_increases_on_change",
-    ):
-        lair[rule] = True
-    lair.loc[ordered.index, "isr_within_replicas"] = ok_isr
-    lair.loc[ordered.index, "leader_epoch_never_decreases"] = ok_le
-    lair.loc[ordered.index, "partition_epoch_increases_on_change"] = ok_pe
-    leaders = lair[lair["leader"] >= 0].groupby(keys + ["leader_epoch"])["leader"].nunique()
-    lair["one_leader_per_epoch"] = [
-        leaders.get((t, p, g, le), 1) <= 1
-        for t, p, g, le in zip(
-            lair["topic"], lair["partition"], lair["generation"], lair["leader_epoch"], strict=False
-        )
-    ]
-    for rule in RULES:
-        lair[rule] = lair[rule].astype(bool)
-    return lair
 
 
 def kraft_frame(records: list[dict[str, Any]], path: str) -> tuple[pd.DataFrame, int]:
@@ -359,7 +151,7 @@ def run_audit(
     decisions_count = len(records)
     unchecked = 0
     if rule_set == "zk":
-        lair = invariant_frame(pd.DataFrame(records), _progress_stream(progress))
+        lair = invariant_frame(pd.DataFrame(records), progress_stream(progress))
     else:
         lair, unchecked = kraft_frame(records, decisions_path)
     del records

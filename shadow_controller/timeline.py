@@ -383,7 +383,7 @@ def timeline(decisions_path: str, topic_partition: str, out: str) -> pd.DataFram
 
 
 def _read_records(path: str) -> list[dict[str, Any]]:
-    from .audit import load_records
+    from .audit_load import load_records
 
     if not os.path.exists(path):
         raise UsageError(f"{path}: no such decisions file or directory")

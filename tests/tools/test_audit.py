@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from shadow_controller import audit as audit_mod
+from shadow_controller import audit_load, audit_zk
 from state_machines.engine import Engine
 from state_machines.events import parse_event
 from streaming.exits import CHECK_FAILED, USAGE, UsageError
@@ -190,7 +191,7 @@ def test_json_names_each_rule_with_its_offending_partitions(
     result = json.loads(capsys.readouterr().out)  # stdout is the JSON object and nothing else
     assert code == CHECK_FAILED and result["success"] is False
     rules = {r["rule"]: r for r in result["rules"]}
-    assert set(rules) == set(audit_mod.RULES)
+    assert set(rules) == set(audit_zk.RULES)
     broken = rules["leader_in_isr_unless_unclean"]
     assert broken["success"] is False and broken["broken_records"] == 1
     [where] = broken["partitions"]
@@ -221,10 +222,10 @@ def test_progress_only_on_a_terminal(tmp_path: Path, story: list[dict], monkeypa
     path.write_text("".join(json.dumps(r) + "\n" for r in story))
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    frame = audit_mod.load_decisions(str(path), progress_delay=0)
+    frame = audit_load.load_decisions(str(path), progress_delay=0)
     assert len(frame) == len(story)
     assert "loading decisions" in terminal.getvalue()
     piped = io.StringIO()
     monkeypatch.setattr(sys, "stderr", piped)
-    audit_mod.load_decisions(str(path), progress_delay=0)
+    audit_load.load_decisions(str(path), progress_delay=0)
     assert piped.getvalue() == ""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shadow_controller.audit import load_decisions
+from shadow_controller.audit_load import load_decisions
 from shadow_controller.timeline import add_parser, partition_series, timeline
 from streaming.exits import USAGE
 from tests.streaming.spark_helpers import simulate_records
