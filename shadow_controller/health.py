@@ -31,7 +31,8 @@ of a Kafka controller, answered from the shadow's state at one micro-batch.
 - **Brokers shutting down**, and the partitions each still leads (those with more than
   one replica are what its `ControlledShutdownResult` would list).
 
-`report()` is plain data from a `ControllerState`; `render()` and `--json` are two views.
+`report()` is plain data from a `ControllerState`; `render()` (health_render.py) and
+`--json` are two views.
 The exit code says what was found: `exits.OFFLINE` when a partition is offline,
 `exits.UNDER_MIN_ISR` when none is but one is under its min ISR, 0 otherwise (an
 under-replicated partition alone is status `under_replicated`, exit 0).
@@ -53,6 +54,7 @@ from state_machines.states import PartitionState
 from streaming import exits
 
 from .controller_state import ControllerState, check_checkpoint, load_state
+from .health_render import ids_text, render
 
 BROKER_PREFIX = "broker-"
 UNCLEAN = "unclean.leader.election.enable"
@@ -175,7 +177,7 @@ def _offline_row(
         why = (
             f"no ISR replica is live, and unclean election is disabled ({unclean_source}) for "
             "the live "
-            f"out-of-sync replica{'s' if len(live) > 1 else ''} {_ids(live)}"
+            f"out-of-sync replica{'s' if len(live) > 1 else ''} {ids_text(live)}"
         )
     return {
         "partition": f"{rec.topic}-{rec.partition}",
@@ -359,142 +361,6 @@ def exit_code(result: dict[str, Any]) -> int:
     if result["under_min_isr"]:
         return exits.UNDER_MIN_ISR
     return exits.OK
-
-
-# -- rendering -------------------------------------------------------------------------------
-
-
-def _ids(values: list[int]) -> str:
-    return "[" + ",".join(str(v) for v in values) + "]"
-
-
-def _duration(ms: int) -> str:
-    seconds = ms // 1000
-    if seconds < 120:
-        return f"{seconds}s"
-    if seconds < 7200:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
-def render(result: dict[str, Any]) -> str:
-    b = result["brokers"]
-    head = (
-        f"batch {result['batch']} (latest committed: {result['latest_committed']}); "
-        f"{result['partitions']} partitions; "
-        f"brokers live {_ids(b['live'])}, shutting down {_ids(b['shutting_down'])}, down "
-        f"{_ids(b['down'])}"
-    )
-    out = [head]
-    held = result["held"]
-    if held["cause"] is not None or held["events"]:
-        what = [
-            *([f"cause {held['cause']}"] if held["cause"] is not None else []),
-            *([f"events {_ids(held['events'])}"] if held["events"] else []),
-        ]
-        out.append(
-            f"  note: the job still holds {' and '.join(what)}; this is the state before "
-            f"{'they are' if len(what) > 1 or len(held['events']) > 1 else 'it is'} applied"
-        )
-    out.append("")
-    out.append(f"offline partitions: {len(result['offline'])}")
-    for r in result["offline"]:
-        dead = ", ".join(f"{k} {v}" for k, v in r["dead_replicas"].items()) or "none"
-        unclean = r["unclean_election"]
-        out.append(
-            f"  {r['partition']}  {r['state']}  replicas {_ids(r['replicas'])}  isr "
-            f"{_ids(r['isr'])}  "
-            f"dead: {dead}  unclean election {'allowed' if unclean['allowed'] else 'disabled'} "
-            f"({unclean['source']})"
-        )
-        out.append(f"      why: {r['why']}")
-    urp = result["under_replicated"]
-    out.append(f"under-replicated partitions: {len(urp)}")
-    for r in urp:  # kafka-topics --describe --under-replicated-partitions's line
-        out.append(
-            f"  Topic: {r['topic']}  Partition: {r['partition_id']}  "
-            f"Leader: {r['leader'] if r['leader'] >= 0 else 'none'}  "
-            f"Replicas: {','.join(map(str, r['replicas']))}  Isr: {','.join(map(str, r['isr']))}"
-        )
-    for name, rows in (
-        ("under min ISR", result["under_min_isr"]),
-        ("at min ISR", result["at_min_isr"]),
-    ):
-        out.append(f"{name}: {len(rows)}")
-        for r in rows:
-            out.append(
-                f"  {r['partition']}  leader {r['leader']}  isr {_ids(r['isr'])}  replicas "
-                f"{_ids(r['replicas'])}  "
-                f"min.insync.replicas {r['min_insync_replicas']} "
-                f"({r['min_insync_replicas_source']})"
-            )
-    out.append(f"reassignments in progress: {len(result['reassignments'])}")
-    for r in result["reassignments"]:
-        if r["started_offset"] is None:
-            age = "started before this controller's log (age unknown)"
-        else:
-            n = r["events_since"]
-            age = f"asked at offset {r['started_offset']}, {n} event{'' if n == 1 else 's'}"
-            age += (
-                f" and {_duration(r['age_ms'])} of event time ago"
-                if r["age_ms"] is not None
-                else " ago (no event time: the events carry no ts)"
-            )
-        stuck = (
-            f"stuck: target {_ids(r['target_not_in_isr'])} not in the ISR"
-            + (
-                f" ({', '.join(f'{k} {v}' for k, v in r['target_not_online'].items())})"
-                if r["target_not_online"]
-                else ""
-            )
-            if r["stuck"]
-            else "every target replica is in the ISR"
-        )
-        out.append(
-            f"  {r['partition']}  {_ids(r['replicas'])} -> {_ids(r['target'])}  adding "
-            f"{_ids(r['adding'])}  "
-            f"removing {_ids(r['removing'])}  isr {_ids(r['isr'])}  {age}; {stuck}"
-        )
-    li = result["leader_imbalance"]
-    over = [x for x in li["brokers"] if x["over_threshold"]]
-    out.append(
-        f"leader imbalance (leader.imbalance.per.broker.percentage {li['percentage']}, auto "
-        "rebalance "
-        f"{'on' if li['auto_rebalance'] else 'off'}): {len(over)} "
-        f"broker{'' if len(over) == 1 else 's'} over"
-    )
-    for x in li["brokers"]:
-        out.append(
-            f"  broker {x['broker']}: {x['led_by_another']} of {x['preferred_partitions']} "
-            "preferred partitions "
-            "led by another broker "
-            f"({x['imbalance_percent']}%){'  OVER' if x['over_threshold'] else ''}"
-        )
-    out.append(f"brokers shutting down: {len(result['shutting_down'])}")
-    for s in result["shutting_down"]:
-        out.append(
-            f"  broker {s['broker']} still leads {len(s['leads'])}: {', '.join(s['leads']) or '-'}"
-            " (replicated, what ControlledShutdown reports: "
-            f"{', '.join(s['leads_replicated']) or 'none'})"
-        )
-    out.append("")
-    out.append(status_line(result))
-    return "\n".join(out) + "\n"
-
-
-def status_line(result: dict[str, Any]) -> str:
-    """`status: <worst>; <n> offline, <n> under min ISR, <n> of <N> under-replicated`."""
-    head = {
-        "offline": "OFFLINE partitions",
-        "under_min_isr": "partitions UNDER MIN ISR",
-        "under_replicated": "partitions UNDER-REPLICATED",
-        "ok": "ok",
-    }[result["status"]]
-    return (
-        f"status: {head}; {len(result['offline'])} offline, "
-        f"{len(result['under_min_isr'])} under min ISR, "
-        f"{len(result['under_replicated'])} of {result['partitions']} under-replicated"
-    )
 
 
 # -- the command line ------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from shadow_controller import health
+from shadow_controller import health, health_render
 from shadow_controller.what_if import (
     Hypothesis,
     WhatIfError,
@@ -171,7 +171,7 @@ def test_min_isr_from_the_cluster_dynamic_default_and_the_exit_codes() -> None:
         "cluster dynamic config (BrokerConfigChange)",
     )
     assert health.exit_code(result) == exits.UNDER_MIN_ISR
-    assert health.render(result).splitlines()[-1].startswith("status: partitions UNDER MIN ISR;")
+    assert health_render.render(result).splitlines()[-1].startswith("status: partitions UNDER MIN ISR;")
 
 
 @pytest.mark.parametrize(
@@ -309,7 +309,7 @@ def test_under_replicated_partitions_have_their_section_and_count_on_the_status_
         (r["partition"], r["isr"], r["replication_factor"]) for r in result["under_replicated"]
     ] == [("audit-0", [2], 2), ("orders-1", [3], 3), ("orders-2", [3], 3)]
     assert result["status"] == "under_replicated" and health.exit_code(result) == exits.OK
-    text = health.render(result)
+    text = health_render.render(result)
     assert (
         "under-replicated partitions: 3\n"
         "  Topic: audit  Partition: 0  Leader: 2  Replicas: 1,2  Isr: 2\n"
@@ -331,7 +331,7 @@ def test_a_reassignment_waits_for_every_target_replica_and_prints_no_unknown_age
     [moving] = result["reassignments"]
     assert (moving["partition"], moving["target"], moving["isr"]) == ("orders-1", [3, 1], [3])
     assert moving["stuck"] and moving["target_not_in_isr"] == [1]
-    text = health.render(result)
+    text = health_render.render(result)
     [line] = [x for x in text.splitlines() if x.startswith("  orders-1  [3,1,2] -> [3,1]")]
     assert line.endswith(
         "asked at offset 13, 0 events ago (no event time: the events carry no ts); "
