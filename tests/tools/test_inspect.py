@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from shadow_controller.inspect import add_parser, batch_sources, committed_batches, inspect
+from shadow_controller.inspect import add_parser, committed_batches, inspect
+from shadow_controller.offset_sources import batch_sources
 from tests.streaming.spark_helpers import run_file_job
 
 pytestmark = pytest.mark.spark
@@ -271,7 +272,7 @@ def test_scale_mode_buckets(spark: Any, tmp_path: Path) -> None:
     ],
 )
 def test_describe_source(start, end, first_batch, name, kind, reads) -> None:
-    from shadow_controller.inspect import describe_source
+    from shadow_controller.offset_sources import describe_source
 
     described = describe_source(0, start, end, first_batch)
     assert (described["name"], described["kind"], described["reads"]) == (name, kind, reads)

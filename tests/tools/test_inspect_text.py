@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from shadow_controller.inspect import describe_source, reflected_input, render_table
+from shadow_controller.inspect import render_table
+from shadow_controller.offset_sources import describe_source, reflected_input
 
 PYTHON_VALUES = re.compile(r"\b(None|null|True|False)\b|\?")
 
