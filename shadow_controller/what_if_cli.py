@@ -10,7 +10,8 @@ import sys
 from typing import Any
 
 from .controller_state import check_checkpoint, load_state
-from .what_if import WhatIfError, check_events, hypotheses, render, what_if
+from .what_if import WhatIfError, check_events, hypotheses, what_if
+from .what_if_render import render
 from .what_if_restart import render_restart, restart_broker
 
 # -- the command line ------------------------------------------------------------------------

@@ -30,7 +30,8 @@ from state_machines.loop import RawEvent
 
 from . import health
 from .controller_state import ControllerState
-from .what_if import WhatIfError, advance, decision_line, event_bytes, harm_line, newly
+from .what_if import WhatIfError, advance, event_bytes, newly
+from .what_if_render import decision_line, harm_line
 
 PHASES = (
     ("controlled shutdown", "during its controlled shutdown"),

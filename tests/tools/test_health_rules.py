@@ -18,9 +18,9 @@ from shadow_controller.what_if import (
     WhatIfError,
     check_events,
     hypotheses,
-    render,
     what_if,
 )
+from shadow_controller.what_if_render import render
 from shadow_controller.what_if_restart import render_restart, restart_broker
 from state_machines.events import parse_event
 from state_machines.model import ControllerConfig
@@ -171,7 +171,11 @@ def test_min_isr_from_the_cluster_dynamic_default_and_the_exit_codes() -> None:
         "cluster dynamic config (BrokerConfigChange)",
     )
     assert health.exit_code(result) == exits.UNDER_MIN_ISR
-    assert health_render.render(result).splitlines()[-1].startswith("status: partitions UNDER MIN ISR;")
+    assert (
+        health_render.render(result)
+        .splitlines()[-1]
+        .startswith("status: partitions UNDER MIN ISR;")
+    )
 
 
 @pytest.mark.parametrize(
