@@ -385,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     aud.set_defaults(func=cmd_audit)
 
-    from .bridge import add_parser as add_bridge_parser
+    from .bridge_cli import add_parser as add_bridge_parser
     from .health import add_parser as add_health_parser
     from .inspect import add_parser as add_inspect_parser
     from .metadata_log_cli import add_parser as add_metadata_log_parser
