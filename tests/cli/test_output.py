@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shadow_controller import cli
+from shadow_controller import cli, simulate
 from shadow_controller.replay_diff import compare, diff_json, format_diff
 from state_machines.engine import Engine
 from state_machines.events import parse_line
@@ -74,7 +74,7 @@ def test_simulate_shows_progress_on_a_terminal_only(
 
     terminal = Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
-    monkeypatch.setattr(cli, "PROGRESS_DELAY_S", 0)
+    monkeypatch.setattr(simulate, "PROGRESS_DELAY_S", 0)
     assert cli.main(["simulate", str(path), "--out", out]) == 0
     shown = terminal.getvalue()
     assert "simulate: 100%" in shown, shown

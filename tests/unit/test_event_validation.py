@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from shadow_controller.cli import read_events
+from shadow_controller.simulate import read_events
 from state_machines.errors import InvalidEvent
 from state_machines.events import InputLimits, _broker_id, _broker_list, _shown, parse_line
 from state_machines.model import config_boolean, config_int
@@ -106,14 +106,14 @@ def test_the_quick_path_answers_as_the_id_by_id_check() -> None:
 def test_simulate_skips_a_line_its_decoder_fails_on_as_the_job_dead_letters_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import shadow_controller.cli as cli
+    import shadow_controller.simulate as simulate
 
     def parse(line: bytes, offset: int, limits: object) -> object:
         if b"boom" in line:
             raise ValueError("a bug, not bad input")
         return parse_line(line, offset)
 
-    monkeypatch.setattr(cli, "parse_line", parse)
+    monkeypatch.setattr(simulate, "parse_line", parse)
     path = tmp_path / "events.jsonl"
     path.write_bytes(
         b'{"v":1,"type":"BrokerStartup","broker_id":1}\n"boom"\n{"v":1,"type":"BrokerStartup","broker_id":2}\n'
