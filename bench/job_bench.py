@@ -19,310 +19,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import resource
-import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.engine_bench import cluster_log
+from bench.job_runs import MODES, RunSettings, measure, median_rows
 from bench.record import RESULTS_DIR, commit, python_work, record
 from shadow_controller.cli import Parser
-from state_machines.engine import Engine
-from state_machines.events import parse_event
 from state_machines.model import ControllerConfig
-from streaming.collector import collect_less, process_settled
-
-
-def _descendants() -> set[int]:
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    parents[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-    mine, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {p for p, pp in parents.items() if pp in frontier} - mine
-        mine |= frontier
-    return mine
-
-
-class MemorySampler:
-    """The resident memory in use at the same moment, sampled every `interval` seconds:
-    this process (the job's driver), the Spark JVM and the Python workers (not a child the
-    JVM forked and has not yet exec'd: it shares the JVM's pages). Its peak is the
-    figure a machine must hold; the sum of each process's own peak (VmHWM,
-    `descendants_peak_rss_mib`) is an upper bound, since the processes peak at different
-    moments."""
-
-    def __init__(self, interval: float = 0.5) -> None:
-        self.peak: dict[str, Any] = {"total": 0.0, "driver": 0.0, "jvm": 0.0, "workers": 0.0}
-        self.step = ""  # the step running, named in the peak (set by the caller)
-        self._stop = threading.Event()
-        self._interval = interval
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _sample(self) -> None:
-        now = {"driver": 0.0, "jvm": 0.0, "workers": 0.0}
-        workers = []
-        procs: dict[int, tuple[int, int, bool]] = {}  # pid -> (parent, KiB resident, runs java)
-        for pid in [os.getpid(), *_descendants()]:
-            try:
-                with open(f"/proc/{pid}/status") as fh:
-                    fields = dict(line.split(":", 1) for line in fh if ":" in line)
-                java = os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "java"
-            except OSError:
-                continue
-            procs[pid] = (
-                int(fields.get("PPid", "0").strip() or 0),
-                int(fields.get("VmRSS", "0 kB").split()[0]),
-                java,
-            )
-        for pid, (parent, kib, java) in procs.items():
-            if java and procs.get(parent, (0, 0, False))[2]:
-                # a child the JVM forked to start a process, not yet exec'd: its pages are the
-                # JVM's own (copy on write), and counting it would count the JVM twice
-                continue
-            kind = "driver" if pid == os.getpid() else "jvm" if java else "workers"
-            now[kind] += kib / 1024
-            if kind == "workers":
-                workers.append(kib / 1024)
-        total = sum(now.values())
-        if total > self.peak["total"]:
-            self.peak = {
-                "total": total,
-                **now,
-                "step": self.step,
-                "each_worker": sorted((round(w) for w in workers), reverse=True),
-            }
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self._sample()
-
-    def stop(self) -> dict[str, Any]:
-        self._stop.set()
-        self._thread.join()
-        return {k: round(v) if isinstance(v, float) else v for k, v in self.peak.items()}
-
-
-def descendants_peak_rss_mib() -> float:
-    """Sum of the peak resident memory (VmHWM) of this process's live descendants: the
-    Spark JVM and its Python workers, which RUSAGE_CHILDREN does not see."""
-    mine = _descendants()
-    total = 0
-    for pid in mine:
-        try:
-            with open(f"/proc/{pid}/status") as fh:
-                for line in fh:
-                    if line.startswith("VmHWM:"):
-                        total += int(line.split()[1])
-        except OSError:
-            continue
-    return total / 1024
-
-
-def _progress(p) -> dict:
-    return p if isinstance(p, dict) else json.loads(p.json)
-
-
-# the controller settings of every run (--no-update-metadata turns UpdateMetadata off, to
-# compare with a tree that has none)
-CONFIG = ControllerConfig()
-DRIVER_MEMORY: str | None = None
-MAX_RESULT_SIZE: str | None = None
-SPARK_CONF: dict[str, str] = {}
-
-
-def run_engine(phases: dict[str, list[dict]]) -> list[dict]:
-    """The steps through the in-process engine, under the collector policy `simulate` runs
-    it with (`streaming/collector.py`; the job's workers set the same thresholds)."""
-    engine = Engine(CONFIG)
-    collect_less()
-    rows, offset = [], 0
-    for name, events in phases.items():
-        envs = []
-        for e in events:
-            envs.append(parse_event(e, offset))
-            offset += 1
-        speed = python_work(passes=1)
-        start = time.perf_counter()
-        decisions = 0
-        for env in envs:
-            decisions += len(process_settled(engine, env))
-        seconds = time.perf_counter() - start
-        rows.append(
-            {
-                "step": name,
-                "events": len(events),
-                "decisions": decisions,
-                "seconds": seconds,
-                "python_work_s": [speed, python_work(passes=1)],
-            }
-        )
-    return rows
-
-
-def run_spark(
-    phases: dict[str, list[dict]], mode: str, work: Path, bucket_count: int | None
-) -> list[dict]:
-    from streaming.job import spark_session, start
-    from streaming.settings.schema import JobSettings
-    from streaming.sink import BatchSink
-
-    settings = JobSettings(
-        input=f"file:{work / 'in'}" if mode == "file" else "kafka",
-        output=f"file:{work / 'out'}" if mode == "file" else "kafka",
-        checkpoint=str(work / "ckpt"),
-        trigger_interval="0 seconds",
-        controller=CONFIG,
-    )
-    if bucket_count:
-        settings.partition_buckets = bucket_count
-    broker_ctx = None
-    producer = None
-    if mode == "kafka":
-        from confluent_kafka import Producer
-
-        from shadow_controller.broker import create_topics, embedded_broker
-
-        broker_ctx = embedded_broker(log_dir=work)
-        broker = broker_ctx.__enter__()
-        settings.bootstrap_servers = broker.bootstrap_servers
-        create_topics(
-            broker.bootstrap_servers,
-            {settings.events_topic: 1, settings.decisions_topic: 1, settings.dlq_topic: 1},
-        )
-        producer = Producer(
-            {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20, "log_level": 0}
-        )
-    (work / "in").mkdir(parents=True, exist_ok=True)
-    extra = {"spark.driver.memory": DRIVER_MEMORY} if DRIVER_MEMORY else {}
-    if MAX_RESULT_SIZE:
-        extra["spark.driver.maxResultSize"] = MAX_RESULT_SIZE
-    extra.update(SPARK_CONF)
-    spark = spark_session(settings, app_name="shadow-controller-bench", extra=extra)
-    spark.sparkContext.setLogLevel("ERROR")
-    sink = BatchSink(settings)
-    query, _ = start(spark, settings, available_now=True, sink=sink)
-    rows = []
-    peak_children = 0.0
-    sampler = MemorySampler()
-    try:
-        # warm-up: Spark plans and starts its Python workers on the first micro-batch
-        query.processAllAvailable()
-        for n, (name, events) in enumerate(phases.items()):
-            sampler.step = name
-            batches_before = set(sink.stats)
-            speed = python_work(passes=1)
-            start_t = time.perf_counter()
-            if mode == "file":
-                tmp = work / f".{n:04d}.tmp"
-                tmp.write_text("".join(json.dumps(e) + "\n" for e in events))
-                tmp.rename(work / "in" / f"{n:04d}.jsonl")
-            else:
-                for e in events:
-                    producer.produce(settings.events_topic, json.dumps(e).encode())
-                producer.flush(60)
-            query.processAllAvailable()
-            seconds = time.perf_counter() - start_t
-            new_ids = sorted(set(sink.stats) - batches_before)
-            new = [sink.stats[b] for b in new_ids]
-            # Spark's own figure: the micro-batches' triggerExecution (planning, reading,
-            # both stateful stages, the sink and the commit), without the trigger's idle wait
-            progress = [p for p in map(_progress, query.recentProgress) if p["batchId"] in new_ids]
-            batch_seconds = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
-            rows.append(
-                {
-                    "step": name,
-                    "events": len(events),
-                    "decisions": sum(s["decisions"] for s in new),
-                    "seconds": seconds,
-                    "batch_seconds": batch_seconds,
-                    "micro_batches": len(new),
-                    "python_work_s": [speed, python_work(passes=1)],
-                    "progress": [
-                        {k: p.get(k) for k in ("batchId", "durationMs", "stateOperators")}
-                        for p in progress
-                    ],
-                }
-            )
-            print(
-                f"  {mode:5} {name:34} {seconds:8.2f} s  batch time {batch_seconds:6.2f} s  "
-                f"{rows[-1]['decisions']:>8} decisions  (fixed Python work {speed:.3f} -> "
-                f"{rows[-1]['python_work_s'][1]:.3f} s)",
-                flush=True,
-            )
-        peak_children = descendants_peak_rss_mib()
-        rows.append(
-            {
-                "step": "_memory",
-                "events": 0,
-                "decisions": 0,
-                "seconds": 0.0,
-                "descendants_peak_rss_mib": round(peak_children),
-                "simultaneous_peak_mib": sampler.stop(),
-            }
-        )
-    finally:
-        query.stop()
-        spark.stop()
-        if broker_ctx is not None:
-            broker_ctx.__exit__(None, None, None)
-    return rows
-
-
-def measure(phases: dict[str, list[dict]], mode: str, buckets: int) -> tuple[dict, dict, float]:
-    """One mode in this process: (results, Spark's peak memory by mode, this process's peak)."""
-    work = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))
-    try:
-        rows = (
-            run_engine(phases)
-            if mode == "engine"
-            else run_spark(phases, mode, work, buckets or None)
-        )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    mem_row = next((r for r in rows if r["step"] == "_memory"), {})
-    memory: dict = {mode: mem_row.get("descendants_peak_rss_mib")}
-    if mem_row.get("simultaneous_peak_mib"):
-        memory[f"{mode}_at_once"] = mem_row["simultaneous_peak_mib"]
-    rows = [
-        {**r, "batch_seconds_all": [round(r.get("batch_seconds", r["seconds"]), 3)]}
-        for r in rows
-        if r["step"] != "_memory"
-    ]
-    return {mode: rows}, memory, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _median_rows(mode_runs: list[list[dict]]) -> list[dict]:
-    """Per step, the run with the median batch time (the lower middle one of an even count),
-    with every run's batch time beside it."""
-    out = []
-    for i in range(len(mode_runs[0])):
-        candidates = sorted(
-            (r[i] for r in mode_runs), key=lambda r: r.get("batch_seconds", r["seconds"])
-        )
-        all_runs = [round(run[i].get("batch_seconds", run[i]["seconds"]), 3) for run in mode_runs]
-        out.append(
-            {**candidates[(len(candidates) - 1) // 2], "batch_seconds_all": sorted(all_runs)}
-        )
-    return out
-
-
-MODES = ("engine", "file", "kafka")
 
 
 def main() -> int:
@@ -419,11 +129,13 @@ def main() -> int:
         r"0|[1-9][0-9]*[mgMG]", args.max_result_size
     ):
         ap.error(f"--max-result-size {args.max_result_size}: a size such as 4g, or 0 for no limit")
-    global CONFIG, DRIVER_MEMORY, MAX_RESULT_SIZE, SPARK_CONF
-    DRIVER_MEMORY, MAX_RESULT_SIZE = args.driver_memory, args.max_result_size
-    SPARK_CONF = dict(kv.split("=", 1) for kv in args.spark_conf)
-    CONFIG = ControllerConfig(
-        emit_update_metadata=not args.no_update_metadata, mode=args.controller_mode
+    run = RunSettings(
+        config=ControllerConfig(
+            emit_update_metadata=not args.no_update_metadata, mode=args.controller_mode
+        ),
+        driver_memory=args.driver_memory,
+        max_result_size=args.max_result_size,
+        spark_conf=dict(kv.split("=", 1) for kv in args.spark_conf),
     )
     phases = cluster_log(
         args.brokers,
@@ -436,7 +148,7 @@ def main() -> int:
     head = commit() if args.record else {}
     machine_work = {"start": python_work()}
     if len(modes) == 1 and args.repeat == 1:
-        results, memory, peak = measure(phases, modes[0], args.buckets)
+        results, memory, peak = measure(phases, modes[0], args.buckets, run)
     else:
         # Each mode and each repeat in a process of its own: a Python heap or a JVM that an
         # earlier run filled makes the next one slower (up to 1.7 times, measured).
@@ -492,7 +204,7 @@ def main() -> int:
                 at_once = doc["spark_peak_rss_mib"].get(f"{mode}_at_once")
                 if at_once and at_once["total"] > memory.get(f"{mode}_at_once", {}).get("total", 0):
                     memory[f"{mode}_at_once"] = at_once
-        results = {mode: _median_rows(mode_runs) for mode, mode_runs in runs.items()}
+        results = {mode: median_rows(mode_runs) for mode, mode_runs in runs.items()}
     machine_work["end"] = python_work()
     print(
         f"\n{args.partitions} partitions, RF 3, {args.brokers} brokers"
@@ -562,6 +274,10 @@ def main() -> int:
         )
         print(f"recorded {where}")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
 
 
 if __name__ == "__main__":
