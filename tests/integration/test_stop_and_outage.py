@@ -271,7 +271,11 @@ def deletion_backlog(topics_deleted: int) -> list[bytes]:
 def test_sigterm_with_a_backlog_behind_topic_deletions(broker, tmp_path, jobs) -> None:
     bootstrap = broker.bootstrap_servers
     names = topics(bootstrap)
-    lines = deletion_backlog(30)
+    # 15 deletions: about 30 micro-batches of feedback rounds (the restart drains the last
+    # 26 after a stop at the fifth), which a stop that waited for them would show far past
+    # the bound below; 30 deletions doubled the rounds the restart drains (1-4 s each) and
+    # showed nothing more
+    lines = deletion_backlog(15)
     produce(bootstrap, names[0], lines)
     settings = ("--set", 'job.trigger_interval="0 seconds"')
     job = Job(tmp_path, bootstrap, names, *settings)
@@ -317,15 +321,14 @@ def running(pid: int) -> bool:
 def test_sigterm_to_the_process_group_stops_like_one_to_the_driver(broker, tmp_path, jobs) -> None:
     bootstrap = broker.bootstrap_servers
     names = topics(bootstrap)
-    lines = encode(generate_log(5, n_events=60))
+    # 38 events (68 before: nothing more was covered), 5 a micro-batch: the stop lands at
+    # the third or fourth batch, well before the end; the restart may read up to 30 a batch
+    # (Spark replays an uncommitted batch with the offsets it logged whatever this says),
+    # as the sequencer admits them, each micro-batch costing 1-4 s of fixed work
+    lines = encode(generate_log(5, n_events=30))
     produce(bootstrap, names[0], lines)
-    settings = (
-        "--set",
-        "job.max_offsets_per_trigger=5",
-        "--set",
-        'job.trigger_interval="0 seconds"',
-    )
-    job = Job(tmp_path, bootstrap, names, *settings)
+    settings = ("--set", 'job.trigger_interval="0 seconds"')
+    job = Job(tmp_path, bootstrap, names, *settings, "--set", "job.max_offsets_per_trigger=5")
     jobs.append(job)
     wait_for(lambda: job.logged("batch 2:"), 240, "three batches", job)
     jvms = [
@@ -347,8 +350,17 @@ def test_sigterm_to_the_process_group_stops_like_one_to_the_driver(broker, tmp_p
     assert "stopping after the current batch" in job.text()
     assert "committed" in job.text() or "abandon" in job.text()
     wait_for(lambda: not running(jvms[0]), 30, "the JVM to end with the driver")
+    assert job.text().count(": events in ") < len(lines) // 5, "the stop lands mid-run"
 
-    rest = Job(tmp_path, bootstrap, names, *settings, available_now=True)
+    rest = Job(
+        tmp_path,
+        bootstrap,
+        names,
+        *settings,
+        "--set",
+        "job.max_offsets_per_trigger=30",
+        available_now=True,
+    )
     jobs.append(rest)
     rest.wait_exit(600)
     assert rest.proc.returncode == 0, rest.tail()
