@@ -43,17 +43,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from state_machines.commands import Observe
 from state_machines.directory import CONTROLLER_KEY, ControllerRecord, topic_key
 from state_machines.engine import Engine
 from state_machines.events import parse_event
-from state_machines.model import NO_LEADER, ControllerConfig, LeaderAndIsr
-from state_machines.outputs import DivergenceRecord
+from state_machines.model import NO_LEADER, ControllerConfig
 from state_machines.partition import PartitionRecord
-from state_machines.shadow import compare
 
 from .zk_events import ControllerGone, Emit, Item, Note, StateWrite, TopicGone, bootstrap
 from .zk_inference import infer_request
+from .zk_judge import NO_RULE, judge
 from .zk_verdicts import (
     ALTER_PARTITION,
     ELECTION_METHODS,
@@ -61,7 +59,6 @@ from .zk_verdicts import (
     UPDATE_LEADER_EPOCH,
     Predicted,
     Verdict,
-    zk_safety,
 )
 from .zk_znodes import Node, PartitionStateZnode
 
@@ -332,11 +329,21 @@ class Checker:
                 events.append(self.process(event, w.ts))
                 verdicts.append(Verdict("inferred", w.zxid, why, w.path, s.version))
                 pred = self.predicted.get(tp, {}).pop(s.version, None)
-        verdict = self._judge(w, before if contiguous else None, pred)
+        rec = self.engine.partitions.get(tp)
+        verdict = judge(
+            w,
+            before if contiguous else None,
+            pred,
+            rec if isinstance(rec, PartitionRecord) else None,
+            # why the rules refused the request inferred for this write, if they did
+            self.refused.pop(tp, NO_RULE) if pred is None else NO_RULE,
+            self.is_live,
+            self._unclean_allowed(w.topic),
+            self._controller().controller_epoch,
+        )
         verdicts.append(verdict)
         self.counts[verdict.verdict] += 1
         self.written[tp] = s
-        rec = self.engine.partitions.get(tp)
         la = rec.leadership if isinstance(rec, PartitionRecord) else None
         if verdict.verdict != "match":
             self.predicted.pop(tp, None)
@@ -352,76 +359,6 @@ class Checker:
                 observed["replicas"] = list(rec.assignment.replicas)
             events.append(self.process(observed, w.ts))
         return events, verdicts
-
-    def _judge(
-        self, w: StateWrite, before: PartitionStateZnode | None, pred: Predicted | None
-    ) -> Verdict:
-        s = w.state
-        tp = (w.topic, w.partition)
-        written = s.fields()
-        if pred is not None and (
-            pred.leader == s.leader
-            and pred.leader_epoch == s.leader_epoch
-            and set(pred.isr) == set(s.isr)
-            and pred.controller_epoch == s.controller_epoch
-        ):
-            return Verdict(
-                "match",
-                w.zxid,
-                "as the rules predict",
-                w.path,
-                s.version,
-                written,
-                pred.fields(s.version),
-                pred.method,
-            )
-        rec = self.engine.partitions.get(tp)
-        replicas = rec.assignment.replicas if isinstance(rec, PartitionRecord) else ()
-        if pred is not None:
-            current: LeaderAndIsr | None = LeaderAndIsr(
-                pred.leader,
-                pred.leader_epoch,
-                pred.isr,
-                s.version,
-                controller_epoch=pred.controller_epoch,
-            )
-            predicted: dict[str, Any] | None = pred.fields(s.version)
-            method = pred.method
-        else:
-            current = rec.leadership if isinstance(rec, PartitionRecord) else None
-            predicted = None
-            method = self.refused.pop(tp, "no rule decides a write here from the inputs seen")
-        outputs, severity = compare(
-            w.topic,
-            w.partition,
-            current,
-            replicas,
-            Observe(s.leader, s.leader_epoch, s.isr, None, s.controller_epoch),
-            self.is_live,
-            self._unclean_allowed(w.topic),
-        )
-        reasons = [o.reason for o in outputs if isinstance(o, DivergenceRecord)]
-        if pred is None:
-            reasons.insert(0, "the rules predict no write at this version")
-        expected_isr = pred.isr if pred is not None else current.isr if current else ()
-        extra = zk_safety(
-            s, before, expected_isr, replicas, self.is_live, self._controller().controller_epoch
-        )
-        if extra:
-            severity = "safety"
-            reasons.extend(extra)
-        elif severity == "match":
-            severity = "benign"
-        return Verdict(
-            severity,
-            w.zxid,
-            "; ".join(reasons) or "states differ",
-            w.path,
-            s.version,
-            written,
-            predicted,
-            method,
-        )
 
     def _unclean_allowed(self, topic: str) -> bool:
         rec = self.engine.directory.get(topic_key(topic))
