@@ -212,6 +212,10 @@ class State:
     version: int
 
 
+# how many connect attempts fit in one session timeout (see KafkaZkCluster._session)
+CONNECT_ATTEMPTS_PER_SESSION_TIMEOUT = 6
+
+
 class KafkaZkCluster:
     """Brokers (one ZooKeeper session each), the admin client and the controller, writing
     as Kafka 3.9 does. `states` is what the controller last wrote."""
@@ -242,8 +246,16 @@ class KafkaZkCluster:
         # kazoo's default connection back-off doubles up to 60 s, so after a 30 s outage a
         # session may sleep most of a minute before it tries again; the bridge caps it at 5 s
         # (zk_reader), the test cluster at 1 s so that it is never the slow side
+        #
+        # kazoo waits session timeout / number of hosts for the server's answer to a connect
+        # request (connection.py, ConnectionHandler._connect): with one host, 60 s. A server
+        # just restarted under load once left one session's request unanswered, and the
+        # session hung for the whole minute (CI, 2026-11-28). The same server named six
+        # times makes one unanswered attempt cost 10 s before the next; the session, its
+        # timeout and its ephemeral znodes are unchanged.
+        hosts, slash, chroot = self.connect.partition("/")
         client = KazooClient(
-            hosts=self.connect,
+            hosts=",".join([hosts] * CONNECT_ATTEMPTS_PER_SESSION_TIMEOUT) + slash + chroot,
             timeout=self.session_timeout_s,
             connection_retry=KazooRetry(max_tries=-1, max_delay=1.0),
         )
