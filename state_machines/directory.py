@@ -68,6 +68,19 @@ class ControllerRecord:
     # "now" (the age of a reassignment)
     event_time: int | None = None
 
+    def configs_after(
+        self, changes: tuple[tuple[str, str | None], ...]
+    ) -> tuple[tuple[str, str], ...]:
+        """`dynamic_configs` with a BrokerConfigChange's changes applied (None deletes a
+        key), sorted: the same defaults give the same value whatever the order of change."""
+        configs = dict(self.dynamic_configs)
+        for key, value in changes:
+            if value is None:
+                configs.pop(key, None)
+            else:
+                configs[key] = value
+        return tuple(sorted(configs.items()))
+
 
 @dataclass(frozen=True, slots=True)
 class BrokerRecord:

@@ -78,13 +78,7 @@ def broker_config_change(d: DirectoryView, e: ev.BrokerConfigChange) -> None:
     settings only `unclean.leader.election.enable` is dynamic in 3.9.0; turning it from false
     to true runs `processUncleanLeaderElectionEnable`: triggerOnlinePartitionStateChange()."""
     c = d.controller
-    configs = dict(c.dynamic_configs)
-    for key, value in e.configs:
-        if value is None:
-            configs.pop(key, None)
-        else:
-            configs[key] = value
-    merged = tuple(sorted(configs.items()))
+    merged = c.configs_after(e.configs)
     if merged == c.dynamic_configs:
         return
     enabled_before = d.config.cluster_unclean_enabled(c.dynamic_configs)

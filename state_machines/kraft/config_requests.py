@@ -103,13 +103,7 @@ def broker_config_change(d: KraftView, e: ev.BrokerConfigChange) -> None:
         # "Cluster-level min.insync.replicas cannot be removed while ELR is enabled": the
         # request fails with INVALID_CONFIG and nothing is written (3.9 has no such rule)
         return
-    configs: dict[str, str] = dict(c.dynamic_configs)
-    for key, value in e.configs:
-        if value is None:
-            configs.pop(key, None)
-        else:
-            configs[key] = value
-    merged = tuple(sorted(configs.items()))
+    merged = c.configs_after(e.configs)
     # incrementalAlterConfigResource: a BROKER resource gets a record for every key of the
     # request, changed or not (KAFKA-14136: "to trigger reloads on the brokers")
     requested = dict(e.configs)
