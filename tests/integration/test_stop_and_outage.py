@@ -13,9 +13,10 @@ process on a broker of its own (an embedded Tansu that the tests freeze with SIG
   checked producer gives up a wait when told to.
 
 Each stop's duration is printed (`-s` shows them) and bounded by the assertions. The
-tests that run the job as a process are marked `serial`: their bounds (an exit within
-`STOP_TIMEOUT_S` + `EXIT_SLACK_S`, an outage noticed within a minute) are measured with the
-machine to themselves, in bin/test's last pass.
+tests that run the job as a process are marked `slow`: bin/test runs them one at a time,
+beside the other tests. Their bounds (an exit within `STOP_TIMEOUT_S` + `EXIT_SLACK_S`, an
+outage noticed within a minute) hold on a busy machine: the job enforces its stop timeout
+itself, and its exits took 2-5 s of the 13 s allowed.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def report(what: str, seconds: float) -> None:
 
 @pytest.mark.spark
 @pytest.mark.broker
-@pytest.mark.serial
+@pytest.mark.slow
 def test_frozen_broker_during_the_decisions_write_then_sigterm(broker, tmp_path, jobs) -> None:
     bootstrap = broker.bootstrap_servers
     names = topics(bootstrap)
@@ -267,7 +268,7 @@ def deletion_backlog(topics_deleted: int) -> list[bytes]:
 
 @pytest.mark.spark
 @pytest.mark.broker
-@pytest.mark.serial
+@pytest.mark.slow
 def test_sigterm_with_a_backlog_behind_topic_deletions(broker, tmp_path, jobs) -> None:
     bootstrap = broker.bootstrap_servers
     names = topics(bootstrap)
@@ -317,7 +318,7 @@ def running(pid: int) -> bool:
 
 @pytest.mark.spark
 @pytest.mark.broker
-@pytest.mark.serial
+@pytest.mark.slow
 def test_sigterm_to_the_process_group_stops_like_one_to_the_driver(broker, tmp_path, jobs) -> None:
     bootstrap = broker.bootstrap_servers
     names = topics(bootstrap)
@@ -372,7 +373,7 @@ def test_sigterm_to_the_process_group_stops_like_one_to_the_driver(broker, tmp_p
 
 @pytest.mark.spark
 @pytest.mark.broker
-@pytest.mark.serial
+@pytest.mark.slow
 def test_an_outage_is_waited_out_and_the_job_resumes_by_itself(broker, tmp_path, jobs) -> None:
     """Frozen while the job plans its next batch: the old job failed there within 10 s
     (a Metadata request without an answer), and only a restart brought it back."""
@@ -416,7 +417,7 @@ def test_an_outage_is_waited_out_and_the_job_resumes_by_itself(broker, tmp_path,
 
 @pytest.mark.spark
 @pytest.mark.broker
-@pytest.mark.serial
+@pytest.mark.slow
 def test_with_on_broker_outage_exit_the_job_exits_with_code_5_and_one_line(
     broker, tmp_path, jobs
 ) -> None:
