@@ -18,7 +18,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # concurrent threads cost more than they saved on these small heaps. Three Spark test files
 # (controller metrics, the KRaft job, quiet output) on two workers: the machine's busy CPU
 # 653 s as Java's defaults, 560 with C1 only, 471 with both; the wall time 333, 300, 254 s.
-# The java launcher reads this variable; what the JVM prints about it goes to Spark's log.
+# The java launcher reads this variable; the note it prints goes to each JVM's log file.
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC")
 
 # great_expectations (the audit) imports pyspark.sql.connect, whose check_dependencies exits

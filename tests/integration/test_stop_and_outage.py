@@ -15,8 +15,9 @@ process on a broker of its own (an embedded Tansu that the tests freeze with SIG
 Each stop's duration is printed (`-s` shows them) and bounded by the assertions. The
 tests that run the job as a process are marked `slow`: bin/test runs them one at a time,
 beside the other tests. Their bounds (an exit within `STOP_TIMEOUT_S` + `EXIT_SLACK_S`, an
-outage noticed within a minute) hold on a busy machine: the job enforces its stop timeout
-itself, and its exits took 2-5 s of the 13 s allowed.
+outage noticed within a minute) bound what the job enforces itself (its stop timeout),
+with room for the driver's own exit: with the machine to themselves the exits took 2.2-4.3
+s of the 13 s allowed, and they pass in the slow lane beside the main run.
 """
 
 from __future__ import annotations
