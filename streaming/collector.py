@@ -13,6 +13,11 @@ Three measures, all the process's, never the core's (`state_machines/` stays fre
 
 * `collect_less`: a young pass every 20,000 net allocations instead of 700. The Spark job's
   workers run with it (each stage calls it: Spark's Python workers run no code of ours before).
+  The first call in a process also settles what the process has imported by then (below):
+  a reused worker ends every task with a full `gc.collect()` (pyspark's `daemon.py`), which
+  walked pyspark's, pandas', pyarrow's and our modules' objects each time, about 0.14 s of
+  CPU a task, two thirds of the Python workers' CPU in a small job's micro-batches
+  (py-spy over `tests/streaming/test_spark_file_mode.py`'s generated-log run).
 * `paused`: no cyclic collection while a stage runs a batch (the sequencer's whole batch:
   reading the feedback and the directory, the core, the writes, the packing and the
   gauges). What the core allocates is freed by reference counting (no cycles, as below),
@@ -50,9 +55,18 @@ from state_machines.events import Envelope
 
 GC_THRESHOLDS = (20_000, 10, 10)
 
+_imports_settled = False  # per process: a worker the daemon forks starts with False
+
 
 def collect_less() -> None:
-    """Set this process's collector thresholds to `GC_THRESHOLDS`."""
+    """Set this process's collector thresholds to `GC_THRESHOLDS`; the first call in a
+    process also collects once and settles what is alive (its imports, at a stage's first
+    task: nothing of a batch's is alive before the stage's code runs)."""
+    global _imports_settled
+    if not _imports_settled:
+        _imports_settled = True
+        gc.collect()
+        settle()
     if gc.get_threshold() != GC_THRESHOLDS:
         gc.set_threshold(*GC_THRESHOLDS)
 

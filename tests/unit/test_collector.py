@@ -51,3 +51,29 @@ def test_the_engine_runs_an_event_with_the_collector_paused_and_its_state_settle
         assert records == list(Engine().run(events))
     finally:
         gc.unfreeze()
+
+
+def test_a_process_settles_its_imports_at_its_first_stage_call_and_only_then() -> None:
+    """A fresh interpreter, as a worker the daemon forks: the first `collect_less` freezes
+    what is alive, so the full collection the daemon runs after every task skips it; the
+    next calls freeze nothing more (a batch's objects are never frozen)."""
+    import subprocess
+    import sys
+
+    code = """
+import gc
+from streaming.collector import GC_THRESHOLDS, collect_less
+assert gc.get_freeze_count() == 0
+collect_less()
+first = gc.get_freeze_count()
+assert first > 10_000, first  # pyspark-free, yet the imports of the core alone
+garbage = [[] for _ in range(1000)]
+collect_less()
+assert gc.get_freeze_count() == first, (gc.get_freeze_count(), first)
+assert gc.get_threshold() == GC_THRESHOLDS
+print("ok")
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert out.stdout.strip() == "ok", out.stderr
