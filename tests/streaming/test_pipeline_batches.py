@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from state_machines.model import ControllerConfig
 from streaming.batches import run_batches
 from tests.property.generator import generate_log
 from tests.streaming.spark_helpers import canonical, simulate_records
@@ -70,6 +71,23 @@ def test_decisions_merged_from_the_executors_parts_equal_the_engine(
 def test_scale_mode_on_generated_logs(seed: int) -> None:
     lines = [json.dumps(e).encode() for e in generate_log(seed + 100, n_events=60)]
     check(lines, batch_size=1 + seed % 4, buckets=1 + seed % 4)
+
+
+# The generated logs the Spark tests run over many micro-batches (test_spark_file_mode,
+# test_kraft_job: 50 events, 9 a micro-batch), each under both rule sets' runs and in both
+# keyings. Spark runs each of them once, in one keying (`SPARK_GENERATED_RUNS` there).
+@pytest.mark.parametrize("buckets", [0, 4], ids=["per-partition", "buckets-4"])
+@pytest.mark.parametrize(
+    ("seed", "mode"), [(3, "zk"), (11, "zk"), (29, "zk"), (3, "kraft"), (29, "kraft")]
+)
+def test_the_spark_tests_generated_logs_in_both_keyings(seed: int, mode: str, buckets: int) -> None:
+    config = ControllerConfig(mode=mode)
+    lines = [json.dumps(e).encode() for e in generate_log(seed, n_events=50)]
+    expected = simulate_records(lines, config)
+    got, _dlq, _batches = run_batches(lines, 9, config=config, buckets=buckets)
+    got_json = [canonical(r) for r in got]
+    assert Counter(got_json) == Counter(expected)
+    assert got_json == expected, "same records, but not in (cause_offset, key, seq) order"
 
 
 def test_deletion_waits_for_reports_across_batches() -> None:
