@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from .class_archive import OPTION, with_archive
 from .decision_parts import stage_parts_base
 from .file_source import EventFilesSource, FeedbackSource
 from .metadata_log_source import MetadataLogSource, state_dir, verdicts_dir
@@ -83,6 +84,10 @@ def spark_session(
         "spark.driver.memory": "2g",
     }
     conf.update(extra or {})
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # a JVM this call starts (class_archive.py)
+        java_options = with_archive(conf.get(OPTION))
+        if java_options:
+            conf[OPTION] = java_options
     for k, v in conf.items():
         builder = builder.config(k, v)
     with jvm_output(app_name, own_session, announce):
