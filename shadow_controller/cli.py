@@ -14,6 +14,7 @@ Spark or connect.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import select
 import sys
@@ -144,13 +145,47 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The commands whose parsers their own modules add, in the order `--help` lists them; each
+# module imports what its command needs (the core, pyarrow, the metadata-log decoders), so
+# a command line imports only the one it names (`build_parser`).
+LAZY_COMMANDS = {
+    "simulate": "simulate",
+    "bridge": "bridge_cli",
+    "replay": "replay",
+    "inspect": "inspect",
+    "timeline": "timeline",
+    "health": "health",
+    "what-if": "what_if_cli",
+    "metadata-log": "metadata_log_cli",
+}
+
+
+def _add_lazy(sub: Any, name: str, wanted: str | None) -> None:
+    """Add command `name`'s parser: its module's, when the command line names it or names no
+    command this table knows (`--help`, a mistyped command: their text lists every
+    command's help); otherwise a bare parser of that name, which parsing never reaches."""
+    if wanted is None or wanted == name:
+        importlib.import_module(f".{LAZY_COMMANDS[name]}", __package__).add_parser(sub)
+    else:
+        sub.add_parser(name)
+
+
+def _named_command(argv: list[str]) -> str | None:
+    """The command the arguments name, if it is one of LAZY_COMMANDS: the first argument
+    that is not an option (the top level has options without values only)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in LAZY_COMMANDS else ""
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; given the command line, with only the command it names in full."""
+    wanted = _named_command(sys.argv[1:] if argv is None else argv)
     parser = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    from .simulate import add_parser as add_simulate_parser
-
-    add_simulate_parser(sub)
+    _add_lazy(sub, "simulate", wanted)
 
     run = sub.add_parser("run", help="run the Spark Structured Streaming job")
     from streaming.settings.schema import DEFAULT_FILE
@@ -235,21 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     aud.set_defaults(func=cmd_audit)
 
-    from .bridge_cli import add_parser as add_bridge_parser
-    from .health import add_parser as add_health_parser
-    from .inspect import add_parser as add_inspect_parser
-    from .metadata_log_cli import add_parser as add_metadata_log_parser
-    from .replay import add_parser as add_replay_parser
-    from .timeline import add_parser as add_timeline_parser
-    from .what_if_cli import add_parser as add_what_if_parser
-
-    add_bridge_parser(sub)
-    add_replay_parser(sub)
-    add_inspect_parser(sub)
-    add_timeline_parser(sub)
-    add_health_parser(sub)
-    add_what_if_parser(sub)
-    add_metadata_log_parser(sub)
+    for name in ("bridge", "replay", "inspect", "timeline", "health", "what-if", "metadata-log"):
+        _add_lazy(sub, name, wanted)
     for name in SPARK_COMMANDS:
         command = sub.choices[name]
         if "--verbose" not in command._option_string_actions:
@@ -267,7 +289,7 @@ SPARK_COMMANDS = ("run", "demo", "replay", "inspect", "health", "what-if")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     set_verbose(getattr(args, "verbose", False))
     try:
         return int(args.func(args) or 0)
