@@ -15,14 +15,15 @@ offset is the high watermark of the Fetch response (or the last stable offset un
 `read_committed`). On real Kafka the Fetch starts at the end and returns nothing, so this
 costs one round trip (`fetch.wait.max.ms` is lowered for it); on Tansu it reads at most the
 tail of the last batch. Every value taken is an offset some broker response vouched for, so
-the maximum never points past committed data. If the probe gets no answer before its
-deadline the ListOffsets answer is used: nothing is lost, the tail just waits for a later
-batch.
+the maximum never points past committed data. A probe that gets no answer before its
+deadline is BrokerUnavailable, like any query the broker does not answer: the ListOffsets
+answer alone can be below what the query has read already (25 records in one batch give
+1), which the source would take for data loss. A broker frozen between the two requests
+did exactly that.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from collections.abc import Sequence
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import InputPartition
 
 from .client import PERMANENT_ERRORS, answer, next_messages, sorted_error
-from .errors import KafkaSourceError
+from .errors import BrokerUnavailable, KafkaSourceError
 from .options import (
     EARLIEST,
     LATEST,
@@ -42,8 +43,6 @@ from .options import (
     offsets_from_json,
     report_data_loss,
 )
-
-log = logging.getLogger(__name__)
 
 
 class OffsetReader:
@@ -122,8 +121,9 @@ class OffsetReader:
         finally:
             self._consumer.unassign()
         if pending:
-            log.warning(
-                "end-offset probe got no Fetch answer for %s; using ListOffsets", sorted(pending)
+            names = ", ".join(f"{t}-{p}" for t, p in sorted(pending))
+            raise BrokerUnavailable(
+                f"Fetch: no answer within {self.options.probe_timeout_s:g} s for the end of {names}"
             )
         return end
 

@@ -497,6 +497,47 @@ def test_a_read_waits_out_an_outage_longer_than_its_poll_timeout(broker, tmp_pat
     assert not outage_file.exists(), "the report goes once the broker answers"
 
 
+def test_a_broker_frozen_before_the_end_offset_probe_is_an_outage_not_data_loss(broker) -> None:
+    """The end offset is ListOffsets(latest), raised by a Fetch probe, since Tansu answers
+    ListOffsets with its last batch's base offset + 1 (`streaming/kafka/offsets.py`). A broker
+    that answered ListOffsets and froze before the probe used to leave the ListOffsets answer
+    alone: 1 for 25 records in one batch, below the 25 the job had read, which the source
+    reported as data loss and the job died of (a CI run of this module's outage test)."""
+    from streaming.kafka.errors import BrokerUnavailable
+    from streaming.kafka.offsets import OffsetReader
+    from streaming.kafka.options import SourceOptions
+
+    bootstrap = broker.bootstrap_servers
+    create_topics(bootstrap, {"t": 1})
+    produce(bootstrap, "t", [b"%d" % i for i in range(25)])  # one batch (linger.ms 50)
+    options = SourceOptions.parse(
+        {"kafka.bootstrap.servers": bootstrap, "subscribe": "t", "endOffsetProbeTimeoutMs": "1000"},
+        streaming=True,
+    )
+    reader = OffsetReader(options)
+    try:
+        tps = reader.topic_partitions()
+        assert reader._list_offsets(tps, -1) == {("t", 0): 1}, "Tansu's answer, for the record"
+        assert reader.latest(tps) == {("t", 0): 25}
+        listed = reader._list_offsets
+
+        def listed_then_frozen(*args: object) -> object:
+            answer = listed(*args)  # type: ignore[arg-type]
+            os.kill(broker.pid, signal.SIGSTOP)
+            return answer
+
+        reader._list_offsets = listed_then_frozen  # type: ignore[method-assign]
+        try:
+            with pytest.raises(BrokerUnavailable, match="Fetch: no answer within 1 s for the end"):
+                reader.latest(tps)
+        finally:
+            os.kill(broker.pid, signal.SIGCONT)
+        reader._list_offsets = listed  # type: ignore[method-assign]
+        assert reader.latest(tps) == {("t", 0): 25}, "answered again once the broker thaws"
+    finally:
+        reader.close()
+
+
 def test_a_producer_waiting_for_a_broker_gives_up_when_cancelled() -> None:
     """No broker at all: records wait (message.timeout.ms = 0) until `cancel` is set."""
     import socket
