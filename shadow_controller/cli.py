@@ -270,8 +270,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     aud.set_defaults(func=cmd_audit)
 
-    for name in ("bridge", "replay", "inspect", "timeline", "health", "what-if", "metadata-log"):
-        _add_lazy(sub, name, wanted)
+    for name in LAZY_COMMANDS:
+        if name != "simulate":  # added first, above
+            _add_lazy(sub, name, wanted)
     for name in SPARK_COMMANDS:
         command = sub.choices[name]
         if "--verbose" not in command._option_string_actions:
