@@ -1,7 +1,8 @@
 """What bin/setup does for the processes Spark starts here: its Python workers import pyspark
 from site-packages (bin/spark_worker_path.py; Spark puts the pyspark package's own zip copy
 first on their path), and its driver JVM maps its classes from the class archive
-(streaming/class_archive.py)."""
+(streaming/class_archive.py). And the processes it no longer starts: a `readlink` for each
+checkpoint file renamed (streaming/job.py, CHECKPOINT_MANAGER)."""
 
 from __future__ import annotations
 
@@ -55,3 +56,34 @@ def test_the_driver_jvm_maps_its_classes_from_the_archive_bin_setup_wrote(spark)
         timeout=60,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_query_writes_its_checkpoint_through_hadoops_file_system(spark, tmp_path) -> None:
+    """The job's query renames its checkpoint files with the FileSystem manager; a user's own
+    choice of manager (a `spark.` setting, `spark_session`'s `extra`) wins over it."""
+    from streaming.job import CHECKPOINT_MANAGER, FILE_SYSTEM_MANAGER, spark_session, start
+    from streaming.settings.schema import JobSettings
+    from tests.streaming.spark_helpers import write_input
+
+    write_input(tmp_path / "in", [b'{"type": "BrokerStartup", "broker_id": 0, "epoch": 1}'])
+    settings = JobSettings(
+        input=f"file:{tmp_path / 'in'}",
+        output=f"file:{tmp_path / 'out'}",
+        checkpoint=str(tmp_path / "ckpt"),
+    )
+    query, _ = start(spark, settings, available_now=True)
+    try:
+        query.processAllAvailable()
+        # the session the query runs in: Spark's copy of ours, taken when it started
+        assert query._jsq.sparkSession().conf().get(CHECKPOINT_MANAGER) == FILE_SYSTEM_MANAGER
+    finally:
+        query.stop()
+    assert query.exception() is None, query.exception()
+    assert (tmp_path / "ckpt" / "query" / "commits" / "0").is_file()
+
+    theirs = FILE_SYSTEM_MANAGER.replace("FileSystemBased", "FileContextBased")
+    same = spark_session(settings, extra={CHECKPOINT_MANAGER: theirs})
+    try:
+        assert same.conf.get(CHECKPOINT_MANAGER) == theirs
+    finally:
+        same.conf.set(CHECKPOINT_MANAGER, FILE_SYSTEM_MANAGER)
