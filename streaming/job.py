@@ -42,11 +42,9 @@ from .sink import BatchSink
 from .spark_log import jvm_output
 from .storage import partition_storage
 
-# Where Spark writes the checkpoint's files (the offsets, the commits, the state stores'
-# changelogs and snapshots). With the FileSystem manager a file that already exists is
-# detected just before the rename, not by it: two jobs writing one batch of one checkpoint
-# in the same instant could both succeed where FileContext would fail the second. A user's
-# own `spark.sql.streaming.checkpointFileManagerClass` setting still wins.
+# How Spark writes the checkpoint's files (the offsets, the commits, the state stores'
+# changelogs and snapshots); `spark_session` says why this one, docs/deployment.md what it
+# gives up. A user's own setting of it wins.
 CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 FILE_SYSTEM_MANAGER = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
@@ -88,10 +86,10 @@ def spark_session(
         # The checkpoint is always a POSIX path (docs/deployment.md), so Hadoop's local file
         # system. Spark's default manager renames through FileContext, whose local
         # implementation runs `readlink` as a process for each path it renames (Hadoop's
-        # FileUtil.readLink): about 50 processes a micro-batch here, a quarter of the JVM's
+        # FileUtil.readLink): about 50 processes a micro-batch here, a third of the JVM's
         # CPU on a small batch. The FileSystem manager renames with rename(2), as atomic on
-        # a local or NFS path; it checks that a batch's file is absent before renaming
-        # instead of in the same call (CHECKPOINT_MANAGER's note).
+        # a local or NFS path; it checks that a batch's file is absent just before renaming,
+        # not in the same call.
         CHECKPOINT_MANAGER: FILE_SYSTEM_MANAGER,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
