@@ -21,6 +21,12 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 # The java launcher reads this variable; the note it prints goes to each JVM's log file.
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC")
 
+# OpenBLAS (numpy, which pandas imports) starts a thread per core in every process that
+# imports it, and they spin before they sleep: in the full suite's 1,600 Python processes
+# (Spark's workers and source runners, the commands the tests run) they took about 1 % of
+# the machine's CPU (perf, every process sampled), for matrix routines nothing here calls.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 # great_expectations (the audit) imports pyspark.sql.connect, whose check_dependencies exits
 # the process (sys.exit(0), "Skipping doctests") when __main__ has neither a spec nor a file,
 # which it takes for a doctest run. A pytest-xdist worker's __main__ is execnet's `python -c`
