@@ -30,6 +30,7 @@ def test_a_worker_imports_pyspark_and_py4j_from_site_packages_not_the_zips(spark
         assert ".zip" not in f and os.path.isfile(f), f
 
 
+@pytest.mark.archive
 def test_the_driver_jvm_maps_its_classes_from_the_archive_bin_setup_wrote(spark) -> None:
     """`spark_session` hands the driver JVM the class archive (streaming/class_archive.py),
     and the archive is valid for this JVM and its class path: with `-Xshare:on` a java that
